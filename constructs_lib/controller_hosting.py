@@ -1,0 +1,79 @@
+"""Capacity for the pods that must run before Karpenter has launched any node: the Karpenter
+controller itself and CoreDNS. Never Karpenter-managed nodes -- the controller would be scheduling
+its own host."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
+from constructs import Construct
+
+from karpenter_stack.names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
+
+# Karpenter's chart and EKS's CoreDNS both tolerate this taint, and ordinary workloads do not, so
+# the system node group stays reserved for them.
+SYSTEM_TAINT_KEY = "CriticalAddonsOnly"
+SYSTEM_NODE_COUNT = 2
+
+
+class FargateControllerHosting(Construct):
+    """One Fargate profile selecting the Karpenter controller pods and CoreDNS.
+
+    One profile with two selectors rather than two profiles: EKS creates and deletes Fargate
+    profiles one at a time, minutes each. CoreDNS on Fargate keeps the cluster nodeless until
+    Karpenter launches nodes while DNS (and so the controller's AWS API calls) works.
+    """
+
+    # Where CoreDNS runs decides the controller's dnsPolicy: here CoreDNS is up before any node.
+    controller_dns_policy = "ClusterFirst"
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.Cluster,
+        karpenter_namespace: str,
+        subnets: ec2.SubnetSelection,
+    ) -> None:
+        super().__init__(scope, id)
+        self.profile = cluster.add_fargate_profile(
+            "KarpenterAndCoreDns",
+            selectors=[
+                eks.Selector(namespace=karpenter_namespace, labels=dict(CONTROLLER_POD_LABELS)),
+                eks.Selector(namespace="kube-system", labels=dict(COREDNS_POD_LABELS)),
+            ],
+            vpc=cluster.vpc,
+            subnet_selection=subnets,
+        )
+
+
+class SystemNodeGroupHosting(Construct):
+    """A managed node group of two small nodes in two AZs, tainted for system pods only."""
+
+    controller_dns_policy = "ClusterFirst"
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.Cluster,
+        instance_type: str,
+        subnets: ec2.SubnetSelection,
+    ) -> None:
+        super().__init__(scope, id)
+        self.nodegroup = cluster.add_nodegroup_capacity(
+            "SystemNodes",
+            instance_types=[ec2.InstanceType(instance_type)],
+            # Two nodes spread over the private subnets' AZs: the chart's zone spread constraint
+            # (DoNotSchedule) needs two zones for two controller replicas.
+            min_size=SYSTEM_NODE_COUNT,
+            desired_size=SYSTEM_NODE_COUNT,
+            max_size=SYSTEM_NODE_COUNT,
+            subnets=subnets,
+            labels={"node-role": "system"},
+            taints=[
+                eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=SYSTEM_TAINT_KEY, value="true")
+            ],
+        )

@@ -1,0 +1,54 @@
+"""Apply EC2NodeClasses and NodePools to the cluster."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from aws_cdk import aws_eks as eks
+from constructs import Construct, IDependable
+
+from karpenter_stack.config import NodeClassConfig, NodePoolConfig
+
+from . import manifests
+
+
+class KarpenterNodes(Construct):
+    """One ``add_manifest`` per object, so each is created, updated and deleted on its own.
+
+    Dependencies: every object on the charts (the CRDs must exist, and on delete the objects go
+    before the controller that runs their finalizers); every NodePool on its EC2NodeClass (on delete
+    pools drain their nodes before the class removes instance profiles and launch templates).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.Cluster,
+        cluster_name: str,
+        node_role_name: str,
+        node_classes: Sequence[NodeClassConfig],
+        node_pools: Sequence[NodePoolConfig],
+        depends_on: Sequence[IDependable],
+        subnet_ids: Sequence[str] = (),
+    ) -> None:
+        super().__init__(scope, id)
+        self.node_classes: dict[str, eks.KubernetesManifest] = {}
+        self.node_pools: dict[str, eks.KubernetesManifest] = {}
+        for spec in node_classes:
+            manifest = cluster.add_manifest(
+                f"EC2NodeClass-{spec.name}",
+                manifests.ec2_node_class(
+                    spec, cluster_name=cluster_name, node_role_name=node_role_name, subnet_ids=subnet_ids
+                ),
+            )
+            for dependency in depends_on:
+                manifest.node.add_dependency(dependency)
+            self.node_classes[spec.name] = manifest
+        for spec in node_pools:
+            manifest = cluster.add_manifest(f"NodePool-{spec.name}", manifests.node_pool(spec))
+            for dependency in depends_on:
+                manifest.node.add_dependency(dependency)
+            manifest.node.add_dependency(self.node_classes[spec.node_class])
+            self.node_pools[spec.name] = manifest

@@ -1,0 +1,105 @@
+"""The Karpenter Helm releases: the CRD chart, then the controller chart."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_eks as eks
+from constructs import Construct
+
+from karpenter_stack.names import CHART_REPOSITORY, CONTROLLER_CHART, CRD_CHART, IRSA_ROLE_ANNOTATION
+
+# The kubectl handler Lambda stops at 15 minutes; Helm must give up before that so the failure is
+# reported as a Helm error rather than a Lambda timeout.
+HELM_TIMEOUT = Duration.minutes(12)
+
+# Upstream's recommended controller sizing (requests = limits: guaranteed QoS).
+CONTROLLER_RESOURCES = {
+    "requests": {"cpu": "1", "memory": "1Gi"},
+    "limits": {"cpu": "1", "memory": "1Gi"},
+}
+CONTROLLER_REPLICAS = 2
+
+
+def controller_values(
+    *,
+    cluster_name: str,
+    interruption_queue: str,
+    service_account: str,
+    role_arn: str,
+    dns_policy: str,
+    tolerations: Optional[Sequence[dict[str, str]]] = None,
+) -> dict[str, Any]:
+    """Values for the ``karpenter`` chart. Every key here exists in the 1.14 chart's values.yaml."""
+    values: dict[str, Any] = {
+        "serviceAccount": {
+            "create": True,
+            "name": service_account,
+            "annotations": {IRSA_ROLE_ANNOTATION: role_arn},
+        },
+        "settings": {
+            "clusterName": cluster_name,
+            "interruptionQueue": interruption_queue,
+        },
+        "replicas": CONTROLLER_REPLICAS,
+        "dnsPolicy": dns_policy,
+        "controller": {
+            "resources": CONTROLLER_RESOURCES,
+            # Saves the controller an IMDS lookup for its region (and Fargate has no IMDS).
+            "env": [{"name": "AWS_REGION", "value": Aws.REGION}],
+        },
+    }
+    if tolerations:
+        values["tolerations"] = list(tolerations)
+    return values
+
+
+class KarpenterRelease(Construct):
+    """Installs ``karpenter-crd`` and then ``karpenter`` (with ``skip_crds``: the CRD chart owns the
+    CRDs, so Helm upgrades them -- the controller chart's ``crds/`` would be installed once and never
+    upgraded). Exposes both charts so manifests can depend on them."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.ICluster,
+        version: str,
+        namespace: str,
+        values: dict[str, Any],
+    ) -> None:
+        super().__init__(scope, id)
+        # kube-system always exists; any other namespace is created by the first release.
+        create_namespace = namespace != "kube-system"
+        self.crd_chart = eks.HelmChart(
+            self,
+            "CrdChart",
+            cluster=cluster,
+            chart=CRD_CHART,
+            repository=f"{CHART_REPOSITORY}/{CRD_CHART}",
+            version=version,
+            release=CRD_CHART,
+            namespace=namespace,
+            create_namespace=create_namespace,
+            wait=True,
+            timeout=HELM_TIMEOUT,
+        )
+        self.controller_chart = eks.HelmChart(
+            self,
+            "ControllerChart",
+            cluster=cluster,
+            chart=CONTROLLER_CHART,
+            repository=f"{CHART_REPOSITORY}/{CONTROLLER_CHART}",
+            version=version,
+            release=CONTROLLER_CHART,
+            namespace=namespace,
+            create_namespace=False,
+            skip_crds=True,
+            wait=True,
+            timeout=HELM_TIMEOUT,
+            values=values,
+        )
+        self.controller_chart.node.add_dependency(self.crd_chart)
+        self.charts = (self.crd_chart, self.controller_chart)

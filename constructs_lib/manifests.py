@@ -1,0 +1,104 @@
+"""Karpenter's Kubernetes objects, built from typed configuration in one place."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from karpenter_stack.config import NodeClassConfig, NodePoolConfig
+from karpenter_stack.names import (
+    DISCOVERY_TAG_KEY,
+    NODE_CLASS_API_VERSION,
+    NODE_CLASS_GROUP,
+    NODE_CLASS_KIND,
+    NODE_POOL_API_VERSION,
+)
+
+ROOT_DEVICE_NAME = "/dev/xvda"  # AL2/AL2023 root device
+
+
+def ec2_node_class(
+    spec: NodeClassConfig,
+    *,
+    cluster_name: str,
+    node_role_name: str,
+    subnet_ids: Sequence[str] = (),
+) -> dict[str, Any]:
+    """An EC2NodeClass (karpenter.k8s.aws/v1).
+
+    Subnets are selected by the discovery tag, or by id when ``subnet_ids`` is given (an existing
+    VPC whose subnets CloudFormation cannot tag). Security groups: the cluster security group,
+    tagged for discovery by the cluster stack.
+    """
+    discovery = {"tags": {DISCOVERY_TAG_KEY: cluster_name}}
+    subnet_terms = [{"id": s} for s in subnet_ids] if subnet_ids else [discovery]
+    return {
+        "apiVersion": NODE_CLASS_API_VERSION,
+        "kind": NODE_CLASS_KIND,
+        "metadata": {"name": spec.name},
+        "spec": {
+            # Karpenter creates and owns the instance profile for this role.
+            "role": node_role_name,
+            "amiSelectorTerms": [{"alias": spec.ami_alias}],
+            "subnetSelectorTerms": subnet_terms,
+            "securityGroupSelectorTerms": [discovery],
+            "metadataOptions": {
+                "httpEndpoint": "enabled",
+                "httpProtocolIPv6": "disabled",
+                "httpPutResponseHopLimit": spec.metadata_hop_limit,
+                "httpTokens": "required",
+            },
+            "blockDeviceMappings": [
+                {
+                    "deviceName": ROOT_DEVICE_NAME,
+                    "ebs": {
+                        "volumeSize": f"{spec.root_volume_size_gib}Gi",
+                        "volumeType": spec.root_volume_type,
+                        "encrypted": True,
+                        "deleteOnTermination": True,
+                    },
+                }
+            ],
+            **({"tags": dict(spec.tags)} if spec.tags else {}),
+        },
+    }
+
+
+def node_pool(spec: NodePoolConfig) -> dict[str, Any]:
+    """A NodePool (karpenter.sh/v1)."""
+    requirements = [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(spec.capacity_types)},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": list(spec.architectures)},
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": list(spec.instance_categories)},
+        {
+            "key": "karpenter.k8s.aws/instance-generation",
+            "operator": "Gt",
+            "values": [str(spec.min_instance_generation)],
+        },
+    ]
+    template: dict[str, Any] = {
+        "spec": {
+            "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": spec.node_class},
+            "requirements": requirements,
+            "expireAfter": spec.expire_after,
+        }
+    }
+    if spec.labels:
+        template["metadata"] = {"labels": dict(spec.labels)}
+    body: dict[str, Any] = {
+        "template": template,
+        "limits": dict(spec.limits),
+        "disruption": {
+            "consolidationPolicy": spec.consolidation_policy,
+            "consolidateAfter": spec.consolidate_after,
+            "budgets": [{"nodes": b.nodes} for b in spec.budgets],
+        },
+    }
+    if spec.weight is not None:
+        body["weight"] = spec.weight
+    return {
+        "apiVersion": NODE_POOL_API_VERSION,
+        "kind": "NodePool",
+        "metadata": {"name": spec.name},
+        "spec": body,
+    }

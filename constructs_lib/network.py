@@ -1,0 +1,63 @@
+"""The VPC the cluster and Karpenter's nodes live in."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from aws_cdk import Tags
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from karpenter_stack.names import DISCOVERY_TAG_KEY
+
+
+class ClusterVpc(Construct):
+    """A new VPC (public + private subnets) or an existing one looked up by id.
+
+    New VPCs get their private subnets tagged ``karpenter.sh/discovery=<cluster>`` so EC2NodeClasses
+    can select them by tag. Tags cannot be added to an imported VPC's subnets from CloudFormation, so
+    for an existing VPC :attr:`private_subnet_ids` lets node classes select subnets by id instead.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        vpc_id: Optional[str],
+        cidr: str,
+        max_azs: int,
+        nat_gateways: int,
+    ) -> None:
+        super().__init__(scope, id)
+        self.created = vpc_id is None
+        if vpc_id is not None:
+            self.vpc: ec2.IVpc = ec2.Vpc.from_lookup(self, "Vpc", vpc_id=vpc_id)
+            self.private_subnet_ids = [s.subnet_id for s in self.vpc.private_subnets]
+            return
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(cidr),
+            max_azs=max_azs,
+            nat_gateways=nat_gateways,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                # Large private subnets: the VPC CNI gives every pod a VPC address.
+                ec2.SubnetConfiguration(
+                    name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=19
+                ),
+            ],
+        )
+        self.private_subnet_ids = [s.subnet_id for s in self.vpc.private_subnets]
+        for subnet in self.vpc.private_subnets:
+            Tags.of(subnet).add(DISCOVERY_TAG_KEY, cluster_name)
+            # Where the AWS Load Balancer Controller puts internal load balancers.
+            Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
+        for subnet in self.vpc.public_subnets:
+            Tags.of(subnet).add("kubernetes.io/role/elb", "1")
+
+    @property
+    def private_subnets(self) -> ec2.SubnetSelection:
+        return ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)

@@ -1,0 +1,1 @@
+"""The EKS + Karpenter stacks and their configuration."""

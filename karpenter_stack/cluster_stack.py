@@ -1,0 +1,184 @@
+"""The EKS cluster stack: VPC, cluster, controller hosting, Karpenter and its node configuration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Aws, CfnOutput, Environment, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from constructs_lib.controller_hosting import (
+    SYSTEM_TAINT_KEY,
+    FargateControllerHosting,
+    SystemNodeGroupHosting,
+)
+from constructs_lib.controller_role import ControllerRole
+from constructs_lib.discovery_tag import SecurityGroupTag
+from constructs_lib.karpenter_nodes import KarpenterNodes
+from constructs_lib.karpenter_release import KarpenterRelease, controller_values
+from constructs_lib.network import ClusterVpc
+
+from . import versions
+from .config import AppConfig
+from .karpenter_infra import KarpenterInfraStack
+from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_USERNAME
+
+ALL_LOG_TYPES = [
+    eks.ClusterLoggingTypes.API,
+    eks.ClusterLoggingTypes.AUDIT,
+    eks.ClusterLoggingTypes.AUTHENTICATOR,
+    eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+    eks.ClusterLoggingTypes.SCHEDULER,
+]
+
+
+def stack_name_for(cluster_name: str) -> str:
+    """The stack is named after its cluster; stack names allow no '_'."""
+    return cluster_name.replace("_", "-")
+
+
+class KarpenterClusterStack(Stack):
+    """An EKS cluster with no default capacity, autoscaled by Karpenter."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
+        env = Environment(account=config.account, region=config.region) if config.account or config.region else None
+        super().__init__(
+            scope,
+            id,
+            env=env,
+            description=f"EKS cluster {config.cluster_name} autoscaled by Karpenter {config.karpenter_version}",
+            **kwargs,
+        )
+        self.config = config
+        name = config.cluster_name
+
+        self.network = ClusterVpc(
+            self,
+            "Network",
+            cluster_name=name,
+            vpc_id=config.vpc_id,
+            cidr=config.vpc_cidr,
+            max_azs=config.max_azs,
+            nat_gateways=config.nat_gateways,
+        )
+        private = self.network.private_subnets
+
+        layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
+        fargate = config.controller_hosting == "fargate"
+        # Role an operator assumes for kubectl (mapped to system:masters); anyone in the account
+        # who is allowed sts:AssumeRole on it.
+        self.admin_role = iam.Role(
+            self,
+            "ClusterAdminRole",
+            assumed_by=iam.AccountRootPrincipal(),
+            description=f"kubectl administrators of EKS cluster {name}",
+        )
+        self.cluster = eks.Cluster(
+            self,
+            "Cluster",
+            cluster_name=name,
+            version=versions.eks_kubernetes_version(config.kubernetes_version),
+            kubectl_layer=layer_class(self, "KubectlLayer"),
+            vpc=self.network.vpc,
+            vpc_subnets=[private],
+            default_capacity=0,
+            cluster_logging=ALL_LOG_TYPES,
+            core_dns_compute_type=eks.CoreDnsComputeType.FARGATE if fargate else eks.CoreDnsComputeType.EC2,
+            masters_role=self.admin_role,
+            output_cluster_name=False,
+            output_config_command=False,
+            output_masters_role_arn=False,
+        )
+        SecurityGroupTag(
+            self,
+            "ClusterSecurityGroupDiscoveryTag",
+            security_group_id=self.cluster.cluster_security_group_id,
+            key=DISCOVERY_TAG_KEY,
+            value=name,
+        )
+
+        if fargate:
+            self.hosting: FargateControllerHosting | SystemNodeGroupHosting = FargateControllerHosting(
+                self, "ControllerHosting", cluster=self.cluster,
+                karpenter_namespace=config.karpenter_namespace, subnets=private,
+            )
+            tolerations = None
+        else:
+            self.hosting = SystemNodeGroupHosting(
+                self, "ControllerHosting", cluster=self.cluster,
+                instance_type=config.system_node_instance_type, subnets=private,
+            )
+            tolerations = [{"key": SYSTEM_TAINT_KEY, "operator": "Exists"}]
+
+        # The cluster name is passed as a literal, not the cluster's token: IAM and the queue do not
+        # need the cluster to exist, so CloudFormation creates them in parallel with it.
+        self.karpenter = KarpenterInfraStack(
+            self, "Karpenter", cluster_name=name, karpenter_version=config.karpenter_version
+        )
+
+        node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.karpenter.node_role_arn, mutable=False)
+        self.cluster.aws_auth.add_role_mapping(node_role, username=NODE_USERNAME, groups=list(NODE_GROUPS))
+
+        if config.create_spot_service_linked_role:
+            iam.CfnServiceLinkedRole(self, "SpotServiceLinkedRole", aws_service_name="spot.amazonaws.com")
+
+        self.controller_role = ControllerRole(
+            self,
+            "ControllerRole",
+            cluster=self.cluster,
+            namespace=config.karpenter_namespace,
+            service_account=config.karpenter_service_account,
+            managed_policy_arns=self.karpenter.controller_policy_arns,
+        )
+
+        self.release = KarpenterRelease(
+            self,
+            "KarpenterRelease",
+            cluster=self.cluster,
+            version=config.karpenter_version,
+            namespace=config.karpenter_namespace,
+            values=controller_values(
+                cluster_name=name,
+                interruption_queue=self.karpenter.queue_name,
+                service_account=config.karpenter_service_account,
+                role_arn=self.controller_role.role_arn,
+                dns_policy=self.hosting.controller_dns_policy,
+                tolerations=tolerations,
+            ),
+        )
+        # The role ARN in the values creates no dependency on the role's policies; the controller
+        # must not start before it can call AWS.
+        self.release.controller_chart.node.add_dependency(self.controller_role)
+
+        self.nodes = KarpenterNodes(
+            self,
+            "KarpenterNodes",
+            cluster=self.cluster,
+            cluster_name=name,
+            node_role_name=self.karpenter.node_role_name,
+            node_classes=config.node_classes,
+            node_pools=config.node_pools,
+            depends_on=self.release.charts,
+            subnet_ids=() if self.network.created else self.network.private_subnet_ids,
+        )
+
+        CfnOutput(self, "ClusterName", value=self.cluster.cluster_name, description="EKS cluster name")
+        CfnOutput(
+            self,
+            "UpdateKubeconfigCommand",
+            value=(
+                f"aws eks update-kubeconfig --name {self.cluster.cluster_name} --region {Aws.REGION} "
+                f"--role-arn {self.admin_role.role_arn}"
+            ),
+            description="Run this to point kubectl at the cluster (as the cluster admin role)",
+        )
+        CfnOutput(self, "NodeRoleArn", value=self.karpenter.node_role_arn, description="IAM role of Karpenter-launched nodes")
+        CfnOutput(
+            self, "ControllerRoleArn", value=self.controller_role.role_arn, description="IRSA role of the Karpenter controller"
+        )
+        CfnOutput(
+            self, "InterruptionQueueName", value=self.karpenter.queue_name, description="SQS queue of interruption events"
+        )

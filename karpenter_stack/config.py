@@ -1,0 +1,319 @@
+"""The app's configuration: one typed model, loaded once from CDK context.
+
+Context keys are the camelCase field names below (``cdk synth -c clusterName=prod``). Defaults are
+the field defaults; ``cdk.json`` repeats them so a user sees every knob in one place, and a test
+keeps the two identical. Values given on the command line arrive as strings: scalars are coerced,
+lists (``nodePools``, ``nodeClasses``) are parsed as JSON.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from typing import Any, Literal, Mapping, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from . import versions
+
+DEFAULT_CLUSTER_NAME = "eks-karpenter"
+
+# IAM role names are at most 64 characters and the template names the node role
+# KarpenterNodeRole-<cluster>.
+MAX_CLUSTER_NAME_LENGTH = 64 - len("KarpenterNodeRole-")
+_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DURATION = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
+
+# Context keys the CDK itself may put in context without a prefix.
+_CDK_OWN_KEYS = {"acknowledged-issue-numbers"}
+
+
+class ConfigError(Exception):
+    """Invalid configuration. ``str(err)`` is the message to show the user."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+    )
+
+
+class NodeClassConfig(_Model):
+    """One EC2NodeClass: how Karpenter launches EC2 instances."""
+
+    name: str = Field("default", description="Kubernetes name of the EC2NodeClass.")
+    ami_alias: str = Field(
+        "al2023@latest",
+        description="AMI alias `family@version`; pin a version (e.g. al2023@v20260801) in production.",
+    )
+    root_volume_size_gib: int = Field(50, ge=1, le=16384, description="Root EBS volume size in GiB.")
+    root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field("gp3", description="Root EBS volume type.")
+    metadata_hop_limit: int = Field(
+        1, ge=1, le=64, description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials."
+    )
+    tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on launched EC2 resources.")
+
+    @field_validator("name")
+    @classmethod
+    def _k8s_name(cls, value: str) -> str:
+        if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
+            raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
+        return value
+
+    @field_validator("ami_alias")
+    @classmethod
+    def _alias(cls, value: str) -> str:
+        if not re.fullmatch(r"(al2|al2023|bottlerocket|windows2019|windows2022|windows2025)@(latest|v[0-9][0-9.]*)", value):
+            raise ValueError(
+                "must be family@version with family al2, al2023, bottlerocket, windows2019, windows2022 "
+                "or windows2025 and version 'latest' or a pinned vYYYYMMDD"
+            )
+        if value.startswith("windows") and not value.endswith("@latest"):
+            raise ValueError("Windows AMI aliases only support @latest")
+        return value
+
+
+class DisruptionBudgetConfig(_Model):
+    nodes: str = Field("10%", description="Nodes that may be disrupted at once: a count or a percentage.")
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: str) -> str:
+        if not re.fullmatch(r"^((100|[0-9]{1,2})%|[0-9]+)$", value):
+            raise ValueError("must be a whole number or a percentage 0%-100%")
+        return value
+
+
+class NodePoolConfig(_Model):
+    """One NodePool: what Karpenter may launch for pending pods, and when it may remove it."""
+
+    name: str = Field("default", description="Kubernetes name of the NodePool.")
+    node_class: str = Field("default", description="Name of the EC2NodeClass (from nodeClasses) this pool uses.")
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
+        default_factory=lambda: ["spot", "on-demand"], min_length=1, description="karpenter.sh/capacity-type values."
+    )
+    architectures: list[Literal["amd64", "arm64"]] = Field(
+        default_factory=lambda: ["amd64", "arm64"], min_length=1, description="kubernetes.io/arch values."
+    )
+    instance_categories: list[str] = Field(
+        default_factory=lambda: ["c", "m", "r"], min_length=1,
+        description="karpenter.k8s.aws/instance-category values (EC2 family letters).",
+    )
+    min_instance_generation: int = Field(
+        2, ge=0, description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt)."
+    )
+    limits: dict[str, str] = Field(
+        default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
+        description="Upper bound on the resources of all nodes in the pool.",
+    )
+    weight: Optional[int] = Field(None, ge=1, le=100, description="Priority among pools (higher first); unset = 0.")
+    expire_after: str = Field("720h", description="Replace nodes older than this (duration or Never).")
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
+        "WhenEmptyOrUnderutilized", description="Which nodes Karpenter may consolidate."
+    )
+    consolidate_after: str = Field("1m", description="Wait this long after a pod change before consolidating.")
+    budgets: list[DisruptionBudgetConfig] = Field(
+        default_factory=lambda: [DisruptionBudgetConfig()], max_length=50,
+        description="Disruption budgets: how many nodes may be disrupted at once.",
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="Labels put on the pool's nodes.")
+
+    @field_validator("name", "node_class")
+    @classmethod
+    def _k8s_name(cls, value: str) -> str:
+        if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
+            raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
+        return value
+
+    @field_validator("expire_after", "consolidate_after")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        if not _DURATION.match(value):
+            raise ValueError("must be a duration like 30s, 15m, 720h, 1h30m, or Never")
+        return value
+
+
+class AppConfig(_Model):
+    """Everything the app builds is decided here."""
+
+    cluster_name: str = Field(DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources.")
+    kubernetes_version: str = Field("1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package.")
+    karpenter_version: str = Field("1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml.")
+    karpenter_namespace: str = Field("kube-system", description="Namespace of the Karpenter controller.")
+    karpenter_service_account: str = Field("karpenter", description="Service account of the Karpenter controller.")
+    account: Optional[str] = Field(None, description="AWS account id; unset = environment-agnostic stack.")
+    region: Optional[str] = Field(None, description="AWS region; unset = environment-agnostic stack.")
+    vpc_id: Optional[str] = Field(None, description="Use this existing VPC (needs account and region) instead of creating one.")
+    vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the new VPC.")
+    max_azs: int = Field(2, ge=2, le=6, description="Availability zones of the new VPC (environment-agnostic stacks get 2).")
+    nat_gateways: int = Field(1, ge=1, le=6, description="NAT gateways of the new VPC (one per AZ for zonal resilience).")
+    controller_hosting: Literal["fargate", "nodegroup"] = Field(
+        "fargate", description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group."
+    )
+    system_node_instance_type: str = Field("t3.medium", description="Instance type of the system node group (nodegroup hosting).")
+    create_spot_service_linked_role: bool = Field(
+        False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
+    )
+    node_classes: list[NodeClassConfig] = Field(
+        default_factory=lambda: [NodeClassConfig()], min_length=1, description="EC2NodeClasses to apply."
+    )
+    node_pools: list[NodePoolConfig] = Field(
+        default_factory=lambda: [NodePoolConfig()], min_length=1, description="NodePools to apply."
+    )
+
+    @field_validator("cluster_name")
+    @classmethod
+    def _cluster_name(cls, value: str) -> str:
+        if not _CLUSTER_NAME.match(value):
+            raise ValueError("must start with a letter or digit and contain only letters, digits, '-' and '_'")
+        if len(value) > MAX_CLUSTER_NAME_LENGTH:
+            raise ValueError(
+                f"must be at most {MAX_CLUSTER_NAME_LENGTH} characters so that KarpenterNodeRole-<cluster> "
+                f"fits IAM's 64-character limit (got {len(value)})"
+            )
+        return value
+
+    @field_validator("karpenter_namespace", "karpenter_service_account")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not _DNS_LABEL.match(value) or len(value) > 63:
+            raise ValueError("must be a Kubernetes name: lowercase a-z, 0-9 and '-', at most 63 characters")
+        return value
+
+    @field_validator("vpc_id")
+    @classmethod
+    def _vpc_id(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not _VPC_ID.match(value):
+            raise ValueError("must look like vpc-0123456789abcdef0")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> "AppConfig":
+        if self.vpc_id and not (self.account and self.region):
+            raise ValueError("vpcId needs account and region: an existing VPC is looked up in that environment")
+        if self.nat_gateways > self.max_azs:
+            raise ValueError(f"natGateways ({self.nat_gateways}) cannot exceed maxAzs ({self.max_azs})")
+        _unique("nodeClasses", [c.name for c in self.node_classes])
+        _unique("nodePools", [p.name for p in self.node_pools])
+        class_names = {c.name for c in self.node_classes}
+        for pool in self.node_pools:
+            if pool.node_class not in class_names:
+                raise ValueError(
+                    f"nodePools '{pool.name}' refers to nodeClass '{pool.node_class}', "
+                    f"which is not in nodeClasses ({', '.join(sorted(class_names))})"
+                )
+        return self
+
+    # Derived, so no second copy can drift.
+    @property
+    def interruption_queue_name(self) -> str:
+        """The template names the queue after the cluster."""
+        return self.cluster_name
+
+
+def _unique(setting: str, names: list[str]) -> None:
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"{setting} has duplicate names: {', '.join(duplicates)}")
+
+
+CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
+_LIST_KEYS = {"nodeClasses", "nodePools"}
+
+
+def _is_ours(key: str) -> bool:
+    # Feature flags (@aws-cdk/...), CDK's own settings (aws:cdk:...) and lookup caches
+    # (vpc-provider:...) all carry ':' or '@'.
+    return ":" not in key and not key.startswith("@") and key not in _CDK_OWN_KEYS
+
+
+def _parse_cli_value(key: str, value: Any) -> Any:
+    if key in _LIST_KEYS and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON list") from None
+    if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region"):
+        return None
+    return value
+
+
+def _format_location(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int) and parts:
+            parts[-1] = f"{parts[-1]}[{item}]"
+        else:
+            parts.append(str(item))
+    return ".".join(parts)
+
+
+# Which model a nested key belongs to, to suggest the closest known key for a typo.
+_NESTED_MODELS: dict[str, type[_Model]] = {
+    "nodeClasses": NodeClassConfig,
+    "nodePools": NodePoolConfig,
+    "budgets": DisruptionBudgetConfig,
+}
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    model: type[_Model] = AppConfig
+    for item in loc[:-1]:
+        if isinstance(item, str) and item in _NESTED_MODELS:
+            model = _NESTED_MODELS[item]
+    return [to_camel(name) for name in model.model_fields]
+
+
+def _unknown_key(setting: str, key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known settings: {', '.join(sorted(known))}"
+    return f"{setting}: unknown setting; {hint}"
+
+
+def _format_errors(err: ValidationError) -> str:
+    lines = []
+    for error in err.errors():
+        setting = _format_location(error["loc"])
+        if error["type"] == "extra_forbidden":
+            lines.append(_unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"])))
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        if not setting:  # a cross-field rule: its message names the settings itself
+            lines.append(message)
+            continue
+        lines.append(f"{setting} = {json.dumps(error.get('input'))}: {message}")
+    return "\n".join(lines)
+
+
+def load_config(context: Mapping[str, Any]) -> AppConfig:
+    """Validate the app's context into an :class:`AppConfig`, or raise :class:`ConfigError`."""
+    ours = {k: v for k, v in context.items() if _is_ours(k)}
+    unknown = sorted(k for k in ours if k not in CONTEXT_KEYS)
+    if unknown:
+        raise ConfigError("\n".join(_unknown_key(k, k, list(CONTEXT_KEYS)) for k in unknown))
+    raw = {k: _parse_cli_value(k, v) for k, v in ours.items()}
+    try:
+        config = AppConfig.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err)) from None
+    try:
+        versions.eks_kubernetes_version(config.kubernetes_version)
+        versions.karpenter_template(config.karpenter_version)
+        versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
+        versions.KubectlLayer.for_version(config.kubernetes_version).load()
+    except versions.VersionError as err:
+        raise ConfigError(str(err)) from None
+    return config
+
+
+def default_context() -> dict[str, Any]:
+    """The defaults as context values (what cdk.json carries)."""
+    return AppConfig().model_dump(by_alias=True, mode="json")

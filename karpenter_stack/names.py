@@ -1,0 +1,39 @@
+"""Names that cross a boundary (AWS <-> Kubernetes <-> Helm), defined once.
+
+Everything that two components must agree on -- a tag key, a chart location, a CRD group -- lives
+here, and tests assert that both sides use these values.
+"""
+
+from __future__ import annotations
+
+# Karpenter discovers subnets and security groups by this tag (value: the cluster name).
+DISCOVERY_TAG_KEY = "karpenter.sh/discovery"
+
+# Karpenter's Helm charts are published as OCI artifacts; the CDK Helm handler needs the full URL.
+CHART_REPOSITORY = "oci://public.ecr.aws/karpenter"
+CONTROLLER_CHART = "karpenter"
+CRD_CHART = "karpenter-crd"
+
+# Kubernetes API groups/versions of the Karpenter v1 CRDs.
+NODE_POOL_API_VERSION = "karpenter.sh/v1"
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
+NODE_CLASS_API_VERSION = f"{NODE_CLASS_GROUP}/v1"
+NODE_CLASS_KIND = "EC2NodeClass"
+
+# aws-auth mapping EKS requires for a node role.
+NODE_USERNAME = "system:node:{{EC2PrivateDNSName}}"
+NODE_GROUPS = ("system:bootstrappers", "system:nodes")
+
+# IRSA: the audience STS expects and the annotation the EKS pod identity webhook reads.
+IRSA_AUDIENCE = "sts.amazonaws.com"
+IRSA_ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
+
+# Pod labels the Karpenter chart puts on its controller pods (the chart name, without nameOverride),
+# and the label of the CoreDNS pods EKS installs. Fargate profile selectors match on these.
+CONTROLLER_POD_LABELS = {"app.kubernetes.io/name": CONTROLLER_CHART}
+COREDNS_POD_LABELS = {"k8s-app": "kube-dns"}
+
+
+def service_account_subject(namespace: str, service_account: str) -> str:
+    """The ``sub`` claim of a projected service-account token."""
+    return f"system:serviceaccount:{namespace}:{service_account}"

@@ -1,0 +1,145 @@
+"""Version facts: which Kubernetes versions CDK and Karpenter support, where each one's kubectl
+layer comes from, and which Karpenter versions this project has a CloudFormation template for."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from aws_cdk import aws_eks as eks
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+_TEMPLATE_PATTERN = re.compile(r"^karpenter-(\d+\.\d+\.\d+)\.yaml$")
+
+# Kubernetes minor versions each Karpenter minor supports (upstream compatibility matrix).
+KARPENTER_KUBERNETES_RANGE: dict[tuple[int, int], tuple[int, int]] = {
+    (1, 6): (26, 34),
+    (1, 7): (26, 34),
+    (1, 8): (26, 34),
+    (1, 9): (26, 35),
+    (1, 10): (26, 35),
+    (1, 11): (26, 35),
+    (1, 12): (26, 35),
+    (1, 13): (26, 36),
+    (1, 14): (26, 36),
+}
+
+# Pinned versions of the kubectl layer packages, so the error for a missing one names an install
+# command that reproduces what this project tested.
+KUBECTL_LAYER_PINS: dict[int, str] = {
+    30: "2.0.4",
+    31: "2.1.0",
+    32: "2.1.0",
+    33: "2.2.2",
+    34: "2.2.2",
+    35: "2.2.2",
+    36: "2.0.1",
+}
+
+
+class VersionError(ValueError):
+    """A version setting that cannot be honoured; the message names setting, value and what is allowed."""
+
+
+def minor_of(kubernetes_version: str) -> int:
+    match = re.fullmatch(r"1\.(\d+)", kubernetes_version)
+    if not match:
+        raise VersionError(
+            f"kubernetesVersion '{kubernetes_version}' is not of the form 1.NN; "
+            f"allowed: {', '.join(cdk_kubernetes_versions())}"
+        )
+    return int(match.group(1))
+
+
+def cdk_kubernetes_versions() -> list[str]:
+    """Kubernetes versions aws-cdk-lib's aws_eks module knows (KubernetesVersion.V1_NN)."""
+    minors = sorted(
+        int(name.split("_")[1])
+        for name in dir(eks.KubernetesVersion)
+        if re.fullmatch(r"V1_\d+", name)
+    )
+    return [f"1.{m}" for m in minors]
+
+
+@dataclass(frozen=True)
+class KubectlLayer:
+    """The kubectl/helm Lambda layer that matches one Kubernetes version."""
+
+    kubernetes_version: str
+    package: str
+    module: str
+    class_name: str
+
+    @classmethod
+    def for_version(cls, kubernetes_version: str) -> "KubectlLayer":
+        minor = minor_of(kubernetes_version)
+        return cls(
+            kubernetes_version=kubernetes_version,
+            package=f"aws-cdk.lambda-layer-kubectl-v{minor}",
+            module=f"aws_cdk.lambda_layer_kubectl_v{minor}",
+            class_name=f"KubectlV{minor}Layer",
+        )
+
+    @property
+    def pip_install(self) -> str:
+        pin = KUBECTL_LAYER_PINS.get(minor_of(self.kubernetes_version))
+        return f"pip install {self.package}=={pin}" if pin else f"pip install {self.package}"
+
+    def load(self, importer: Callable[[str], object] = importlib.import_module) -> type:
+        """Import the layer class, or fail with the install command that provides it."""
+        try:
+            module = importer(self.module)
+        except ModuleNotFoundError:
+            raise VersionError(
+                f"kubernetesVersion '{self.kubernetes_version}' needs the kubectl layer package "
+                f"{self.package}, which is not installed; run: {self.pip_install}"
+            ) from None
+        return getattr(module, self.class_name)
+
+
+def eks_kubernetes_version(kubernetes_version: str) -> eks.KubernetesVersion:
+    minor = minor_of(kubernetes_version)
+    constant = getattr(eks.KubernetesVersion, f"V1_{minor}", None)
+    if constant is None:
+        raise VersionError(
+            f"kubernetesVersion '{kubernetes_version}' is not known to aws-cdk-lib's aws_eks module; "
+            f"allowed: {', '.join(cdk_kubernetes_versions())}"
+        )
+    return constant
+
+
+def available_karpenter_versions(templates_dir: Path = TEMPLATES_DIR) -> list[str]:
+    found = [
+        m.group(1)
+        for p in templates_dir.iterdir()
+        if (m := _TEMPLATE_PATTERN.match(p.name))
+    ]
+    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def karpenter_template(karpenter_version: str, templates_dir: Path = TEMPLATES_DIR) -> Path:
+    path = templates_dir / f"karpenter-{karpenter_version}.yaml"
+    if not path.is_file():
+        available = ", ".join(available_karpenter_versions(templates_dir)) or "none"
+        raise VersionError(
+            f"karpenterVersion '{karpenter_version}' has no CloudFormation template "
+            f"(templates/karpenter-{karpenter_version}.yaml); versions with a template: {available}"
+        )
+    return path
+
+
+def check_compatibility(karpenter_version: str, kubernetes_version: str) -> None:
+    major, minor = (int(x) for x in karpenter_version.split(".")[:2])
+    supported = KARPENTER_KUBERNETES_RANGE.get((major, minor))
+    if supported is None:
+        return  # no matrix entry: the template check already limits versions to known ones
+    low, high = supported
+    k8s_minor = minor_of(kubernetes_version)
+    if not low <= k8s_minor <= high:
+        raise VersionError(
+            f"kubernetesVersion '{kubernetes_version}' is not supported by Karpenter "
+            f"{karpenter_version}, which supports Kubernetes 1.{low} to 1.{high}"
+        )
