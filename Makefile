@@ -1,0 +1,49 @@
+# The two commands of the README:
+#   make synth   set up and synthesize the default configuration into cdk.out/ (no AWS credentials)
+#   make test    set up and run the whole test suite
+# Everything is installed into this folder (.venv/, node_modules/) from the project's own files.
+
+PYTHON ?= python3
+VENV := .venv
+# jsii runs the first `node` on PATH: put the pinned Node.js 22 (node_modules/.bin) and the venv first.
+export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
+# The CLI's periodic notices and telemetry are noise in CI logs.
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+CDK := cdk --no-notices
+NODE_STAMP := node_modules/.installed
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+DEV_STAMP := $(VENV)/.dev-installed
+
+.PHONY: synth test setup cdk clean
+
+synth: $(RUNTIME_STAMP) $(NODE_STAMP)
+	$(CDK) synth --quiet $(CDK_ARGS)
+	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
+
+test: $(DEV_STAMP) $(NODE_STAMP)
+	python -m pytest $(PYTEST_ARGS)
+
+setup: $(DEV_STAMP) $(NODE_STAMP)
+
+# Any other CDK command with the project's toolchain, e.g. make cdk ARGS="deploy --all"
+cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
+	$(CDK) $(ARGS)
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(RUNTIME_STAMP): requirements.txt $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -qq --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(DEV_STAMP): requirements.txt requirements-dev.txt $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -qq --disable-pip-version-check -r requirements-dev.txt
+	touch $(RUNTIME_STAMP) $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+clean:
+	rm -rf cdk.out .pytest_cache
