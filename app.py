@@ -6,19 +6,18 @@ import sys
 
 import aws_cdk as cdk
 
-from karpenter_stack.config import ConfigError, load_config
-from karpenter_stack.cluster_stack import KarpenterClusterStack, stack_name_for
+from karpenter_stack.application import build
+from karpenter_stack.config import ConfigError
 
 
 def main() -> None:
     app = cdk.App()
     try:
-        config = load_config(app.node.get_all_context())
+        build(app)
     except ConfigError as err:
         # One clear message, no traceback, and nothing synthesized.
         print(f"Configuration error:\n{err}", file=sys.stderr)
         sys.exit(1)
-    KarpenterClusterStack(app, stack_name_for(config.cluster_name), config=config)
     app.synth()
 
 

@@ -149,9 +149,6 @@ class KarpenterClusterStack(Stack):
                 tolerations=tolerations,
             ),
         )
-        # The role ARN in the values creates no dependency on the role's policies; the controller
-        # must not start before it can call AWS.
-        self.release.controller_chart.node.add_dependency(self.controller_role)
 
         self.nodes = KarpenterNodes(
             self,

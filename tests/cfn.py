@@ -1,0 +1,88 @@
+"""Helpers to read synthesized CloudFormation the way a reviewer would: token-bearing strings
+rendered with readable placeholders, nested-stack outputs followed to their source."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from aws_cdk import Stack
+from aws_cdk.assertions import Template
+
+
+def placeholder(expr: Any) -> str:
+    """A stand-in for an intrinsic inside a rendered string: ``${GetAtt:Res.Attr}``, ``${Ref:Res}``."""
+    if isinstance(expr, dict) and len(expr) == 1:
+        (fn, arg), = expr.items()
+        if fn == "Ref":
+            return f"${{Ref:{arg}}}"
+        if fn == "Fn::GetAtt":
+            return f"${{GetAtt:{arg[0]}.{arg[1]}}}"
+    raise AssertionError(f"unexpected intrinsic in a rendered string: {expr!r}")
+
+
+def render(value: Any) -> str:
+    """Flatten a string or an Fn::Join into one string with placeholders for intrinsics."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return sep.join(p if isinstance(p, str) else placeholder(p) for p in parts)
+    return placeholder(value)
+
+
+def render_json(value: Any) -> Any:
+    return json.loads(render(value))
+
+
+def resources(template: Template, type_: str) -> dict[str, dict[str, Any]]:
+    return template.find_resources(type_)
+
+
+def only(items: dict[str, Any]) -> tuple[str, Any]:
+    assert len(items) == 1, f"expected exactly one, found {sorted(items)}"
+    return next(iter(items.items()))
+
+
+def kubernetes_objects(template: Template) -> dict[str, dict[str, Any]]:
+    """Every object applied with add_manifest, keyed by '<Kind>/<name>', with the logical id of
+    the manifest resource under '_logicalId'."""
+    objects: dict[str, dict[str, Any]] = {}
+    for logical_id, res in resources(template, "Custom::AWSCDK-EKS-KubernetesResource").items():
+        for obj in render_json(res["Properties"]["Manifest"]):
+            key = f"{obj['kind']}/{obj['metadata']['name']}"
+            assert key not in objects, f"{key} applied twice"
+            objects[key] = {**obj, "_logicalId": logical_id}
+    return objects
+
+
+def nested_output_source(parent: Template, nested_stack: Stack, nested: Template, ref: str) -> Any:
+    """Follow ``${GetAtt:<NestedStackResource>.Outputs.X}`` to the expression output X exports."""
+    prefix = "${GetAtt:"
+    assert ref.startswith(prefix) and ".Outputs." in ref, ref
+    resource_id, output = ref[len(prefix):-1].split(".Outputs.")
+    expected_id = Stack.of(nested_stack).resolve(nested_stack.nested_stack_resource.logical_id)
+    assert resource_id == expected_id, f"{ref} does not point at the nested stack {expected_id}"
+    return nested.to_json()["Outputs"][output]["Value"]
+
+
+def depends_on(template_json: dict[str, Any], logical_id: str) -> list[str]:
+    deps = template_json["Resources"][logical_id].get("DependsOn", [])
+    return [deps] if isinstance(deps, str) else list(deps)
+
+
+def lint(paths: Iterable[Path]) -> str:
+    """Run cfn-lint (with the project's .cfnlintrc) over the files; returns its findings, '' if none."""
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), *map(str, paths)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+    )
+    findings = (result.stdout + result.stderr).strip()
+    assert (result.returncode == 0) == (findings == ""), findings
+    return findings

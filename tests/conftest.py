@@ -1,0 +1,94 @@
+"""Shared synthesis: each configuration is synthesized once per test session."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+# jsii starts `node` from PATH on the first aws_cdk import: make it the project's pinned Node.js 22,
+# also when pytest is run without make.
+os.environ["PATH"] = os.pathsep.join(
+    [str(ROOT / ".venv" / "bin"), str(ROOT / "node_modules" / ".bin"), os.environ.get("PATH", "")]
+)
+
+import aws_cdk as cdk  # noqa: E402
+import pytest  # noqa: E402
+from aws_cdk.assertions import Template  # noqa: E402
+
+from karpenter_stack.application import build  # noqa: E402
+from karpenter_stack.cluster_stack import KarpenterClusterStack  # noqa: E402
+
+CDK_JSON_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+
+
+class Synthesized:
+    """One synthesized configuration: the stack, its template and the Karpenter nested template."""
+
+    def __init__(self, overrides: dict[str, Any]) -> None:
+        self.app = cdk.App(context={**CDK_JSON_CONTEXT, **overrides})
+        self.stack: KarpenterClusterStack = build(self.app)
+        self.template = Template.from_stack(self.stack)
+        self.json = self.template.to_json()
+        self.karpenter = Template.from_stack(self.stack.karpenter)
+        self.karpenter_json = self.karpenter.to_json()
+
+    @property
+    def config(self):
+        return self.stack.config
+
+
+_cache: dict[str, Synthesized] = {}
+
+
+def synth(**overrides: Any) -> Synthesized:
+    key = json.dumps(overrides, sort_keys=True)
+    if key not in _cache:
+        _cache[key] = Synthesized(overrides)
+    return _cache[key]
+
+
+# A second configuration exercising the alternatives: managed node group hosting, a custom
+# namespace/service account and two node pools (on-demand + weighted spot) over two node classes.
+ALTERNATIVE = {
+    "clusterName": "alt_cluster-1",
+    "controllerHosting": "nodegroup",
+    "karpenterNamespace": "karpenter",
+    "karpenterServiceAccount": "karpenter-controller",
+    "nodeClasses": [
+        {"name": "default", "amiAlias": "al2023@v20260801"},
+        {"name": "large-disk", "rootVolumeSizeGib": 200, "metadataHopLimit": 1},
+    ],
+    "nodePools": [
+        {
+            "name": "on-demand",
+            "capacityTypes": ["on-demand"],
+            "architectures": ["amd64"],
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": "5m",
+            "expireAfter": "168h",
+            "limits": {"cpu": "64", "memory": "256Gi"},
+        },
+        {
+            "name": "spot",
+            "nodeClass": "large-disk",
+            "capacityTypes": ["spot"],
+            "weight": 50,
+            "instanceCategories": ["c", "m"],
+            "minInstanceGeneration": 5,
+            "budgets": [{"nodes": "20%"}, {"nodes": "0"}],
+        },
+    ],
+}
+
+
+@pytest.fixture(scope="session")
+def default() -> Synthesized:
+    return synth()
+
+
+@pytest.fixture(scope="session")
+def alternative() -> Synthesized:
+    return synth(**ALTERNATIVE)
