@@ -1,0 +1,258 @@
+"""The cluster stack: VPC, EKS cluster, controller hosting, aws-auth, IRSA and outputs."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk.assertions import Match
+
+from karpenter_stack.names import DISCOVERY_TAG_KEY
+from tests.cfn import only, render, render_json, resources
+
+
+def _tags(res) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in res["Properties"].get("Tags", [])}
+
+
+def _subnets(synth, kind: str) -> dict[str, dict]:
+    return {
+        lid: res
+        for lid, res in resources(synth.template, "AWS::EC2::Subnet").items()
+        if _tags(res).get("aws-cdk:subnet-type") == kind
+    }
+
+
+# --- network -----------------------------------------------------------------------------------
+
+def test_private_subnets_carry_the_discovery_tag_and_public_ones_do_not(default):
+    private = _subnets(default, "Private")
+    public = _subnets(default, "Public")
+    assert len(private) == 2 and len(public) == 2
+    assert {_tags(s)[DISCOVERY_TAG_KEY] for s in private.values()} == {"eks-karpenter"}
+    assert all(DISCOVERY_TAG_KEY not in _tags(s) for s in public.values())
+    assert all(_tags(s)["kubernetes.io/role/internal-elb"] == "1" for s in private.values())
+    assert all(_tags(s)["kubernetes.io/role/elb"] == "1" for s in public.values())
+
+
+def test_vpc_cidr_and_nat_gateways_follow_configuration(default):
+    default.template.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.0.0.0/16"})
+    default.template.resource_count_is("AWS::EC2::NatGateway", 1)
+
+
+def test_no_security_group_of_ours_carries_the_discovery_tag(default):
+    for res in resources(default.template, "AWS::EC2::SecurityGroup").values():
+        assert DISCOVERY_TAG_KEY not in _tags(res)
+
+
+def test_cluster_security_group_is_tagged_for_discovery(default):
+    _, res = only(resources(default.template, "Custom::AWS"))
+    cluster_id = only(resources(default.template, "Custom::AWSCDK-EKS-Cluster"))[0]
+    sg = f"${{GetAtt:{cluster_id}.ClusterSecurityGroupId}}"
+    create = render_json(res["Properties"]["Create"])
+    assert create["action"] == "createTags"
+    assert create["parameters"] == {"Resources": [sg], "Tags": [{"Key": DISCOVERY_TAG_KEY, "Value": "eks-karpenter"}]}
+    assert render_json(res["Properties"]["Update"]) == create
+    delete = render_json(res["Properties"]["Delete"])
+    assert (delete["action"], delete["parameters"]) == ("deleteTags", {"Resources": [sg], "Tags": [{"Key": DISCOVERY_TAG_KEY}]})
+    # The handler may tag that one security group and nothing else.
+    policy = only({k: v for k, v in resources(default.template, "AWS::IAM::Policy").items() if "DiscoveryTag" in k})[1]
+    statement = only({"s": s for s in policy["Properties"]["PolicyDocument"]["Statement"]})[1]
+    assert statement["Action"] == ["ec2:CreateTags", "ec2:DeleteTags"]
+    assert render(statement["Resource"]).endswith(f":security-group/{sg}")
+
+
+# --- cluster -----------------------------------------------------------------------------------
+
+def test_cluster_version_logging_and_no_default_capacity(default):
+    _, cluster = only(resources(default.template, "Custom::AWSCDK-EKS-Cluster"))
+    config = cluster["Properties"]["Config"]
+    assert config["name"] == "eks-karpenter"
+    assert config["version"] == "1.36"
+    assert config["logging"] == {
+        "clusterLogging": [
+            {"enabled": True, "types": ["api", "audit", "authenticator", "controllerManager", "scheduler"]}
+        ]
+    }
+    # default_capacity=0: no node group, no auto scaling group, no instances of ours.
+    default.template.resource_count_is("AWS::EKS::Nodegroup", 0)
+    default.template.resource_count_is("AWS::AutoScaling::AutoScalingGroup", 0)
+    default.template.resource_count_is("AWS::EC2::Instance", 0)
+
+
+def test_cluster_runs_in_the_private_subnets(default):
+    _, cluster = only(resources(default.template, "Custom::AWSCDK-EKS-Cluster"))
+    subnet_ids = {s["Ref"] for s in cluster["Properties"]["Config"]["resourcesVpcConfig"]["subnetIds"]}
+    assert subnet_ids == set(_subnets(default, "Private"))
+
+
+def test_kubectl_layer_matches_the_cluster_version(default):
+    _, layer = only(resources(default.template, "AWS::Lambda::LayerVersion"))
+    assert layer["Properties"]["Description"].startswith("/opt/kubectl/kubectl 1.36.")
+
+
+def test_a_non_default_kubernetes_version_uses_its_own_layer():
+    from tests.conftest import synth
+
+    s = synth(kubernetesVersion="1.35")
+    _, cluster = only(resources(s.template, "Custom::AWSCDK-EKS-Cluster"))
+    assert cluster["Properties"]["Config"]["version"] == "1.35"
+    _, layer = only(resources(s.template, "AWS::Lambda::LayerVersion"))
+    assert layer["Properties"]["Description"].startswith("/opt/kubectl/kubectl 1.35.")
+
+
+def test_native_oidc_provider_for_irsa(default):
+    _, provider = only(resources(default.template, "AWS::IAM::OIDCProvider"))
+    assert provider["Properties"]["ClientIdList"] == ["sts.amazonaws.com"]
+
+
+# --- controller hosting ------------------------------------------------------------------------
+
+def test_one_fargate_profile_selects_karpenter_and_coredns(default):
+    _, profile = only(resources(default.template, "Custom::AWSCDK-EKS-FargateProfile"))
+    assert profile["Properties"]["Config"]["selectors"] == [
+        {"namespace": "kube-system", "labels": {"app.kubernetes.io/name": "karpenter"}},
+        {"namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+    ]
+    subnets = {s["Ref"] for s in profile["Properties"]["Config"]["subnets"]}
+    assert subnets == set(_subnets(default, "Private"))
+
+
+def test_coredns_is_patched_onto_fargate(default):
+    _, patch = only(resources(default.template, "Custom::AWSCDK-EKS-KubernetesPatch"))
+    assert patch["Properties"]["ResourceName"] == "deployment/coredns"
+    assert patch["Properties"]["ResourceNamespace"] == "kube-system"
+    applied = json.loads(patch["Properties"]["ApplyPatchJson"])
+    assert applied["spec"]["template"]["metadata"]["annotations"] == {"eks.amazonaws.com/compute-type": "fargate"}
+
+
+def test_nodegroup_hosting_is_two_small_tainted_nodes_and_no_fargate(alternative):
+    alternative.template.resource_count_is("Custom::AWSCDK-EKS-FargateProfile", 0)
+    _, nodegroup = only(resources(alternative.template, "AWS::EKS::Nodegroup"))
+    props = nodegroup["Properties"]
+    assert props["ScalingConfig"] == {"MinSize": 2, "DesiredSize": 2, "MaxSize": 2}
+    assert props["InstanceTypes"] == ["t3.medium"]
+    assert props["Taints"] == [{"Effect": "NO_SCHEDULE", "Key": "CriticalAddonsOnly", "Value": "true"}]
+    assert len(props["Subnets"]) == 2  # two private subnets, two AZs
+
+
+def test_nodegroup_hosting_leaves_coredns_on_ec2(alternative):
+    for patch in resources(alternative.template, "Custom::AWSCDK-EKS-KubernetesPatch").values():
+        assert "fargate" not in patch["Properties"]["ApplyPatchJson"]
+
+
+# --- aws-auth ----------------------------------------------------------------------------------
+
+def _map_roles(synth) -> list[dict]:
+    objects = [
+        obj
+        for res in resources(synth.template, "Custom::AWSCDK-EKS-KubernetesResource").values()
+        for obj in render_json(res["Properties"]["Manifest"])
+        if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "aws-auth"
+    ]
+    assert len(objects) == 1, "aws-auth must be applied exactly once"
+    return json.loads(objects[0]["data"]["mapRoles"])
+
+
+def _nested_output_ref(synth, source: dict) -> str:
+    """How the parent refers to the Karpenter nested stack's output of ``source``."""
+    stack_id = synth.stack.resolve(synth.stack.karpenter.nested_stack_resource.logical_id)
+    outputs = {name: o for name, o in synth.karpenter_json["Outputs"].items() if o["Value"] == source}
+    output = only(outputs)[0]
+    return f"${{GetAtt:{stack_id}.Outputs.{output}}}"
+
+
+NODE_ROLE_ARN = {"Fn::GetAtt": ["KarpenterNodeRole", "Arn"]}
+QUEUE_NAME = {"Fn::GetAtt": ["KarpenterInterruptionQueue", "QueueName"]}
+
+
+def test_node_role_is_mapped_exactly_once_as_a_node(default):
+    node_role_arn = _nested_output_ref(default, NODE_ROLE_ARN)
+    entries = [e for e in _map_roles(default) if e["rolearn"] == node_role_arn]
+    assert entries == [
+        {"rolearn": node_role_arn, "username": "system:node:{{EC2PrivateDNSName}}",
+         "groups": ["system:bootstrappers", "system:nodes"]}
+    ]
+
+
+def test_cluster_admin_role_is_mapped_to_system_masters(default):
+    admin = [e for e in _map_roles(default) if e["groups"] == ["system:masters"]]
+    assert len(admin) == 1
+    assert admin[0]["rolearn"].startswith("${GetAtt:ClusterAdminRole")
+
+
+# --- IRSA --------------------------------------------------------------------------------------
+
+def _controller_role(synth) -> dict:
+    roles = {k: v for k, v in resources(synth.template, "AWS::IAM::Role").items() if k.startswith("ControllerRole")}
+    return only(roles)[1]
+
+
+def _trust_conditions(synth) -> dict:
+    _, cfn_json = only(resources(synth.template, "Custom::AWSCDKCfnJson"))
+    return render_json(cfn_json["Properties"]["Value"])
+
+
+def test_controller_role_trusts_only_the_service_account_via_oidc(default):
+    role = _controller_role(default)
+    provider_id = only(resources(default.template, "AWS::IAM::OIDCProvider"))[0]
+    statement = only({"s": s for s in role["Properties"]["AssumeRolePolicyDocument"]["Statement"]})[1]
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert statement["Principal"] == {"Federated": {"Ref": provider_id}}
+    assert list(statement["Condition"]) == ["StringEquals"]
+    # the issuer is the provider ARN's part after ':oidc-provider/'
+    issuer = f"${{Select:1:Split::oidc-provider/:${{Ref:{provider_id}}}}}"
+    assert _trust_conditions(default) == {
+        f"{issuer}:aud": "sts.amazonaws.com",
+        f"{issuer}:sub": "system:serviceaccount:kube-system:karpenter",
+    }
+
+
+def test_controller_role_has_the_six_nested_managed_policies(default):
+    arns = _controller_role(default)["Properties"]["ManagedPolicyArns"]
+    assert len(arns) == 6
+    sources = []
+    for arn in arns:
+        output = arn["Fn::GetAtt"][1].removeprefix("Outputs.")
+        sources.append(default.karpenter_json["Outputs"][output]["Value"]["Ref"])
+    assert sources == [
+        "KarpenterControllerNodeLifecyclePolicy",
+        "KarpenterControllerIAMIntegrationPolicy",
+        "KarpenterControllerEKSIntegrationPolicy",
+        "KarpenterControllerInterruptionPolicy",
+        "KarpenterControllerZonalShiftPolicy",
+        "KarpenterControllerResourceDiscoveryPolicy",
+    ]
+
+
+def test_irsa_subject_follows_namespace_and_service_account(alternative):
+    subs = [v for k, v in _trust_conditions(alternative).items() if k.endswith(":sub")]
+    assert subs == ["system:serviceaccount:karpenter:karpenter-controller"]
+
+
+# --- spot service-linked role ------------------------------------------------------------------
+
+def test_spot_service_linked_role_is_opt_in(default):
+    from tests.conftest import synth
+
+    default.template.resource_count_is("AWS::IAM::ServiceLinkedRole", 0)
+    synth(createSpotServiceLinkedRole=True).template.has_resource_properties(
+        "AWS::IAM::ServiceLinkedRole", {"AWSServiceName": "spot.amazonaws.com"}
+    )
+
+
+# --- outputs -----------------------------------------------------------------------------------
+
+def test_outputs(default):
+    outputs = default.json["Outputs"]
+    cluster_id = only(resources(default.template, "Custom::AWSCDK-EKS-Cluster"))[0]
+    assert set(outputs) == {"ClusterName", "UpdateKubeconfigCommand", "NodeRoleArn", "ControllerRoleArn", "InterruptionQueueName"}
+    assert outputs["ClusterName"]["Value"] == {"Ref": cluster_id}
+    admin_id = next(k for k in resources(default.template, "AWS::IAM::Role") if k.startswith("ClusterAdminRole"))
+    assert render(outputs["UpdateKubeconfigCommand"]["Value"]) == (
+        f"aws eks update-kubeconfig --name ${{Ref:{cluster_id}}} --region ${{Ref:AWS::Region}} "
+        f"--role-arn ${{GetAtt:{admin_id}.Arn}}"
+    )
+    assert render(outputs["NodeRoleArn"]["Value"]) == _nested_output_ref(default, NODE_ROLE_ARN)
+    assert render(outputs["InterruptionQueueName"]["Value"]) == _nested_output_ref(default, QUEUE_NAME)
+    controller_id = next(k for k in resources(default.template, "AWS::IAM::Role") if k.startswith("ControllerRole"))
+    assert outputs["ControllerRoleArn"]["Value"] == {"Fn::GetAtt": [controller_id, "Arn"]}
