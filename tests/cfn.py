@@ -21,6 +21,9 @@ def placeholder(expr: Any) -> str:
             return f"${{Ref:{arg}}}"
         if fn == "Fn::GetAtt":
             return f"${{GetAtt:{arg[0]}.{arg[1]}}}"
+        if fn == "Fn::Select" and isinstance(arg[1], dict) and "Fn::Split" in arg[1]:
+            sep, source = arg[1]["Fn::Split"]
+            return f"${{Select:{arg[0]}:Split:{sep}:{placeholder(source)}}}"
     raise AssertionError(f"unexpected intrinsic in a rendered string: {expr!r}")
 
 
