@@ -50,12 +50,23 @@ def only(items: dict[str, Any]) -> tuple[str, Any]:
     return next(iter(items.items()))
 
 
+def _without_prune_label(obj: dict[str, Any]) -> dict[str, Any]:
+    """CDK labels every object it applies for `kubectl apply --prune`; that label is CDK's
+    bookkeeping, not part of the object under test."""
+    labels = obj["metadata"].get("labels", {})
+    kept = {k: v for k, v in labels.items() if not k.startswith("aws.cdk.eks/prune-")}
+    metadata = {k: v for k, v in obj["metadata"].items() if k != "labels"}
+    if kept:
+        metadata["labels"] = kept
+    return {**obj, "metadata": metadata}
+
+
 def kubernetes_objects(template: Template) -> dict[str, dict[str, Any]]:
     """Every object applied with add_manifest, keyed by '<Kind>/<name>', with the logical id of
-    the manifest resource under '_logicalId'."""
+    the manifest resource under '_logicalId' (CDK's prune label removed)."""
     objects: dict[str, dict[str, Any]] = {}
     for logical_id, res in resources(template, "Custom::AWSCDK-EKS-KubernetesResource").items():
-        for obj in render_json(res["Properties"]["Manifest"]):
+        for obj in map(_without_prune_label, render_json(res["Properties"]["Manifest"])):
             key = f"{obj['kind']}/{obj['metadata']['name']}"
             assert key not in objects, f"{key} applied twice"
             objects[key] = {**obj, "_logicalId": logical_id}
