@@ -11,6 +11,10 @@ from constructs import Construct
 from karpenter_stack.names import DISCOVERY_TAG_KEY
 
 
+# What Vpc.from_lookup returns while its context value is missing.
+PLACEHOLDER_VPC_ID = "vpc-12345"
+
+
 class ClusterVpc(Construct):
     """A new VPC (public + private subnets) or an existing one looked up by id.
 
@@ -32,8 +36,13 @@ class ClusterVpc(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.created = vpc_id is None
+        self.lookup_pending = False
         if vpc_id is not None:
             self.vpc: ec2.IVpc = ec2.Vpc.from_lookup(self, "Vpc", vpc_id=vpc_id)
+            # Until the CLI has looked the VPC up (and cached it in cdk.context.json), from_lookup
+            # returns a placeholder VPC; building on it would fail validation before the CLI gets
+            # the chance to do the lookup and synthesize again.
+            self.lookup_pending = self.vpc.vpc_id == PLACEHOLDER_VPC_ID
             self.private_subnet_ids = [s.subnet_id for s in self.vpc.private_subnets]
             return
         self.vpc = ec2.Vpc(

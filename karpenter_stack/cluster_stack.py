@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Aws, CfnOutput, Environment, Stack
+from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -64,6 +64,11 @@ class KarpenterClusterStack(Stack):
             max_azs=config.max_azs,
             nat_gateways=config.nat_gateways,
         )
+        if self.network.lookup_pending:
+            # The CLI looks the VPC up and runs the app again; this pass's template is never
+            # deployed, but must not be empty (CloudFormation validation rejects that).
+            CfnWaitConditionHandle(self, "AwaitingVpcLookup")
+            return
         private = self.network.private_subnets
 
         layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
@@ -92,6 +97,12 @@ class KarpenterClusterStack(Stack):
             output_config_command=False,
             output_masters_role_arn=False,
         )
+        if not self.network.created:
+            Annotations.of(self.cluster).acknowledge_warning(
+                "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
+                "Existing VPC: its subnets belong to whoever manages that VPC. Karpenter selects them by "
+                "id; load-balancer role tags are the VPC owner's to add (README, 'Existing VPC').",
+            )
         SecurityGroupTag(
             self,
             "ClusterSecurityGroupDiscoveryTag",

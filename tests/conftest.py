@@ -32,6 +32,8 @@ class Synthesized:
         self.stack: KarpenterClusterStack = build(self.app)
         self.template = Template.from_stack(self.stack)
         self.json = self.template.to_json()
+        if self.stack.network.lookup_pending:
+            return  # nothing but the lookup placeholder was built
         self.karpenter = Template.from_stack(self.stack.karpenter)
         self.karpenter_json = self.karpenter.to_json()
 

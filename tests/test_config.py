@@ -1,0 +1,152 @@
+"""Configuration: defaults, command-line overrides, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from karpenter_stack import versions
+from karpenter_stack.config import AppConfig, ConfigError, default_context, load_config
+from tests.conftest import CDK_JSON_CONTEXT
+
+
+def error_of(**context) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(context)
+    return str(info.value)
+
+
+def test_cdk_json_carries_exactly_the_model_defaults():
+    ours = {k: v for k, v in CDK_JSON_CONTEXT.items() if not k.startswith("@")}
+    assert ours == default_context()
+
+
+def test_defaults():
+    config = load_config({})
+    assert (config.cluster_name, config.kubernetes_version, config.karpenter_version) == ("eks-karpenter", "1.36", "1.14.1")
+    assert (config.karpenter_namespace, config.karpenter_service_account) == ("kube-system", "karpenter")
+    assert (config.vpc_id, config.max_azs, config.nat_gateways, config.vpc_cidr) == (None, 2, 1, "10.0.0.0/16")
+    assert config.controller_hosting == "fargate"
+    assert [p.name for p in config.node_pools] == ["default"]
+    assert config.interruption_queue_name == "eks-karpenter"
+
+
+def test_cdk_feature_flags_and_lookup_caches_are_not_settings():
+    config = load_config({
+        "@aws-cdk/aws-eks:useNativeOidcProvider": True,
+        "aws:cdk:enable-path-metadata": True,
+        "vpc-provider:account=1:filter.vpc-id=vpc-1:region=r": {},
+        "acknowledged-issue-numbers": [1],
+    })
+    assert config == AppConfig()
+
+
+def test_command_line_strings_are_coerced():
+    config = load_config({
+        "maxAzs": "3", "natGateways": "3", "createSpotServiceLinkedRole": "true",
+        "nodePools": '[{"name": "spot", "capacityTypes": ["spot"], "weight": "10"}]',
+    })
+    assert (config.max_azs, config.nat_gateways, config.create_spot_service_linked_role) == (3, 3, True)
+    assert config.node_pools[0].capacity_types == ["spot"] and config.node_pools[0].weight == 10
+
+
+def test_unknown_setting_suggests_the_closest():
+    assert error_of(clusterNmae="x") == "clusterNmae: unknown setting; did you mean 'clusterName'?"
+
+
+def test_unknown_nested_setting_suggests_the_closest():
+    assert error_of(nodePools=[{"name": "a", "nodeClas": "default"}]) == (
+        "nodePools[0].nodeClas: unknown setting; did you mean 'nodeClass'?")
+
+
+def test_bad_json_on_the_command_line():
+    assert error_of(nodePools="[{name: a}]").startswith("nodePools: '[{name: a}]' is not valid JSON")
+
+
+def test_cluster_name_rules():
+    assert error_of(clusterName="my cluster") == (
+        "clusterName = \"my cluster\": must start with a letter or digit and contain only letters, digits, '-' and '_'")
+    assert error_of(clusterName="a" * 47) == (
+        f"clusterName = \"{'a' * 47}\": must be at most 46 characters so that KarpenterNodeRole-<cluster> "
+        "fits IAM's 64-character limit (got 47)")
+    assert load_config({"clusterName": "a" * 46}).cluster_name == "a" * 46
+
+
+def test_controller_hosting_choices():
+    assert error_of(controllerHosting="ec2") == "controllerHosting = \"ec2\": Input should be 'fargate' or 'nodegroup'"
+
+
+def test_namespace_and_service_account_must_be_kubernetes_names():
+    assert error_of(karpenterNamespace="Kube_System") == (
+        "karpenterNamespace = \"Kube_System\": must be a Kubernetes name: lowercase a-z, 0-9 and '-', at most 63 characters")
+    assert error_of(karpenterServiceAccount="-sa").startswith("karpenterServiceAccount = \"-sa\": must be a Kubernetes name")
+
+
+def test_unknown_kubernetes_version_lists_the_known_ones():
+    message = error_of(kubernetesVersion="1.99")
+    assert message.startswith("kubernetesVersion '1.99' is not known to aws-cdk-lib's aws_eks module; allowed: ")
+    assert "1.36" in message.split("allowed: ")[1].split(", ")
+    assert error_of(kubernetesVersion="v1.36").startswith("kubernetesVersion 'v1.36' is not of the form 1.NN")
+
+
+def test_kubernetes_version_outside_karpenters_range():
+    assert error_of(kubernetesVersion="1.25") == (
+        "kubernetesVersion '1.25' is not supported by Karpenter 1.14.1, which supports Kubernetes 1.26 to 1.36")
+
+
+def test_unknown_karpenter_version_lists_the_templates():
+    assert error_of(karpenterVersion="1.13.0") == (
+        "karpenterVersion '1.13.0' has no CloudFormation template (templates/karpenter-1.13.0.yaml); "
+        "versions with a template: 1.14.1")
+
+
+def test_missing_kubectl_layer_package_names_the_pip_install():
+    def missing(module: str):
+        raise ModuleNotFoundError(module)
+
+    layer = versions.KubectlLayer.for_version("1.34")
+    with pytest.raises(versions.VersionError) as info:
+        layer.load(importer=missing)
+    assert str(info.value) == (
+        "kubernetesVersion '1.34' needs the kubectl layer package aws-cdk.lambda-layer-kubectl-v34, which is "
+        "not installed; run: pip install aws-cdk.lambda-layer-kubectl-v34==2.2.2")
+
+
+def test_installed_layers_map_to_their_version():
+    assert versions.KubectlLayer.for_version("1.36").load().__name__ == "KubectlV36Layer"
+    assert versions.KubectlLayer.for_version("1.35").load().__name__ == "KubectlV35Layer"
+    assert versions.KubectlLayer.for_version("1.30").package == "aws-cdk.lambda-layer-kubectl-v30"
+
+
+def test_node_pool_must_reference_a_configured_node_class():
+    assert error_of(nodePools=[{"name": "a", "nodeClass": "gpu"}]) == (
+        "nodePools 'a' refers to nodeClass 'gpu', which is not in nodeClasses (default)")
+
+
+def test_duplicate_node_pool_names():
+    assert error_of(nodePools=[{"name": "a"}, {"name": "a"}]) == "nodePools has duplicate names: a"
+
+
+def test_node_pool_fields():
+    assert error_of(nodePools=[{"weight": 0}]) == "nodePools[0].weight = 0: Input should be greater than or equal to 1"
+    assert error_of(nodePools=[{"expireAfter": "30d"}]) == (
+        "nodePools[0].expireAfter = \"30d\": must be a duration like 30s, 15m, 720h, 1h30m, or Never")
+    assert error_of(nodePools=[{"capacityTypes": ["preemptible"]}]) == (
+        "nodePools[0].capacityTypes[0] = \"preemptible\": Input should be 'spot', 'on-demand' or 'reserved'")
+    assert error_of(nodePools=[{"budgets": [{"nodes": "150%"}]}]) == (
+        "nodePools[0].budgets[0].nodes = \"150%\": must be a whole number or a percentage 0%-100%")
+
+
+def test_node_class_fields():
+    assert error_of(nodeClasses=[{"amiAlias": "ubuntu@latest"}]).startswith(
+        "nodeClasses[0].amiAlias = \"ubuntu@latest\": must be family@version with family al2, al2023")
+    assert error_of(nodeClasses=[{"amiAlias": "windows2022@v20260101"}]) == (
+        "nodeClasses[0].amiAlias = \"windows2022@v20260101\": Windows AMI aliases only support @latest")
+    assert error_of(nodeClasses=[{"metadataHopLimit": 0}]) == (
+        "nodeClasses[0].metadataHopLimit = 0: Input should be greater than or equal to 1")
+
+
+def test_networking_rules():
+    assert error_of(natGateways=3) == "natGateways (3) cannot exceed maxAzs (2)"
+    assert error_of(vpcId="vpc-123") == "vpcId = \"vpc-123\": must look like vpc-0123456789abcdef0"
+    assert error_of(vpcId="vpc-0123456789abcdef0") == (
+        "vpcId needs account and region: an existing VPC is looked up in that environment")
