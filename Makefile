@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: synth test setup cdk clean
+.PHONY: synth test setup cdk docs clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet $(CDK_ARGS)
@@ -29,6 +29,10 @@ setup: $(DEV_STAMP) $(NODE_STAMP)
 # Any other CDK command with the project's toolchain, e.g. make cdk ARGS="deploy --all"
 cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) $(ARGS)
+
+# Regenerate the README's configuration reference from the model.
+docs: $(RUNTIME_STAMP) $(NODE_STAMP)
+	python scripts/update_readme_reference.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -317,3 +317,26 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
 def default_context() -> dict[str, Any]:
     """The defaults as context values (what cdk.json carries)."""
     return AppConfig().model_dump(by_alias=True, mode="json")
+
+
+def reference_markdown() -> str:
+    """The configuration reference as Markdown tables (the README embeds this; a test keeps it current)."""
+    sections: list[tuple[str, type[_Model]]] = [
+        ("Settings (context keys)", AppConfig),
+        ("`nodeClasses[]` entries", NodeClassConfig),
+        ("`nodePools[]` entries", NodePoolConfig),
+        ("`nodePools[].budgets[]` entries", DisruptionBudgetConfig),
+    ]
+    out: list[str] = []
+    for title, model in sections:
+        defaults = model().model_dump(by_alias=True, mode="json")
+        out += [f"#### {title}", "", "| key | default | meaning |", "|---|---|---|"]
+        for name, field in model.model_fields.items():
+            key = to_camel(name)
+            if model is AppConfig and key in _LIST_KEYS:
+                default_text = "one entry with the defaults below"
+            else:
+                default_text = f"`{json.dumps(defaults[key])}`"
+            out.append(f"| `{key}` | {default_text} | {field.description or ''} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

@@ -150,3 +150,11 @@ def test_networking_rules():
     assert error_of(vpcId="vpc-123") == "vpcId = \"vpc-123\": must look like vpc-0123456789abcdef0"
     assert error_of(vpcId="vpc-0123456789abcdef0") == (
         "vpcId needs account and region: an existing VPC is looked up in that environment")
+
+
+def test_readme_configuration_reference_is_generated_from_the_model():
+    from scripts.update_readme_reference import readme_reference
+    from karpenter_stack.config import reference_markdown
+    from tests.conftest import ROOT
+
+    assert readme_reference((ROOT / "README.md").read_text()) == reference_markdown(), "run `make docs`"
