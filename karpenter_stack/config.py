@@ -199,6 +199,11 @@ class AppConfig(_Model):
     def _cross_field(self) -> "AppConfig":
         if self.vpc_id and not (self.account and self.region):
             raise ValueError("vpcId needs account and region: an existing VPC is looked up in that environment")
+        if self.max_azs > 2 and not (self.account and self.region) and not self.vpc_id:
+            raise ValueError(
+                f"maxAzs ({self.max_azs}) needs account and region: an environment-agnostic stack "
+                "only knows 2 availability zones (allowed without them: 2)"
+            )
         if self.nat_gateways > self.max_azs:
             raise ValueError(f"natGateways ({self.nat_gateways}) cannot exceed maxAzs ({self.max_azs})")
         _unique("nodeClasses", [c.name for c in self.node_classes])

@@ -43,6 +43,7 @@ def test_cdk_feature_flags_and_lookup_caches_are_not_settings():
 def test_command_line_strings_are_coerced():
     config = load_config({
         "maxAzs": "3", "natGateways": "3", "createSpotServiceLinkedRole": "true",
+        "account": "1" * 12, "region": "eu-west-1",
         "nodePools": '[{"name": "spot", "capacityTypes": ["spot"], "weight": "10"}]',
     })
     assert (config.max_azs, config.nat_gateways, config.create_spot_service_linked_role) == (3, 3, True)
@@ -146,6 +147,9 @@ def test_node_class_fields():
 
 
 def test_networking_rules():
+    assert error_of(maxAzs=3) == (
+        "maxAzs (3) needs account and region: an environment-agnostic stack only knows 2 availability zones "
+        "(allowed without them: 2)")
     assert error_of(natGateways=3) == "natGateways (3) cannot exceed maxAzs (2)"
     assert error_of(vpcId="vpc-123") == "vpcId = \"vpc-123\": must look like vpc-0123456789abcdef0"
     assert error_of(vpcId="vpc-0123456789abcdef0") == (
