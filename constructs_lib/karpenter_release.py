@@ -71,35 +71,25 @@ class KarpenterRelease(Construct):
         values: dict[str, Any],
     ) -> None:
         super().__init__(scope, id)
+        def chart(construct_id: str, name: str, **options: Any) -> eks.HelmChart:
+            return eks.HelmChart(
+                self,
+                construct_id,
+                cluster=cluster,
+                chart=name,
+                repository=f"{CHART_REPOSITORY}/{name}",
+                version=version,
+                release=name,
+                namespace=namespace,
+                wait=True,
+                timeout=HELM_TIMEOUT,
+                **options,
+            )
+
         # kube-system always exists; any other namespace is created by the first release.
-        create_namespace = namespace != "kube-system"
-        self.crd_chart = eks.HelmChart(
-            self,
-            "CrdChart",
-            cluster=cluster,
-            chart=CRD_CHART,
-            repository=f"{CHART_REPOSITORY}/{CRD_CHART}",
-            version=version,
-            release=CRD_CHART,
-            namespace=namespace,
-            create_namespace=create_namespace,
-            wait=True,
-            timeout=HELM_TIMEOUT,
-        )
-        self.controller_chart = eks.HelmChart(
-            self,
-            "ControllerChart",
-            cluster=cluster,
-            chart=CONTROLLER_CHART,
-            repository=f"{CHART_REPOSITORY}/{CONTROLLER_CHART}",
-            version=version,
-            release=CONTROLLER_CHART,
-            namespace=namespace,
-            create_namespace=False,
-            skip_crds=True,
-            wait=True,
-            timeout=HELM_TIMEOUT,
-            values=values,
+        self.crd_chart = chart("CrdChart", CRD_CHART, create_namespace=namespace != "kube-system")
+        self.controller_chart = chart(
+            "ControllerChart", CONTROLLER_CHART, create_namespace=False, skip_crds=True, values=values
         )
         self.controller_chart.node.add_dependency(self.crd_chart)
         self.charts = (self.crd_chart, self.controller_chart)
