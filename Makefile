@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: synth test setup cdk docs clean
+.PHONY: synth test setup cdk docs security-report clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet $(CDK_ARGS)
@@ -30,9 +30,13 @@ setup: $(DEV_STAMP) $(NODE_STAMP)
 cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) $(ARGS)
 
-# Regenerate the README's configuration reference from the model.
+# Regenerate the README's configuration reference and cdk.json's defaults from the model.
 docs: $(RUNTIME_STAMP) $(NODE_STAMP)
-	python scripts/update_readme_reference.py
+	python scripts/generate_docs.py
+
+# cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
+security-report: $(DEV_STAMP) $(NODE_STAMP)
+	python scripts/security_report.py $(ARGS)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -18,7 +18,18 @@ def main() -> None:
         # One clear message, no traceback, and nothing synthesized.
         print(f"Configuration error:\n{err}", file=sys.stderr)
         sys.exit(1)
-    app.synth()
+    try:
+        app.synth()
+    except RuntimeError as err:
+        if "ValidationFailed" not in str(err):
+            raise
+        # The CDK has printed every unacknowledged finding above; no traceback on top of them.
+        print(
+            "Security gate failed: the findings above are neither fixed nor acknowledged "
+            "(full report: validation-report.json in the output folder).",
+            file=sys.stderr,
+        )
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from karpenter_stack.names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
@@ -14,6 +15,13 @@ from karpenter_stack.names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
 # the system node group stays reserved for them.
 SYSTEM_TAINT_KEY = "CriticalAddonsOnly"
 SYSTEM_NODE_COUNT = 2
+# The same four AWS managed policies the Karpenter node role has (templates/).
+NODE_MANAGED_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonSSMManagedInstanceCore",
+)
 
 
 class FargateControllerHosting(Construct):
@@ -63,6 +71,14 @@ class SystemNodeGroupHosting(Construct):
         subnets: ec2.SubnetSelection,
     ) -> None:
         super().__init__(scope, id)
+        # Our own role rather than CDK's default, which carries ECR *ReadOnly*: nodes only pull.
+        self.node_role = iam.Role(
+            self,
+            "NodeRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description="System node group of the Karpenter controller and CoreDNS",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_MANAGED_POLICIES],
+        )
         self.nodegroup = cluster.add_nodegroup_capacity(
             "SystemNodes",
             instance_types=[ec2.InstanceType(instance_type)],
@@ -72,6 +88,7 @@ class SystemNodeGroupHosting(Construct):
             desired_size=SYSTEM_NODE_COUNT,
             max_size=SYSTEM_NODE_COUNT,
             subnets=subnets,
+            node_role=self.node_role,
             labels={"node-role": "system"},
             taints=[
                 eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=SYSTEM_TAINT_KEY, value="true")

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Optional
 
-from aws_cdk import Tags
+from aws_cdk import Aws, Tags
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from karpenter_stack.names import DISCOVERY_TAG_KEY
 
+
+FLOW_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 
 # What Vpc.from_lookup returns while its context value is missing.
 PLACEHOLDER_VPC_ID = "vpc-12345"
@@ -52,7 +57,10 @@ class ClusterVpc(Construct):
             max_azs=max_azs,
             nat_gateways=nat_gateways,
             subnet_configuration=[
-                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                # Only NAT gateways (with their own Elastic IPs) live in the public subnets.
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
+                ),
                 # Large private subnets: the VPC CNI gives every pod a VPC address.
                 ec2.SubnetConfiguration(
                     name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=19
@@ -60,6 +68,19 @@ class ClusterVpc(Construct):
             ],
         )
         self.private_subnet_ids = [s.subnet_id for s in self.vpc.private_subnets]
+        # All traffic, to an encrypted log group of ours with a bounded retention.
+        self.flow_log_key = kms.Key(
+            self, "FlowLogKey", description=f"VPC flow logs of EKS cluster {cluster_name}", enable_key_rotation=True
+        )
+        self.flow_log_key.grant_encrypt_decrypt(iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com"))
+        self.flow_log_group = logs.LogGroup(
+            self, "FlowLogGroup", retention=FLOW_LOG_RETENTION, encryption_key=self.flow_log_key
+        )
+        self.flow_log = self.vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
         for subnet in self.vpc.private_subnets:
             Tags.of(subnet).add(DISCOVERY_TAG_KEY, cluster_name)
             # Where the AWS Load Balancer Controller puts internal load balancers.

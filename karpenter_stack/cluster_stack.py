@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from constructs_lib.controller_hosting import (
@@ -22,6 +23,7 @@ from constructs_lib.karpenter_release import KarpenterRelease, controller_values
 from constructs_lib.network import ClusterVpc
 
 from . import versions
+from .acknowledgments import acknowledge_findings
 from .config import AppConfig
 from .karpenter_infra import KarpenterInfraStack
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_USERNAME
@@ -35,6 +37,14 @@ ALL_LOG_TYPES = [
 ]
 
 
+def endpoint_access(config: AppConfig) -> eks.EndpointAccess:
+    """Private only, or private plus a public endpoint restricted to the configured CIDRs. With a
+    private-only endpoint CDK runs its kubectl handler inside the VPC."""
+    if config.endpoint_access == "private":
+        return eks.EndpointAccess.PRIVATE
+    return eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*config.public_access_cidrs)
+
+
 def stack_name_for(cluster_name: str) -> str:
     """The stack is named after its cluster; stack names allow no '_'."""
     return cluster_name.replace("_", "-")
@@ -43,7 +53,9 @@ def stack_name_for(cluster_name: str) -> str:
 class KarpenterClusterStack(Stack):
     """An EKS cluster with no default capacity, autoscaled by Karpenter."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, config: AppConfig, nag_packs: Sequence[str] = (), **kwargs: Any
+    ) -> None:
         env = Environment(account=config.account, region=config.region) if config.account or config.region else None
         super().__init__(
             scope,
@@ -81,6 +93,13 @@ class KarpenterClusterStack(Stack):
             assumed_by=iam.AccountRootPrincipal(),
             description=f"kubectl administrators of EKS cluster {name}",
         )
+        # Kubernetes secrets are envelope-encrypted with a key of ours (rotated yearly by KMS).
+        self.secrets_key = kms.Key(
+            self,
+            "SecretsKey",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {name}",
+            enable_key_rotation=True,
+        )
         self.cluster = eks.Cluster(
             self,
             "Cluster",
@@ -91,6 +110,8 @@ class KarpenterClusterStack(Stack):
             vpc_subnets=[private],
             default_capacity=0,
             cluster_logging=ALL_LOG_TYPES,
+            endpoint_access=endpoint_access(config),
+            secrets_encryption_key=self.secrets_key,
             core_dns_compute_type=eks.CoreDnsComputeType.FARGATE if fargate else eks.CoreDnsComputeType.EC2,
             masters_role=self.admin_role,
             output_cluster_name=False,
@@ -103,7 +124,7 @@ class KarpenterClusterStack(Stack):
                 "Existing VPC: its subnets belong to whoever manages that VPC. Karpenter selects them by "
                 "id; load-balancer role tags are the VPC owner's to add (README, 'Existing VPC').",
             )
-        SecurityGroupTag(
+        self.discovery_tag = SecurityGroupTag(
             self,
             "ClusterSecurityGroupDiscoveryTag",
             security_group_id=self.cluster.cluster_security_group_id,
@@ -190,3 +211,5 @@ class KarpenterClusterStack(Stack):
         CfnOutput(
             self, "InterruptionQueueName", value=self.karpenter.queue_name, description="SQS queue of interruption events"
         )
+        if nag_packs:
+            acknowledge_findings(self, list(nag_packs))

@@ -9,6 +9,7 @@ lists (``nodePools``, ``nodeClasses``) are parsed as JSON.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
 import re
 from typing import Any, Literal, Mapping, Optional
@@ -155,6 +156,18 @@ class AppConfig(_Model):
     vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the new VPC.")
     max_azs: int = Field(2, ge=2, le=6, description="Availability zones of the new VPC (environment-agnostic stacks get 2).")
     nat_gateways: int = Field(1, ge=1, le=6, description="NAT gateways of the new VPC (one per AZ for zonal resilience).")
+    endpoint_access: Literal["private", "public-and-private"] = Field(
+        "private",
+        description="Kubernetes API endpoint: private only, or private plus public restricted to publicAccessCidrs.",
+    )
+    public_access_cidrs: list[str] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the public endpoint (with endpointAccess=public-and-private).",
+    )
+    additional_nag_packs: list[Literal["NIST80053R5", "NIST80053R4", "HIPAASecurity", "PCIDSS321", "Serverless"]] = Field(
+        default_factory=list,
+        description="cdk-nag packs checked on top of AwsSolutions (NIST80053R5 findings are handled by the app).",
+    )
     controller_hosting: Literal["fargate", "nodegroup"] = Field(
         "fargate", description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group."
     )
@@ -188,6 +201,22 @@ class AppConfig(_Model):
             raise ValueError("must be a Kubernetes name: lowercase a-z, 0-9 and '-', at most 63 characters")
         return value
 
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _vpc_cidr(cls, value: str) -> str:
+        network = _ipv4_network(value)
+        if not 16 <= network.prefixlen <= 24:
+            raise ValueError("must be an IPv4 CIDR with a prefix length from /16 to /24")
+        return value
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _public_cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            if _ipv4_network(cidr).prefixlen == 0:
+                raise ValueError(f"'{cidr}' opens the API endpoint to the whole internet; list your networks instead")
+        return value
+
     @field_validator("vpc_id")
     @classmethod
     def _vpc_id(cls, value: Optional[str]) -> Optional[str]:
@@ -197,6 +226,10 @@ class AppConfig(_Model):
 
     @model_validator(mode="after")
     def _cross_field(self) -> "AppConfig":
+        if self.endpoint_access == "public-and-private" and not self.public_access_cidrs:
+            raise ValueError("endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)")
+        if self.endpoint_access == "private" and self.public_access_cidrs:
+            raise ValueError("publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private")
         if self.vpc_id and not (self.account and self.region):
             raise ValueError("vpcId needs account and region: an existing VPC is looked up in that environment")
         if self.max_azs > 2 and not (self.account and self.region) and not self.vpc_id:
@@ -224,6 +257,13 @@ class AppConfig(_Model):
         return self.cluster_name
 
 
+def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
+    try:
+        return ipaddress.IPv4Network(cidr, strict=True)
+    except ValueError:
+        raise ValueError(f"'{cidr}' is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)") from None
+
+
 def _unique(setting: str, names: list[str]) -> None:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -231,7 +271,7 @@ def _unique(setting: str, names: list[str]) -> None:
 
 
 CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
-_LIST_KEYS = {"nodeClasses", "nodePools"}
+_LIST_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks"}
 
 
 def _is_ours(key: str) -> bool:
@@ -338,7 +378,7 @@ def reference_markdown() -> str:
         out += [f"#### {title}", "", "| key | default | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
             key = to_camel(name)
-            if model is AppConfig and key in _LIST_KEYS:
+            if model is AppConfig and key in _NESTED_MODELS:
                 default_text = "one entry with the defaults below"
             else:
                 default_text = f"`{json.dumps(defaults[key])}`"

@@ -157,7 +157,7 @@ def test_networking_rules():
 
 
 def test_readme_configuration_reference_is_generated_from_the_model():
-    from scripts.update_readme_reference import readme_reference
+    from scripts.generate_docs import readme_reference
     from karpenter_stack.config import reference_markdown
     from tests.conftest import ROOT
 

@@ -1,0 +1,115 @@
+"""The security gate as a reviewer reads it: every cdk-nag finding of the current configuration
+(fixed findings do not appear; acknowledged ones with their reason; unacknowledged ones flagged) and
+the cfn-lint results of every synthesized template. Exits 1 on any unacknowledged finding or
+cfn-lint error -- the command a CI job runs.
+
+    make security-report                                  # default configuration
+    make security-report ARGS="-c additionalNagPacks='[\"NIST80053R5\"]'"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import aws_cdk as cdk  # noqa: E402
+
+from karpenter_stack.application import build  # noqa: E402
+from karpenter_stack.config import ConfigError  # noqa: E402
+from karpenter_stack.security import acknowledgments, covers, findings  # noqa: E402
+
+
+def _context(overrides: list[str]) -> dict:
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    for item in overrides:
+        key, _, value = item.partition("=")
+        context[key] = value
+    return context
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _short(rule: str, limit: int = 70) -> str:
+    return rule if len(rule) <= limit else rule[: limit - 3] + "..."
+
+
+def nag_section(context: dict) -> tuple[str, int, int, int]:
+    raw_app = cdk.App(context=context, outdir=tempfile.mkdtemp())
+    raw_stack = build(raw_app, acknowledge=False)
+    packs = [p for p in ["AwsSolutions", *raw_stack.config.additional_nag_packs]]
+    raw = findings(raw_app, packs)
+
+    app = cdk.App(context=context, outdir=tempfile.mkdtemp())
+    build(app)
+    open_findings = set(findings(app, packs))
+    acks = acknowledgments(app)
+
+    rows = []
+    for f in sorted(raw, key=lambda f: (f.pack, f.rule, f.path)):
+        if f in open_findings:
+            rows.append([f.pack, _short(f.rule), f.path, "UNACKNOWLEDGED", f.description[:80]])
+            continue
+        ack = next((a for a in acks if covers(a, f)), None)
+        rows.append([f.pack, _short(f.rule), f.path, f"acknowledged at {ack.path}" if ack else "acknowledged", ""])
+    header = f"cdk-nag ({', '.join(packs)}): {len(raw)} findings before acknowledgments, " \
+             f"{len(raw) - len(open_findings)} acknowledged, {len(open_findings)} unacknowledged"
+    return header + "\n\n" + _table(["pack", "finding", "resource", "status", "detail"], rows), \
+        len(raw), len(raw) - len(open_findings), len(open_findings)
+
+
+def lint_section(context: dict) -> tuple[str, int]:
+    outdir = Path(tempfile.mkdtemp())
+    app = cdk.App(context=context, outdir=str(outdir))
+    build(app)
+    try:
+        app.synth()
+    except RuntimeError:
+        pass  # unacknowledged findings are reported above; the templates are written regardless
+    files = sorted(outdir.glob("*.template.json")) + sorted((ROOT / "templates").glob("*.yaml"))
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *map(str, files)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    rows = []
+    errors = 0
+    for line in result.stdout.splitlines():
+        # parseable: file:line:col:endline:endcol:rule:message
+        parts = line.split(":", 6)
+        if len(parts) == 7:
+            rows.append([Path(parts[0]).name, parts[5], parts[6][:100]])
+            errors += parts[5].startswith("E")
+    header = f"cfn-lint ({len(files)} templates, rules ignored in .cfnlintrc): {errors} errors, {len(rows) - errors} other findings"
+    return header + ("\n\n" + _table(["template", "rule", "message"], rows) if rows else ""), errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a configuration key, as with cdk synth -c")
+    args = parser.parse_args(argv)
+    context = _context(args.context)
+    try:
+        nag_text, _, _, unacknowledged = nag_section(context)
+    except ConfigError as err:
+        print(f"Configuration error:\n{err}", file=sys.stderr)
+        return 1
+    lint_text, lint_errors = lint_section(context)
+    print(nag_text, lint_text, sep="\n\n")
+    failed = unacknowledged > 0 or lint_errors > 0
+    print("\nSecurity gate:", "FAILED" if failed else "passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
