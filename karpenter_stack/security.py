@@ -81,18 +81,24 @@ def findings(app: App, packs: Iterable[str]) -> list[Finding]:
     return found
 
 
+# Rule-id prefixes of the cdk-nag packs (CDK itself records acknowledgments of its own, e.g.
+# CloudFormation-Validate ones, in the same metadata; those are not the gate's).
+NAG_RULE_PREFIXES = ("AwsSolutions-", "NIST.800.53.R5-", "NIST.800.53.R4-", "HIPAA.Security-", "PCI.DSS.321-",
+                     "Serverless-")
 _ACK_METADATA = "aws:cdk:acknowledged-rules"
 _ACK_PREFIX = "Annotation::"
 
 
 def acknowledgments(app: App) -> list[AcknowledgmentRecord]:
-    """Every acknowledgment in the app, read back from construct metadata."""
+    """Every cdk-nag acknowledgment in the app, read back from construct metadata."""
     records = []
     for construct in app.node.find_all():
         for entry in construct.node.metadata:
             if entry.type != _ACK_METADATA:
                 continue
             for rule, reason in entry.data.items():
+                if not rule.removeprefix(_ACK_PREFIX).startswith(NAG_RULE_PREFIXES):
+                    continue
                 records.append(
                     AcknowledgmentRecord(
                         path=construct.node.path,
