@@ -13,14 +13,54 @@ sys.path.insert(0, str(ROOT))
 
 from karpenter_stack.config import default_context, reference_markdown  # noqa: E402
 
-START = re.compile(r"<!-- config-reference:start[^>]*-->\n")
-END = "<!-- config-reference:end -->"
+# Configurations whose acknowledgments the README lists, each with the setting that brings its own.
+ACKNOWLEDGMENT_CONFIGS = [
+    ("always", {}),
+    ("controllerHosting=nodegroup", {"controllerHosting": "nodegroup"}),
+    ("endpointAccess=public-and-private",
+     {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]}),
+    ("additionalNagPacks includes NIST80053R5", {"additionalNagPacks": ["NIST80053R5"]}),
+]
+
+
+def _bounds(text: str, name: str) -> tuple[int, int]:
+    start = re.search(rf"<!-- {name}:start[^>]*-->\n", text)
+    return start.end(), text.index(f"<!-- {name}:end -->")
+
+
+def section(text: str, name: str) -> str:
+    begin, end = _bounds(text, name)
+    return text[begin:end]
+
+
+def replace_section(text: str, name: str, content: str) -> str:
+    begin, end = _bounds(text, name)
+    return text[:begin] + content + text[end:]
 
 
 def readme_reference(text: str) -> str:
-    start = START.search(text)
-    end = text.index(END)
-    return text[start.end():end]
+    return section(text, "config-reference")
+
+
+def acknowledgments_markdown() -> str:
+    import aws_cdk as cdk
+
+    from karpenter_stack.application import build
+    from karpenter_stack.security import acknowledgments
+
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    rows: dict[tuple[str, str], tuple[str, str]] = {}
+    for when, overrides in ACKNOWLEDGMENT_CONFIGS:
+        app = cdk.App(context={**context, **overrides})
+        stack = build(app)
+        for ack in acknowledgments(app):
+            scope = ack.path.removeprefix(stack.node.path + "/")
+            reason = ack.reason.replace("203.0.113.0/24", "<publicAccessCidrs>").replace("|", "\\|")
+            rows.setdefault((ack.rule, scope), (when, reason))
+    lines = ["| finding | acknowledged on | when | reason |", "|---|---|---|---|"]
+    for (rule, scope), (when, reason) in sorted(rows.items(), key=lambda r: (r[0][1], r[0][0])):
+        lines.append(f"| `{rule.replace('|', '')}` | `{scope}` | {when} | {reason} |")
+    return "\n".join(lines) + "\n"
 
 
 def cdk_json_with_defaults(cdk_json: dict) -> dict:
@@ -31,7 +71,9 @@ def cdk_json_with_defaults(cdk_json: dict) -> dict:
 def main() -> None:
     readme = ROOT / "README.md"
     text = readme.read_text()
-    readme.write_text(text.replace(readme_reference(text), reference_markdown(), 1))
+    text = replace_section(text, "config-reference", reference_markdown())
+    text = replace_section(text, "acknowledgments", acknowledgments_markdown())
+    readme.write_text(text)
     cdk_json = ROOT / "cdk.json"
     updated = cdk_json_with_defaults(json.loads(cdk_json.read_text()))
     cdk_json.write_text(json.dumps(updated, indent=2) + "\n")

@@ -184,3 +184,9 @@ def test_no_trust_policy_uses_string_like_or_wildcards(default, alternative):
                 condition = json.dumps(statement.get("Condition", {}))
                 assert "StringLike" not in condition, role_id
                 assert statement["Principal"] != "*" and statement["Principal"] != {"AWS": "*"}, role_id
+
+
+def test_readme_lists_every_acknowledgment():
+    from scripts.generate_docs import acknowledgments_markdown, section
+
+    assert section((ROOT / "README.md").read_text(), "acknowledgments") == acknowledgments_markdown(), "run `make docs`"
