@@ -162,3 +162,30 @@ def test_readme_configuration_reference_is_generated_from_the_model():
     from tests.conftest import ROOT
 
     assert readme_reference((ROOT / "README.md").read_text()) == reference_markdown(), "run `make docs`"
+
+
+def test_endpoint_access_rules():
+    assert error_of(endpointAccess="public-and-private") == (
+        "endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)")
+    assert error_of(endpointAccess="public-and-private", publicAccessCidrs=["0.0.0.0/0"]) == (
+        "publicAccessCidrs = [\"0.0.0.0/0\"]: '0.0.0.0/0' opens the API endpoint to the whole internet; "
+        "list your networks instead")
+    assert error_of(endpointAccess="public-and-private", publicAccessCidrs='["10.0.0.1/16"]') == (
+        "publicAccessCidrs = [\"10.0.0.1/16\"]: '10.0.0.1/16' is not an IPv4 CIDR like 10.0.0.0/16 "
+        "(host bits must be zero)")
+    assert error_of(publicAccessCidrs=["203.0.113.0/24"]) == (
+        "publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private")
+    assert error_of(endpointAccess="public") == (
+        "endpointAccess = \"public\": Input should be 'private' or 'public-and-private'")
+
+
+def test_additional_nag_packs_are_named():
+    assert error_of(additionalNagPacks='["CIS"]') == (
+        "additionalNagPacks[0] = \"CIS\": Input should be 'NIST80053R5', 'NIST80053R4', 'HIPAASecurity', "
+        "'PCIDSS321' or 'Serverless'")
+    assert load_config({"additionalNagPacks": '["NIST80053R5"]'}).additional_nag_packs == ["NIST80053R5"]
+
+
+def test_vpc_cidr_must_be_a_sized_ipv4_network():
+    assert error_of(vpcCidr="10.0.0.0/8") == (
+        "vpcCidr = \"10.0.0.0/8\": must be an IPv4 CIDR with a prefix length from /16 to /24")
