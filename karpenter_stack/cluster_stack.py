@@ -66,6 +66,8 @@ class KarpenterClusterStack(Stack):
         )
         self.config = config
         name = config.cluster_name
+        for warning in config.warnings:
+            Annotations.of(self).add_warning_v2("eks-karpenter:kubernetes-version", warning)
 
         self.network = ClusterVpc(
             self,

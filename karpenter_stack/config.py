@@ -12,9 +12,10 @@ import difflib
 import ipaddress
 import json
 import re
+from datetime import date
 from typing import Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from . import versions
@@ -250,6 +251,13 @@ class AppConfig(_Model):
                 )
         return self
 
+    # Filled by load_config: things the user should know that do not stop the synth.
+    _warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self._warnings
+
     # Derived, so no second copy can drift.
     @property
     def interruption_queue_name(self) -> str:
@@ -338,8 +346,10 @@ def _format_errors(err: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def load_config(context: Mapping[str, Any]) -> AppConfig:
-    """Validate the app's context into an :class:`AppConfig`, or raise :class:`ConfigError`."""
+def load_config(context: Mapping[str, Any], today: Optional[date] = None) -> AppConfig:
+    """Validate the app's context into an :class:`AppConfig`, or raise :class:`ConfigError`.
+
+    ``today`` decides EKS support (defaults to the current date); tests pass a fixed one."""
     ours = {k: v for k, v in context.items() if _is_ours(k)}
     unknown = sorted(k for k in ours if k not in CONTEXT_KEYS)
     if unknown:
@@ -351,11 +361,13 @@ def load_config(context: Mapping[str, Any]) -> AppConfig:
         raise ConfigError(_format_errors(err)) from None
     try:
         versions.eks_kubernetes_version(config.kubernetes_version)
+        warning = versions.check_eks_support(config.kubernetes_version, today or date.today())
         versions.karpenter_template(config.karpenter_version)
         versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
         versions.KubectlLayer.for_version(config.kubernetes_version).load()
     except versions.VersionError as err:
         raise ConfigError(str(err)) from None
+    config._warnings = (warning,) if warning else ()
     return config
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 from aws_cdk import aws_eks as eks
 
@@ -143,3 +144,48 @@ def check_compatibility(karpenter_version: str, kubernetes_version: str) -> None
             f"kubernetesVersion '{kubernetes_version}' is not supported by Karpenter "
             f"{karpenter_version}, which supports Kubernetes 1.{low} to 1.{high}"
         )
+
+
+# EKS support calendar (end of standard support, end of extended support) per Kubernetes minor.
+# Extended support lasts 12 months after standard support and is billed at the extended rate; after
+# it ends a version can no longer be created. None: not announced when this table was written.
+EKS_SUPPORT: dict[int, tuple[Optional[date], Optional[date]]] = {
+    30: (None, date(2026, 7, 23)),
+    31: (None, date(2026, 11, 26)),
+    32: (date(2026, 3, 23), date(2027, 3, 23)),
+    33: (date(2026, 7, 29), date(2027, 7, 29)),
+    34: (date(2026, 12, 2), date(2027, 12, 2)),
+    35: (date(2027, 3, 27), date(2028, 3, 27)),
+    36: (None, None),
+}
+# Minors below the table ended extended support no later than the oldest entry.
+_OLDEST = min(EKS_SUPPORT)
+EXTENDED_SUPPORT_PRICE = "USD 0.60 per cluster-hour instead of USD 0.10 in standard support"
+
+
+def check_eks_support(kubernetes_version: str, today: date) -> Optional[str]:
+    """Raise if EKS can no longer create the version; return a warning while it is in extended support."""
+    minor = minor_of(kubernetes_version)
+    if minor < _OLDEST:
+        ended = EKS_SUPPORT[_OLDEST][1]
+        raise VersionError(
+            f"kubernetesVersion '{kubernetes_version}' is past the end of EKS extended support (ended before "
+            f"{ended.isoformat()}) and can no longer be created; use 1.{_first_supported(today)} or newer"
+        )
+    standard_end, extended_end = EKS_SUPPORT.get(minor, (None, None))
+    if extended_end is not None and today >= extended_end:
+        raise VersionError(
+            f"kubernetesVersion '{kubernetes_version}' is past the end of EKS extended support "
+            f"({extended_end.isoformat()}) and can no longer be created; use 1.{_first_supported(today)} or newer"
+        )
+    if (standard_end is not None and today >= standard_end) or (standard_end is None and extended_end is not None):
+        return (
+            f"kubernetesVersion '{kubernetes_version}' is in EKS extended support until {extended_end.isoformat()}: "
+            f"the cluster is billed at the extended-support rate ({EXTENDED_SUPPORT_PRICE}); upgrade to a "
+            "version in standard support to avoid it"
+        )
+    return None
+
+
+def _first_supported(today: date) -> int:
+    return min(m for m, (_, ext) in EKS_SUPPORT.items() if ext is None or today < ext)

@@ -256,3 +256,18 @@ def test_outputs(default):
     assert render(outputs["InterruptionQueueName"]["Value"]) == _nested_output_ref(default, QUEUE_NAME)
     controller_id = next(k for k in resources(default.template, "AWS::IAM::Role") if k.startswith("ControllerRole"))
     assert outputs["ControllerRoleArn"]["Value"] == {"Fn::GetAtt": [controller_id, "Arn"]}
+
+
+def test_extended_support_warning_is_a_synth_annotation():
+    from datetime import date
+
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Annotations
+
+    from karpenter_stack.application import build
+    from tests.conftest import CDK_JSON_CONTEXT
+
+    app = cdk.App(context={**CDK_JSON_CONTEXT, "kubernetesVersion": "1.35"})
+    stack = build(app, today=date(2027, 4, 1))
+    Annotations.from_stack(stack).has_warning(
+        "/eks-karpenter", Match.string_like_regexp("kubernetesVersion '1.35' is in EKS extended support until 2028-03-27"))

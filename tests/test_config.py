@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from karpenter_stack import versions
@@ -9,9 +11,12 @@ from karpenter_stack.config import AppConfig, ConfigError, default_context, load
 from tests.conftest import CDK_JSON_CONTEXT
 
 
+TODAY = date(2026, 11, 21)
+
+
 def error_of(**context) -> str:
     with pytest.raises(ConfigError) as info:
-        load_config(context)
+        load_config(context, today=TODAY)
     return str(info.value)
 
 
@@ -90,8 +95,35 @@ def test_unknown_kubernetes_version_lists_the_known_ones():
 
 
 def test_kubernetes_version_outside_karpenters_range():
+    with pytest.raises(versions.VersionError) as info:
+        versions.check_compatibility("1.12.0", "1.36")
+    assert str(info.value) == (
+        "kubernetesVersion '1.36' is not supported by Karpenter 1.12.0, which supports Kubernetes 1.26 to 1.35")
+    versions.check_compatibility("1.14.1", "1.36")  # in range: no error
+
+
+def test_versions_past_eks_extended_support_cannot_be_created():
+    assert error_of(kubernetesVersion="1.30") == (
+        "kubernetesVersion '1.30' is past the end of EKS extended support (2026-07-23) and can no longer be "
+        "created; use 1.31 or newer")
     assert error_of(kubernetesVersion="1.25") == (
-        "kubernetesVersion '1.25' is not supported by Karpenter 1.14.1, which supports Kubernetes 1.26 to 1.36")
+        "kubernetesVersion '1.25' is past the end of EKS extended support (ended before 2026-07-23) and can no "
+        "longer be created; use 1.31 or newer")
+    with pytest.raises(ConfigError) as info:
+        load_config({"kubernetesVersion": "1.35"}, today=date(2028, 3, 27))
+    assert str(info.value).startswith("kubernetesVersion '1.35' is past the end of EKS extended support (2028-03-27)")
+
+
+def test_versions_in_extended_support_warn_with_the_cost():
+    assert load_config({"kubernetesVersion": "1.35"}, today=TODAY).warnings == ()
+    assert load_config({"kubernetesVersion": "1.35"}, today=date(2027, 3, 27)).warnings == (
+        "kubernetesVersion '1.35' is in EKS extended support until 2028-03-27: the cluster is billed at the "
+        "extended-support rate (USD 0.60 per cluster-hour instead of USD 0.10 in standard support); upgrade to a "
+        "version in standard support to avoid it",)
+    assert versions.check_eks_support("1.32", TODAY).startswith(
+        "kubernetesVersion '1.32' is in EKS extended support until 2027-03-23")
+    assert versions.check_eks_support("1.34", TODAY) is None
+    assert versions.check_eks_support("1.36", TODAY) is None
 
 
 def test_unknown_karpenter_version_lists_the_templates():
