@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from karpenter_stack.config import NodeClassConfig, NodePoolConfig
+from karpenter_stack.config import DisruptionBudgetConfig, NodeClassConfig, NodePoolConfig, RequirementConfig
 from karpenter_stack.names import (
     DISCOVERY_TAG_KEY,
     NODE_CLASS_API_VERSION,
@@ -75,6 +75,7 @@ def node_pool(spec: NodePoolConfig) -> dict[str, Any]:
             "operator": "Gt",
             "values": [str(spec.min_instance_generation)],
         },
+        *(_requirement(r) for r in spec.requirements),
     ]
     template: dict[str, Any] = {
         "spec": {
@@ -83,6 +84,11 @@ def node_pool(spec: NodePoolConfig) -> dict[str, Any]:
             "expireAfter": spec.expire_after,
         }
     }
+    if spec.taints:
+        template["spec"]["taints"] = [
+            {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v is not None}
+            for t in spec.taints
+        ]
     if spec.labels:
         template["metadata"] = {"labels": dict(spec.labels)}
     body: dict[str, Any] = {
@@ -91,7 +97,7 @@ def node_pool(spec: NodePoolConfig) -> dict[str, Any]:
         "disruption": {
             "consolidationPolicy": spec.consolidation_policy,
             "consolidateAfter": spec.consolidate_after,
-            "budgets": [{"nodes": b.nodes} for b in spec.budgets],
+            "budgets": [_budget(b) for b in spec.budgets],
         },
     }
     if spec.weight is not None:
@@ -102,3 +108,22 @@ def node_pool(spec: NodePoolConfig) -> dict[str, Any]:
         "metadata": {"name": spec.name},
         "spec": body,
     }
+
+
+def _requirement(spec: RequirementConfig) -> dict[str, Any]:
+    requirement: dict[str, Any] = {"key": spec.key, "operator": spec.operator}
+    if spec.values:
+        requirement["values"] = list(spec.values)
+    if spec.min_values is not None:
+        requirement["minValues"] = spec.min_values
+    return requirement
+
+
+def _budget(spec: DisruptionBudgetConfig) -> dict[str, Any]:
+    budget: dict[str, Any] = {"nodes": spec.nodes}
+    if spec.reasons is not None:
+        budget["reasons"] = list(spec.reasons)
+    if spec.schedule is not None:
+        budget["schedule"] = spec.schedule
+        budget["duration"] = spec.duration
+    return budget

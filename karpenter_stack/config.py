@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from pydantic.alias_generators import to_camel
 
 from . import versions
+from .quantities import parse_duration, parse_quantity
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 
@@ -28,7 +29,18 @@ MAX_CLUSTER_NAME_LENGTH = 64 - len("KarpenterNodeRole-")
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DURATION = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
+_QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                             r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$")
+# Requirement keys the NodePool fields produce (key -> field).
+_STRUCTURED_REQUIREMENTS = {
+    "karpenter.sh/capacity-type": "capacityTypes",
+    "kubernetes.io/arch": "architectures",
+    "kubernetes.io/os": "the pool (always linux)",
+    "karpenter.k8s.aws/instance-category": "instanceCategories",
+    "karpenter.k8s.aws/instance-generation": "minInstanceGeneration",
+}
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 # Context keys the CDK itself may put in context without a prefix.
@@ -85,12 +97,79 @@ class NodeClassConfig(_Model):
 
 class DisruptionBudgetConfig(_Model):
     nodes: str = Field("10%", description="Nodes that may be disrupted at once: a count or a percentage.")
+    reasons: Optional[list[Literal["Underutilized", "Empty", "Drifted"]]] = Field(
+        None, description="Disruption reasons the budget applies to; unset = all."
+    )
+    schedule: Optional[str] = Field(None, description="Cron schedule (UTC) when the budget is active; needs duration.")
+    duration: Optional[str] = Field(None, description="How long the budget stays active after each schedule hit.")
 
     @field_validator("nodes")
     @classmethod
     def _nodes(cls, value: str) -> str:
         if not re.fullmatch(r"^((100|[0-9]{1,2})%|[0-9]+)$", value):
             raise ValueError("must be a whole number or a percentage 0%-100%")
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not _CRON.match(value):
+            raise ValueError("must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or @hourly, @daily, "
+                             "@weekly, @monthly, @yearly")
+        return value
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not re.fullmatch(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$", value):
+            raise ValueError("must be hours and/or minutes like 8h, 30m or 1h30m")
+        return value
+
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> "DisruptionBudgetConfig":
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("a disruption budget needs schedule and duration together, or neither")
+        return self
+
+
+class RequirementConfig(_Model):
+    """An extra scheduling requirement (Kubernetes node selector requirement)."""
+
+    key: str = Field(description="Node label key, e.g. karpenter.k8s.aws/instance-family.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] = Field(
+        description="How the values apply."
+    )
+    values: list[str] = Field(default_factory=list, description="Values (none for Exists/DoesNotExist).")
+    min_values: Optional[int] = Field(None, ge=1, le=50, description="Minimum distinct values Karpenter must keep.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return _label_key(value)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> "RequirementConfig":
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"requirement '{self.key}' with operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"requirement '{self.key}' with operator {self.operator} takes no values")
+        if self.operator in ("Gt", "Lt", "Gte", "Lte") and (
+            len(self.values) != 1 or not self.values[0].isdigit()
+        ):
+            raise ValueError(f"requirement '{self.key}' with operator {self.operator} needs exactly one whole number")
+        return self
+
+
+class TaintConfig(_Model):
+    key: str = Field(description="Taint key.")
+    value: Optional[str] = Field(None, description="Taint value.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Taint effect.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        if not _QUALIFIED_NAME.match(value):
+            raise ValueError("must be a Kubernetes qualified name like example.com/dedicated")
         return value
 
 
@@ -112,9 +191,12 @@ class NodePoolConfig(_Model):
     min_instance_generation: int = Field(
         2, ge=0, description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt)."
     )
+    requirements: list[RequirementConfig] = Field(
+        default_factory=list, description="Extra requirements, after the ones the fields above produce."
+    )
     limits: dict[str, str] = Field(
         default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
-        description="Upper bound on the resources of all nodes in the pool.",
+        description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
     )
     weight: Optional[int] = Field(None, ge=1, le=100, description="Priority among pools (higher first); unset = 0.")
     expire_after: str = Field("720h", description="Replace nodes older than this (duration or Never).")
@@ -127,6 +209,38 @@ class NodePoolConfig(_Model):
         description="Disruption budgets: how many nodes may be disrupted at once.",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Labels put on the pool's nodes.")
+    taints: list[TaintConfig] = Field(default_factory=list, description="Taints put on the pool's nodes.")
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, value: dict[str, str]) -> dict[str, str]:
+        for resource, quantity in value.items():
+            try:
+                amount = parse_quantity(quantity)
+            except ValueError as err:
+                raise ValueError(f"limit {resource} '{quantity}' {err}") from None
+            if amount < 0:
+                raise ValueError(f"limit {resource} '{quantity}' must not be negative")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            _label_key(key)
+            if not _LABEL_VALUE.match(label):
+                raise ValueError(f"label value '{label}' must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
+        return value
+
+    @model_validator(mode="after")
+    def _no_duplicate_requirement_keys(self) -> "NodePoolConfig":
+        for requirement in self.requirements:
+            if requirement.key in _STRUCTURED_REQUIREMENTS:
+                raise ValueError(
+                    f"requirement '{requirement.key}' is set by "
+                    f"{_STRUCTURED_REQUIREMENTS[requirement.key]}; use that field instead"
+                )
+        return self
 
     @field_validator("name", "node_class")
     @classmethod
@@ -138,8 +252,7 @@ class NodePoolConfig(_Model):
     @field_validator("expire_after", "consolidate_after")
     @classmethod
     def _duration(cls, value: str) -> str:
-        if not _DURATION.match(value):
-            raise ValueError("must be a duration like 30s, 15m, 720h, 1h30m, or Never")
+        parse_duration(value)
         return value
 
 
@@ -265,6 +378,19 @@ class AppConfig(_Model):
         return self.cluster_name
 
 
+def _label_key(key: str) -> str:
+    """A label or requirement key Karpenter accepts (not one of its restricted keys)."""
+    if not _QUALIFIED_NAME.match(key) or len(key) > 316:
+        raise ValueError(f"'{key}' is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 "
+                         "characters)")
+    if key in ("karpenter.sh/nodepool", "kubernetes.io/hostname") or (
+        key.startswith("karpenter.sh/") and key != "karpenter.sh/capacity-type"
+    ):
+        raise ValueError(f"'{key}' is a label key Karpenter restricts (karpenter.sh/* other than "
+                         "karpenter.sh/capacity-type, kubernetes.io/hostname)")
+    return key
+
+
 def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
     try:
         return ipaddress.IPv4Network(cidr, strict=True)
@@ -314,6 +440,8 @@ _NESTED_MODELS: dict[str, type[_Model]] = {
     "nodeClasses": NodeClassConfig,
     "nodePools": NodePoolConfig,
     "budgets": DisruptionBudgetConfig,
+    "requirements": RequirementConfig,
+    "taints": TaintConfig,
 }
 
 
@@ -341,6 +469,9 @@ def _format_errors(err: ValidationError) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if not setting:  # a cross-field rule: its message names the settings itself
             lines.append(message)
+            continue
+        if isinstance(error.get("input"), dict) and error["type"] == "value_error":
+            lines.append(f"{setting}: {message}")  # a rule across fields of one entry
             continue
         lines.append(f"{setting} = {json.dumps(error.get('input'))}: {message}")
     return "\n".join(lines)
@@ -376,24 +507,40 @@ def default_context() -> dict[str, Any]:
     return AppConfig().model_dump(by_alias=True, mode="json")
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return value
+
+
 def reference_markdown() -> str:
     """The configuration reference as Markdown tables (the README embeds this; a test keeps it current)."""
     sections: list[tuple[str, type[_Model]]] = [
         ("Settings (context keys)", AppConfig),
         ("`nodeClasses[]` entries", NodeClassConfig),
         ("`nodePools[]` entries", NodePoolConfig),
+        ("`nodePools[].requirements[]` entries", RequirementConfig),
+        ("`nodePools[].taints[]` entries", TaintConfig),
         ("`nodePools[].budgets[]` entries", DisruptionBudgetConfig),
     ]
     out: list[str] = []
     for title, model in sections:
-        defaults = model().model_dump(by_alias=True, mode="json")
+        defaults = {
+            to_camel(name): field.get_default(call_default_factory=True)
+            for name, field in model.model_fields.items()
+            if not field.is_required()
+        }
         out += [f"#### {title}", "", "| key | default | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
             key = to_camel(name)
             if model is AppConfig and key in _NESTED_MODELS:
                 default_text = "one entry with the defaults below"
+            elif field.is_required():
+                default_text = "required"
             else:
-                default_text = f"`{json.dumps(defaults[key])}`"
+                default_text = f"`{json.dumps(_plain(defaults[key]))}`"
             out.append(f"| `{key}` | {default_text} | {field.description or ''} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -221,3 +221,64 @@ def test_additional_nag_packs_are_named():
 def test_vpc_cidr_must_be_a_sized_ipv4_network():
     assert error_of(vpcCidr="10.0.0.0/8") == (
         "vpcCidr = \"10.0.0.0/8\": must be an IPv4 CIDR with a prefix length from /16 to /24")
+
+
+def _pool(**fields) -> dict:
+    return {"nodePools": [{"name": "p", **fields}]}
+
+
+def test_requirement_operators_and_values():
+    assert error_of(**_pool(requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "Equals",
+                                           "values": ["m5"]}])) == (
+        "nodePools[0].requirements[0].operator = \"Equals\": Input should be 'In', 'NotIn', 'Exists', "
+        "'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte'")
+    assert error_of(**_pool(requirements=[{"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt",
+                                           "values": ["four"]}])) == (
+        "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-cpu' with operator Gt needs "
+        "exactly one whole number")
+    assert error_of(**_pool(requirements=[{"key": "topology.kubernetes.io/zone", "operator": "In"}])) == (
+        "nodePools[0].requirements[0]: requirement 'topology.kubernetes.io/zone' with operator In needs at "
+        "least one value")
+    assert error_of(**_pool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}])) == (
+        "nodePools[0]: requirement 'kubernetes.io/arch' is set by architectures; use that field instead")
+
+
+def test_restricted_label_keys():
+    restricted = ("is a label key Karpenter restricts (karpenter.sh/* other than karpenter.sh/capacity-type, "
+                  "kubernetes.io/hostname)")
+    assert error_of(**_pool(labels={"karpenter.sh/nodepool": "x"})) == (
+        f"nodePools[0].labels: 'karpenter.sh/nodepool' {restricted}")
+    assert error_of(**_pool(requirements=[{"key": "kubernetes.io/hostname", "operator": "Exists"}])) == (
+        f"nodePools[0].requirements[0].key = \"kubernetes.io/hostname\": 'kubernetes.io/hostname' {restricted}")
+    assert load_config(_pool(labels={"team": "payments"}), today=TODAY).node_pools[0].labels == {"team": "payments"}
+
+
+def test_limits_are_kubernetes_quantities():
+    assert error_of(**_pool(limits={"cpu": "10 cores"})) == (
+        "nodePools[0].limits: limit cpu '10 cores' must be a Kubernetes quantity such "
+        "as 100, 500m, 64Gi or 1.5")
+    assert error_of(**_pool(limits={"memory": "-1Gi"})) == (
+        "nodePools[0].limits: limit memory '-1Gi' must not be negative")
+
+
+def test_disruption_budget_rules():
+    assert error_of(**_pool(budgets=[{"nodes": "1", "schedule": "0 9 * * *"}])) == (
+        "nodePools[0].budgets[0]: a disruption budget needs schedule and duration together, or neither")
+    assert error_of(**_pool(budgets=[{"nodes": "1", "reasons": ["Idle"]}])) == (
+        "nodePools[0].budgets[0].reasons[0] = \"Idle\": Input should be 'Underutilized', 'Empty' or 'Drifted'")
+    assert error_of(**_pool(budgets=[{"nodes": "0", "schedule": "every day", "duration": "8h"}])).startswith(
+        "nodePools[0].budgets[0].schedule = \"every day\": must be a cron expression of 5 fields")
+    assert error_of(**_pool(budgets=[{"nodes": "0", "schedule": "@daily", "duration": "1d"}])) == (
+        "nodePools[0].budgets[0].duration = \"1d\": must be hours and/or minutes like 8h, 30m or 1h30m")
+
+
+def test_taint_effects():
+    assert error_of(**_pool(taints=[{"key": "dedicated", "effect": "NoRun"}])) == (
+        "nodePools[0].taints[0].effect = \"NoRun\": Input should be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute'")
+
+
+def test_node_class_volume():
+    assert error_of(nodeClasses=[{"rootVolumeType": "st1"}]) == (
+        "nodeClasses[0].rootVolumeType = \"st1\": Input should be 'gp3', 'gp2', 'io1' or 'io2'")
+    assert error_of(nodeClasses=[{"rootVolumeSizeGib": 0}]) == (
+        "nodeClasses[0].rootVolumeSizeGib = 0: Input should be greater than or equal to 1")

@@ -227,3 +227,25 @@ def test_discovery_tag_value_equals_selector_value_equals_cluster_name(default, 
         assert synth.json["Resources"][synth.stack.resolve(synth.stack.karpenter.nested_stack_resource.logical_id)][
             "Properties"]["Parameters"]["ClusterName"] == name
         assert _values(synth)["settings"]["clusterName"] == name
+
+
+def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():
+    from tests.conftest import synth
+
+    s = synth(nodePools=[{
+        "name": "batch",
+        "requirements": [
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn", "values": ["t3", "t4g"]},
+            {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lte", "values": ["32"], "minValues": 2},
+        ],
+        "taints": [{"key": "example.com/batch", "value": "true", "effect": "NoSchedule"}],
+        "budgets": [{"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h", "reasons": ["Underutilized"]}],
+    }])
+    spec = kubernetes_objects(s.template)["NodePool/batch"]["spec"]
+    assert spec["template"]["spec"]["requirements"][5:] == [
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn", "values": ["t3", "t4g"]},
+        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lte", "values": ["32"], "minValues": 2},
+    ]
+    assert spec["template"]["spec"]["taints"] == [{"key": "example.com/batch", "value": "true", "effect": "NoSchedule"}]
+    assert spec["disruption"]["budgets"] == [
+        {"nodes": "0", "reasons": ["Underutilized"], "schedule": "0 9 * * mon-fri", "duration": "8h"}]
