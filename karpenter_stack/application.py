@@ -8,18 +8,24 @@ from typing import Optional
 import aws_cdk as cdk
 
 from .cluster_stack import KarpenterClusterStack, stack_name_for
-from .config import load_config
+from .config import load_environments
 from .security import register_packs
 
 
-def build(app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = None) -> KarpenterClusterStack:
-    """Validate the app's context, register the cdk-nag packs and add the cluster stack. Raises
-    ConfigError before creating anything if the configuration is invalid.
+def build(app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = None) -> list[KarpenterClusterStack]:
+    """Validate the app's context, register the cdk-nag packs and add one cluster stack per
+    environment (one stack when no environments are configured). Raises ConfigError before creating
+    anything if any environment's configuration is invalid.
 
     ``acknowledge=False`` builds without acknowledgments, to count the raw findings (reviewer report).
     """
-    config = load_config(app.node.get_all_context(), today=today)
-    packs = register_packs(app, config.additional_nag_packs)
-    return KarpenterClusterStack(
-        app, stack_name_for(config.cluster_name), config=config, nag_packs=packs if acknowledge else ()
-    )
+    configs = load_environments(app.node.get_all_context(), today=today)
+    # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
+    # for) every pack any environment enables.
+    packs = register_packs(app, sorted({p for c in configs.values() for p in c.additional_nag_packs}))
+    return [
+        KarpenterClusterStack(
+            app, stack_name_for(config.cluster_name), config=config, nag_packs=packs if acknowledge else ()
+        )
+        for config in configs.values()
+    ]

@@ -114,6 +114,7 @@ class KarpenterClusterStack(Stack):
             cluster_logging=ALL_LOG_TYPES,
             endpoint_access=endpoint_access(config),
             secrets_encryption_key=self.secrets_key,
+            deletion_protection=config.deletion_protection or None,
             core_dns_compute_type=eks.CoreDnsComputeType.FARGATE if fargate else eks.CoreDnsComputeType.EC2,
             masters_role=self.admin_role,
             output_cluster_name=False,

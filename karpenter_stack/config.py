@@ -259,6 +259,10 @@ class NodePoolConfig(_Model):
 class AppConfig(_Model):
     """Everything the app builds is decided here."""
 
+    profile: Literal["standard", "production"] = Field(
+        "standard",
+        description="production: deletion protection, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
+    )
     cluster_name: str = Field(DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources.")
     kubernetes_version: str = Field("1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package.")
     karpenter_version: str = Field("1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml.")
@@ -286,6 +290,7 @@ class AppConfig(_Model):
         "fargate", description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group."
     )
     system_node_instance_type: str = Field("t3.medium", description="Instance type of the system node group (nodegroup hosting).")
+    deletion_protection: bool = Field(False, description="EKS cluster deletion protection.")
     create_spot_service_linked_role: bool = Field(
         False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
     )
@@ -353,6 +358,13 @@ class AppConfig(_Model):
             )
         if self.nat_gateways > self.max_azs:
             raise ValueError(f"natGateways ({self.nat_gateways}) cannot exceed maxAzs ({self.max_azs})")
+        if self.profile == "production":
+            for i, node_class in enumerate(self.node_classes):
+                if node_class.ami_alias.endswith("@latest"):
+                    raise ValueError(
+                        f"nodeClasses[{i}].amiAlias '{node_class.ami_alias}': the production profile needs a pinned AMI "
+                        "(e.g. al2023@v20260801), so node images change only when this setting does"
+                    )
         _unique("nodeClasses", [c.name for c in self.node_classes])
         _unique("nodePools", [p.name for p in self.node_pools])
         class_names = {c.name for c in self.node_classes}
@@ -459,16 +471,16 @@ def _unknown_key(setting: str, key: str, known: list[str]) -> str:
     return f"{setting}: unknown setting; {hint}"
 
 
-def _format_errors(err: ValidationError) -> str:
+def _format_errors(err: ValidationError, prefix: str = "") -> str:
     lines = []
     for error in err.errors():
-        setting = _format_location(error["loc"])
+        setting = prefix + _format_location(error["loc"]) if error["loc"] else ""
         if error["type"] == "extra_forbidden":
             lines.append(_unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"])))
             continue
         message = error["msg"].removeprefix("Value error, ")
         if not setting:  # a cross-field rule: its message names the settings itself
-            lines.append(message)
+            lines.append(prefix + message)
             continue
         if isinstance(error.get("input"), dict) and error["type"] == "value_error":
             lines.append(f"{setting}: {message}")  # a rule across fields of one entry
@@ -477,19 +489,97 @@ def _format_errors(err: ValidationError) -> str:
     return "\n".join(lines)
 
 
+# What the production profile changes from the standard defaults (settings the user left at their
+# standard default; the production profile never loosens anything).
+SYSTEM_POOL = {
+    "name": "system",
+    "capacityTypes": ["on-demand"],
+    "labels": {"workload-class": "system"},
+    "taints": [{"key": "workload-class", "value": "system", "effect": "NoSchedule"}],
+}
+
+
+def _profile_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
+    if raw.get("profile") != "production":
+        return {}
+    return {
+        "deletionProtection": True,
+        "natGateways": raw.get("maxAzs", AppConfig.model_fields["max_azs"].default),
+        "nodePools": [SYSTEM_POOL, {"name": "default"}],
+    }
+
+
+def _without_nones(value: Any) -> Any:
+    """Context values lose their nulls on the way through jsii; compare them without."""
+    if isinstance(value, dict):
+        return {k: _without_nones(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nones(v) for v in value]
+    return value
+
+
+_ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+
+
 def load_config(context: Mapping[str, Any], today: Optional[date] = None) -> AppConfig:
-    """Validate the app's context into an :class:`AppConfig`, or raise :class:`ConfigError`.
+    """Validate the app's context (no environments) into an :class:`AppConfig`, or raise ConfigError.
 
     ``today`` decides EKS support (defaults to the current date); tests pass a fixed one."""
+    configs = load_environments(context, today)
+    if list(configs) != [""]:
+        raise ConfigError("this context defines environments; use load_environments")
+    return configs[""]
+
+
+def load_environments(context: Mapping[str, Any], today: Optional[date] = None) -> dict[str, AppConfig]:
+    """Every environment's configuration: ``{"": config}`` without ``environments``, else
+    ``{name: config}``; each environment is the shared settings overlaid with its own."""
     ours = {k: v for k, v in context.items() if _is_ours(k)}
+    environments = _parse_environments(ours.pop("environments", None))
     unknown = sorted(k for k in ours if k not in CONTEXT_KEYS)
     if unknown:
-        raise ConfigError("\n".join(_unknown_key(k, k, list(CONTEXT_KEYS)) for k in unknown))
-    raw = {k: _parse_cli_value(k, v) for k, v in ours.items()}
+        raise ConfigError("\n".join(_unknown_key(k, k, [*CONTEXT_KEYS, "environments"]) for k in unknown))
+    shared = {k: _parse_cli_value(k, v) for k, v in ours.items()}
+    if not environments:
+        return {"": _validate(shared, today, prefix="")}
+    configs: dict[str, AppConfig] = {}
+    for name, overrides in environments.items():
+        if not _ENV_NAME.match(name):
+            raise ConfigError(f"environments: '{name}' is not a valid environment name (lowercase letters, digits "
+                              "and '-', starting with a letter, at most 20 characters)")
+        # Each environment's cluster is named <shared clusterName>-<environment> unless it names its own.
+        raw = {**shared, "clusterName": f"{shared.get('clusterName', DEFAULT_CLUSTER_NAME)}-{name}",
+               **{k: _parse_cli_value(k, v) for k, v in overrides.items()}}
+        configs[name] = _validate(raw, today, prefix=f"environments.{name}.")
+    names = [c.cluster_name for c in configs.values()]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"environments: cluster names must differ, got {', '.join(names)}")
+    return configs
+
+
+def _parse_environments(value: Any) -> dict[str, dict[str, Any]]:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"environments: '{value}' is not valid JSON ({err.msg}); expected a JSON object") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError("environments: expected an object of environment name -> settings")
+    return value
+
+
+def _validate(raw: dict[str, Any], today: Optional[date], prefix: str) -> AppConfig:
+    # cdk.json spells out every standard default, so a setting still at its standard default counts
+    # as not chosen: the profile's stricter value replaces it.
+    standard = _without_nones(default_context())
+    raw = {**raw, **{k: v for k, v in _profile_defaults(raw).items()
+                     if _without_nones(raw.get(k, standard[k])) == standard[k]}}
     try:
         config = AppConfig.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(_format_errors(err)) from None
+        raise ConfigError(_format_errors(err, prefix)) from None
     try:
         versions.eks_kubernetes_version(config.kubernetes_version)
         warning = versions.check_eks_support(config.kubernetes_version, today or date.today())
@@ -497,8 +587,8 @@ def load_config(context: Mapping[str, Any], today: Optional[date] = None) -> App
         versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
         versions.KubectlLayer.for_version(config.kubernetes_version).load()
     except versions.VersionError as err:
-        raise ConfigError(str(err)) from None
-    config._warnings = (warning,) if warning else ()
+        raise ConfigError(prefix + str(err)) from None
+    config._warnings = (prefix + warning,) if warning else ()
     return config
 
 

@@ -52,7 +52,7 @@ def acknowledgments_markdown() -> str:
     rows: dict[tuple[str, str], tuple[str, str]] = {}
     for when, overrides in ACKNOWLEDGMENT_CONFIGS:
         app = cdk.App(context={**context, **overrides})
-        stack = build(app)
+        (stack,) = build(app)
         for ack in acknowledgments(app):
             scope = ack.path.removeprefix(stack.node.path + "/")
             reason = ack.reason.replace("203.0.113.0/24", "<publicAccessCidrs>").replace("|", "\\|")

@@ -46,8 +46,8 @@ def _short(rule: str, limit: int = 70) -> str:
 
 def nag_section(context: dict) -> tuple[str, int, int, int]:
     raw_app = cdk.App(context=context, outdir=tempfile.mkdtemp())
-    raw_stack = build(raw_app, acknowledge=False)
-    packs = [p for p in ["AwsSolutions", *raw_stack.config.additional_nag_packs]]
+    stacks = build(raw_app, acknowledge=False)
+    packs = ["AwsSolutions", *sorted({p for s in stacks for p in s.config.additional_nag_packs})]
     raw = findings(raw_app, packs)
 
     app = cdk.App(context=context, outdir=tempfile.mkdtemp())

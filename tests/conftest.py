@@ -29,7 +29,7 @@ class Synthesized:
 
     def __init__(self, overrides: dict[str, Any]) -> None:
         self.app = cdk.App(context={**CDK_JSON_CONTEXT, **overrides})
-        self.stack: KarpenterClusterStack = build(self.app)
+        (self.stack,) = build(self.app)
         self.template = Template.from_stack(self.stack)
         self.json = self.template.to_json()
         if self.stack.network.lookup_pending:

@@ -29,7 +29,7 @@ GATED = {
 
 def _raw_findings(overrides: dict) -> list:
     app = cdk.App(context={**CDK_JSON_CONTEXT, **overrides})
-    stack = build(app, acknowledge=False)
+    (stack,) = build(app, acknowledge=False)
     return findings(app, ["AwsSolutions", *stack.config.additional_nag_packs])
 
 
@@ -42,7 +42,7 @@ def gated(request):
 
 def test_aws_solutions_runs_on_every_synth_and_fails_it_on_open_findings():
     app = cdk.App(context=dict(CDK_JSON_CONTEXT))
-    stack = build(app, acknowledge=False)
+    (stack,) = build(app, acknowledge=False)
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         cdk.assertions.Template.from_stack(stack)
 

@@ -1,0 +1,109 @@
+"""Several environments in one app, and the production profile's stricter defaults."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from datetime import date
+
+import aws_cdk as cdk
+import pytest
+
+from karpenter_stack.application import build
+from karpenter_stack.config import ConfigError, load_config, load_environments
+from tests.cfn import kubernetes_objects, only, resources
+from tests.conftest import CDK_JSON_CONTEXT, ROOT
+
+TODAY = date(2026, 11, 21)
+PINNED = [{"name": "default", "amiAlias": "al2023@v20260801"}]
+ENVIRONMENTS = {
+    "dev": {},
+    "prod": {"profile": "production", "account": "1" * 12, "region": "eu-west-1", "nodeClasses": PINNED},
+}
+
+
+@pytest.fixture(scope="module")
+def stacks():
+    app = cdk.App(context={**CDK_JSON_CONTEXT, "environments": ENVIRONMENTS})
+    built = {s.config.cluster_name: s for s in build(app, today=TODAY)}
+    return {name: (stack, cdk.assertions.Template.from_stack(stack)) for name, stack in built.items()}
+
+
+def test_each_environment_is_its_own_stack_and_cluster(stacks):
+    assert sorted(stacks) == ["eks-karpenter-dev", "eks-karpenter-prod"]
+    for name, (stack, template) in stacks.items():
+        assert stack.stack_name == name
+        _, cluster = only(resources(template, "Custom::AWSCDK-EKS-Cluster"))
+        assert cluster["Properties"]["Config"]["name"] == name
+        nested = cdk.assertions.Template.from_stack(stack.karpenter).to_json()
+        stack_id = stack.resolve(stack.karpenter.nested_stack_resource.logical_id)
+        assert template.to_json()["Resources"][stack_id]["Properties"]["Parameters"] == {"ClusterName": name}
+        assert nested["Resources"]["KarpenterInterruptionQueue"]["Properties"]["QueueName"] == {"Ref": "ClusterName"}
+
+
+def test_environment_account_and_region(stacks):
+    prod, _ = stacks["eks-karpenter-prod"]
+    dev, _ = stacks["eks-karpenter-dev"]
+    assert (prod.account, prod.region) == ("1" * 12, "eu-west-1")
+    assert cdk.Token.is_unresolved(dev.account) and cdk.Token.is_unresolved(dev.region)
+
+
+def test_production_profile_defaults(stacks):
+    _, prod = stacks["eks-karpenter-prod"]
+    _, dev = stacks["eks-karpenter-dev"]
+    prod_cluster = only(resources(prod, "Custom::AWSCDK-EKS-Cluster"))[1]["Properties"]["Config"]
+    dev_cluster = only(resources(dev, "Custom::AWSCDK-EKS-Cluster"))[1]["Properties"]["Config"]
+    assert prod_cluster["deletionProtection"] is True
+    assert "deletionProtection" not in dev_cluster
+    assert prod_cluster["resourcesVpcConfig"]["endpointPublicAccess"] is False
+    prod.resource_count_is("AWS::EC2::NatGateway", 2)  # one per AZ
+    dev.resource_count_is("AWS::EC2::NatGateway", 1)
+    objects = kubernetes_objects(prod)
+    system = objects["NodePool/system"]["spec"]["template"]
+    assert system["spec"]["requirements"][0] == {"key": "karpenter.sh/capacity-type", "operator": "In",
+                                                 "values": ["on-demand"]}
+    assert system["spec"]["taints"] == [{"key": "workload-class", "value": "system", "effect": "NoSchedule"}]
+    assert system["metadata"]["labels"] == {"workload-class": "system"}
+    assert objects["EC2NodeClass/default"]["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20260801"}]
+    assert "NodePool/system" not in kubernetes_objects(dev)
+
+
+def test_production_profile_refuses_unpinned_amis():
+    with pytest.raises(ConfigError) as info:
+        load_config({"profile": "production"}, today=TODAY)
+    assert str(info.value) == (
+        "nodeClasses[0].amiAlias 'al2023@latest': the production profile needs a pinned AMI (e.g. "
+        "al2023@v20260801), so node images change only when this setting does")
+
+
+def test_environment_errors_name_the_environment():
+    with pytest.raises(ConfigError) as info:
+        load_environments({"environments": {"prod": {"natGateway": 2}}}, today=TODAY)
+    assert str(info.value) == "environments.prod.natGateway: unknown setting; did you mean 'natGateways'?"
+    with pytest.raises(ConfigError) as info:
+        load_environments({"environments": {"prod": {"kubernetesVersion": "1.30"}}}, today=TODAY)
+    assert str(info.value).startswith("environments.prod.kubernetesVersion '1.30' is past the end of EKS")
+    with pytest.raises(ConfigError) as info:
+        load_environments({"environments": {"a": {"clusterName": "x"}, "b": {"clusterName": "x"}}}, today=TODAY)
+    assert str(info.value) == "environments: cluster names must differ, got x, x"
+    with pytest.raises(ConfigError) as info:
+        load_environments({"environments": {"Prod": {}}}, today=TODAY)
+    assert str(info.value).startswith("environments: 'Prod' is not a valid environment name")
+
+
+def test_shared_settings_apply_to_every_environment_and_environments_override_them():
+    configs = load_environments(
+        {"clusterName": "shop", "controllerHosting": "nodegroup",
+         "environments": json.dumps({"dev": {}, "prod": {"controllerHosting": "fargate", "clusterName": "shop-live"}})},
+        today=TODAY,
+    )
+    assert {n: (c.cluster_name, c.controller_hosting) for n, c in configs.items()} == {
+        "dev": ("shop-dev", "nodegroup"), "prod": ("shop-live", "fargate")}
+
+
+def test_cli_lists_one_deployable_stack_per_environment():
+    env = json.dumps({"dev": {}, "staging": {}})
+    result = subprocess.run(["cdk", "--no-notices", "list", "-c", f"environments={env}"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["eks-karpenter-dev", "eks-karpenter-staging"]
