@@ -1,0 +1,86 @@
+"""Every class of bad input stops the synth with one exact message and builds nothing."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+
+from karpenter_stack.application import build
+from karpenter_stack.config import ConfigError
+from tests.conftest import CDK_JSON_CONTEXT
+
+TODAY = date(2026, 11, 21)
+POOL = {"name": "p"}
+
+CASES = {
+    "typo": ({"kubernetesVerison": "1.35"}, "kubernetesVerison: unknown setting; did you mean 'kubernetesVersion'?"),
+    "cluster name rules": ({"clusterName": "-x"},
+                           "clusterName = \"-x\": must start with a letter or digit and contain only letters, digits, "
+                           "'-' and '_'"),
+    "derived name too long": ({"clusterName": "c" * 47},
+                              f"clusterName = \"{'c' * 47}\": must be at most 46 characters so that "
+                              "KarpenterNodeRole-<cluster> fits IAM's 64-character limit (got 47)"),
+    "unknown kubernetes version": ({"kubernetesVersion": "2.0"},
+                                   "kubernetesVersion '2.0' is not of the form 1.NN; allowed: " +
+                                   ", ".join(f"1.{m}" for m in range(14, 37))),
+    "past extended support": ({"kubernetesVersion": "1.30"},
+                              "kubernetesVersion '1.30' is past the end of EKS extended support (2026-07-23) and can "
+                              "no longer be created; use 1.31 or newer"),
+    "layer package missing": ({"kubernetesVersion": "1.33"},
+                              "kubernetesVersion '1.33' needs the kubectl layer package "
+                              "aws-cdk.lambda-layer-kubectl-v33, which is not installed; run: pip install "
+                              "aws-cdk.lambda-layer-kubectl-v33==2.2.2"),
+    "karpenter version without template": ({"karpenterVersion": "1.15.0"},
+                                           "karpenterVersion '1.15.0' has no CloudFormation template "
+                                           "(templates/karpenter-1.15.0.yaml); versions with a template: 1.14.1"),
+    "duplicate pools": ({"nodePools": [POOL, POOL]}, "nodePools has duplicate names: p"),
+    "unknown node class": ({"nodePools": [{"name": "p", "nodeClass": "gpu"}]},
+                           "nodePools 'p' refers to nodeClass 'gpu', which is not in nodeClasses (default)"),
+    "operator": ({"nodePools": [{"requirements": [{"key": "a", "operator": "Has"}]}]},
+                 "nodePools[0].requirements[0].operator = \"Has\": Input should be 'In', 'NotIn', 'Exists', "
+                 "'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte'"),
+    "restricted label": ({"nodePools": [{"labels": {"kubernetes.io/hostname": "a"}}]},
+                         "nodePools[0].labels: 'kubernetes.io/hostname' is a label key Karpenter restricts "
+                         "(karpenter.sh/* other than karpenter.sh/capacity-type, kubernetes.io/hostname)"),
+    "duration": ({"nodePools": [{"consolidateAfter": "soon"}]},
+                 "nodePools[0].consolidateAfter = \"soon\": must be a duration like 30s, 15m, 720h, 1h30m, or Never"),
+    "budget": ({"nodePools": [{"budgets": [{"nodes": "ten"}]}]},
+               "nodePools[0].budgets[0].nodes = \"ten\": must be a whole number or a percentage 0%-100%"),
+    "weight": ({"nodePools": [{"weight": 101}]},
+               "nodePools[0].weight = 101: Input should be less than or equal to 100"),
+    "quantity": ({"nodePools": [{"limits": {"memory": "1TB"}}]},
+                 "nodePools[0].limits: limit memory '1TB' must be a Kubernetes quantity such as 100, 500m, 64Gi or 1.5"),
+    "ami alias family": ({"nodeClasses": [{"amiAlias": "ubuntu@latest"}]},
+                         "nodeClasses[0].amiAlias = \"ubuntu@latest\": must be family@version with family al2, "
+                         "al2023, bottlerocket, windows2019, windows2022 or windows2025 and version 'latest' or a "
+                         "pinned vYYYYMMDD"),
+    "hop limit": ({"nodeClasses": [{"metadataHopLimit": 65}]},
+                  "nodeClasses[0].metadataHopLimit = 65: Input should be less than or equal to 64"),
+    "volume size": ({"nodeClasses": [{"rootVolumeSizeGib": 20000}]},
+                    "nodeClasses[0].rootVolumeSizeGib = 20000: Input should be less than or equal to 16384"),
+    "cidr": ({"vpcCidr": "10.0.0.0/33"},
+             "vpcCidr = \"10.0.0.0/33\": '10.0.0.0/33' is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)"),
+    "nat gateways": ({"natGateways": 3}, "natGateways (3) cannot exceed maxAzs (2)"),
+    "vpc id": ({"vpcId": "vpc-xyz", "account": "1" * 12, "region": "eu-west-1"},
+               "vpcId = \"vpc-xyz\": must look like vpc-0123456789abcdef0"),
+    "namespace": ({"karpenterNamespace": "Karpenter"},
+                  "karpenterNamespace = \"Karpenter\": must be a Kubernetes name: lowercase a-z, 0-9 and '-', at "
+                  "most 63 characters"),
+    "service account": ({"karpenterServiceAccount": "karpenter_sa"},
+                        "karpenterServiceAccount = \"karpenter_sa\": must be a Kubernetes name: lowercase a-z, 0-9 "
+                        "and '-', at most 63 characters"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_configuration_fails_fast_with_its_message_and_builds_nothing(case, tmp_path: Path):
+    overrides, message = CASES[case]
+    app = cdk.App(context={**CDK_JSON_CONTEXT, **overrides}, outdir=str(tmp_path))
+    with pytest.raises(ConfigError) as info:
+        build(app, today=TODAY)
+    assert str(info.value) == message
+    assert app.node.children == []
+    assert list(tmp_path.iterdir()) == []
