@@ -49,8 +49,8 @@ def minor_of(kubernetes_version: str) -> int:
     match = re.fullmatch(r"1\.(\d+)", kubernetes_version)
     if not match:
         raise VersionError(
-            f"kubernetesVersion '{kubernetes_version}' is not of the form 1.NN; "
-            f"allowed: {', '.join(cdk_kubernetes_versions())}"
+            f"kubernetesVersion '{kubernetes_version}' is not of the form 1.NN "
+            f"(e.g. {cdk_kubernetes_versions()[-1]})"
         )
     return int(match.group(1))
 
@@ -106,8 +106,8 @@ def eks_kubernetes_version(kubernetes_version: str) -> eks.KubernetesVersion:
     constant = getattr(eks.KubernetesVersion, f"V1_{minor}", None)
     if constant is None:
         raise VersionError(
-            f"kubernetesVersion '{kubernetes_version}' is not known to aws-cdk-lib's aws_eks module; "
-            f"allowed: {', '.join(cdk_kubernetes_versions())}"
+            f"kubernetesVersion '{kubernetes_version}' is not known to aws-cdk-lib's aws_eks module "
+            f"(it knows up to {cdk_kubernetes_versions()[-1]})"
         )
     return constant
 
