@@ -44,7 +44,8 @@ def _short(rule: str, limit: int = 70) -> str:
     return rule if len(rule) <= limit else rule[: limit - 3] + "..."
 
 
-def nag_section(context: dict) -> tuple[str, int, int, int]:
+def nag_section(context: dict) -> tuple[str, int, cdk.App]:
+    """The findings table, the number left open, and the acknowledged app (for linting)."""
     raw_app = cdk.App(context=context, outdir=tempfile.mkdtemp())
     stacks = build(raw_app, acknowledge=False)
     packs = ["AwsSolutions", *sorted({p for s in stacks for p in s.config.additional_nag_packs})]
@@ -65,13 +66,11 @@ def nag_section(context: dict) -> tuple[str, int, int, int]:
     header = f"cdk-nag ({', '.join(packs)}): {len(raw)} findings before acknowledgments, " \
              f"{len(raw) - len(open_findings)} acknowledged, {len(open_findings)} unacknowledged"
     return header + "\n\n" + _table(["pack", "finding", "resource", "status", "detail"], rows), \
-        len(raw), len(raw) - len(open_findings), len(open_findings)
+        len(open_findings), app
 
 
-def lint_section(context: dict) -> tuple[str, int]:
-    outdir = Path(tempfile.mkdtemp())
-    app = cdk.App(context=context, outdir=str(outdir))
-    build(app)
+def lint_section(app: cdk.App) -> tuple[str, int]:
+    outdir = Path(app.outdir)
     try:
         app.synth()
     except RuntimeError:
@@ -100,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     context = _context(args.context)
     try:
-        nag_text, _, _, unacknowledged = nag_section(context)
+        nag_text, unacknowledged, app = nag_section(context)
     except ConfigError as err:
         print(f"Configuration error:\n{err}", file=sys.stderr)
         return 1
-    lint_text, lint_errors = lint_section(context)
+    lint_text, lint_errors = lint_section(app)
     print(nag_text, lint_text, sep="\n\n")
     failed = unacknowledged > 0 or lint_errors > 0
     print("\nSecurity gate:", "FAILED" if failed else "passed")

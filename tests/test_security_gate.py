@@ -86,20 +86,19 @@ def test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth(tmp_pa
     assert "Traceback" not in result.stderr
 
 
-def test_security_report_command(tmp_path):
-    ok = subprocess.run([sys.executable, "scripts/security_report.py"], cwd=ROOT, capture_output=True, text=True)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "cdk-nag (AwsSolutions): 34 findings before acknowledgments, 34 acknowledged, 0 unacknowledged" in ok.stdout
-    assert re.search(r"AwsSolutions-SQS3 +eks-karpenter/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok.stdout)
-    assert "cfn-lint (5 templates, rules ignored in .cfnlintrc): 0 errors, 0 other findings" in ok.stdout
-    assert ok.stdout.rstrip().endswith("Security gate: passed")
-    failing = subprocess.run(
-        [sys.executable, "scripts/security_report.py", "-c", 'additionalNagPacks=["HIPAASecurity"]'],
-        cwd=ROOT, capture_output=True, text=True,
-    )
-    assert failing.returncode == 1
-    assert re.search(r"HIPAA\.Security-CloudWatchLogGroupEncrypted +\S+ +UNACKNOWLEDGED", failing.stdout)
-    assert failing.stdout.rstrip().endswith("Security gate: FAILED")
+def test_security_report_command(capsys):
+    from scripts.security_report import main
+
+    assert main([]) == 0
+    ok = capsys.readouterr().out
+    assert "cdk-nag (AwsSolutions): 34 findings before acknowledgments, 34 acknowledged, 0 unacknowledged" in ok
+    assert re.search(r"AwsSolutions-SQS3 +eks-karpenter/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok)
+    assert "cfn-lint (5 templates, rules ignored in .cfnlintrc): 0 errors, 0 other findings" in ok
+    assert ok.rstrip().endswith("Security gate: passed")
+    assert main(["-c", 'additionalNagPacks=["HIPAASecurity"]']) == 1
+    failing = capsys.readouterr().out
+    assert re.search(r"HIPAA\.Security-CloudWatchLogGroupEncrypted +\S+ +UNACKNOWLEDGED", failing)
+    assert failing.rstrip().endswith("Security gate: FAILED")
 
 
 # --- fixed rather than acknowledged ------------------------------------------------------------
