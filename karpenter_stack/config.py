@@ -383,12 +383,6 @@ class AppConfig(_Model):
     def warnings(self) -> tuple[str, ...]:
         return self._warnings
 
-    # Derived, so no second copy can drift.
-    @property
-    def interruption_queue_name(self) -> str:
-        """The template names the queue after the cluster."""
-        return self.cluster_name
-
 
 def _label_key(key: str) -> str:
     """A label or requirement key Karpenter accepts (not one of its restricted keys)."""

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
 
@@ -71,16 +70,6 @@ def kubernetes_objects(template: Template) -> dict[str, dict[str, Any]]:
             assert key not in objects, f"{key} applied twice"
             objects[key] = {**obj, "_logicalId": logical_id}
     return objects
-
-
-def nested_output_source(parent: Template, nested_stack: Stack, nested: Template, ref: str) -> Any:
-    """Follow ``${GetAtt:<NestedStackResource>.Outputs.X}`` to the expression output X exports."""
-    prefix = "${GetAtt:"
-    assert ref.startswith(prefix) and ".Outputs." in ref, ref
-    resource_id, output = ref[len(prefix):-1].split(".Outputs.")
-    expected_id = Stack.of(nested_stack).resolve(nested_stack.nested_stack_resource.logical_id)
-    assert resource_id == expected_id, f"{ref} does not point at the nested stack {expected_id}"
-    return nested.to_json()["Outputs"][output]["Value"]
 
 
 def depends_on(template_json: dict[str, Any], logical_id: str) -> list[str]:

@@ -32,7 +32,6 @@ def test_defaults():
     assert (config.vpc_id, config.max_azs, config.nat_gateways, config.vpc_cidr) == (None, 2, 1, "10.0.0.0/16")
     assert config.controller_hosting == "fargate"
     assert [p.name for p in config.node_pools] == ["default"]
-    assert config.interruption_queue_name == "eks-karpenter"
 
 
 def test_cdk_feature_flags_and_lookup_caches_are_not_settings():
