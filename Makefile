@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: synth test setup cdk docs security-report clean
+.PHONY: synth test setup cdk docs snapshots security-report clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet $(CDK_ARGS)
@@ -33,6 +33,10 @@ cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
 # Regenerate the README's configuration reference and cdk.json's defaults from the model.
 docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/generate_docs.py
+
+# Accept the current templates as the new snapshots (review the diff in git before committing).
+snapshots: $(DEV_STAMP) $(NODE_STAMP)
+	python -m pytest tests/test_snapshots.py --snapshot-update -q
 
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
 security-report: $(DEV_STAMP) $(NODE_STAMP)

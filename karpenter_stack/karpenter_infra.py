@@ -34,7 +34,6 @@ class KarpenterInfraStack(NestedStack):
         super().__init__(
             scope,
             id,
-            description=f"Karpenter {karpenter_version} AWS resources",
             # A real CloudFormation parameter (rather than CfnInclude substituting the value) keeps
             # the template as written, including its own validation of ClusterName.
             parameters={CLUSTER_NAME_PARAMETER: cluster_name},

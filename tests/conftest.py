@@ -28,7 +28,8 @@ class Synthesized:
     """One synthesized configuration: the stack, its template and the Karpenter nested template."""
 
     def __init__(self, overrides: dict[str, Any]) -> None:
-        self.app = cdk.App(context={**CDK_JSON_CONTEXT, **overrides})
+        # Path metadata on, as `cdk synth` does: templates under test are the ones reviewers see.
+        self.app = cdk.App(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides})
         (self.stack,) = build(self.app)
         self.template = Template.from_stack(self.stack)
         self.json = self.template.to_json()
@@ -94,3 +95,12 @@ def default() -> Synthesized:
 @pytest.fixture(scope="session")
 def alternative() -> Synthesized:
     return synth(**ALTERNATIVE)
+
+
+# The production profile, environment-agnostic (no account id in snapshots), with a pinned AMI.
+PRODUCTION = {"profile": "production", "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]}
+
+
+@pytest.fixture(scope="session")
+def production() -> Synthesized:
+    return synth(**PRODUCTION)

@@ -1,0 +1,40 @@
+"""Snapshots of every synthesized template (main and nested) for the default and production
+configurations. A changed template fails with a diff; `make snapshots` accepts the change."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from syrupy.extensions.json import JSONSnapshotExtension
+
+CONFIGURATIONS = ["default", "production"]
+
+
+def _templates(synthesized) -> dict[str, dict]:
+    outdir = Path(synthesized.app.outdir)
+    return {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in sorted(outdir.glob("*.template.json"))}
+
+
+@pytest.fixture
+def json_snapshot(snapshot):
+    return snapshot.use_extension(JSONSnapshotExtension)
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_templates_match_their_snapshots(configuration, request, json_snapshot):
+    templates = _templates(request.getfixturevalue(configuration))
+    assert len(templates) == 4, sorted(templates)
+    for name, template in templates.items():
+        assert template == json_snapshot(name=name)
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_snapshots_hold_no_machine_specific_values(configuration, request):
+    templates = _templates(request.getfixturevalue(configuration))
+    for name, template in templates.items():
+        text = json.dumps(template)
+        assert str(Path.home()) not in text and "/tmp" not in text and "/work/" not in text, name
+    # construct paths, as in `cdk synth` output: stable, and what a reviewer navigates by
+    assert "aws:cdk:path" in json.dumps(templates["eks-karpenter.template"])
