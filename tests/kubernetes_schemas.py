@@ -1,0 +1,44 @@
+"""Check Kubernetes objects and Helm values against the schemas in tests/schemas/<karpenter-version>/,
+with failure messages that name the object, the field path and the rule."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+BY_KIND = {"NodePool": "nodepool", "EC2NodeClass": "ec2nodeclass"}
+
+
+@lru_cache(maxsize=None)
+def schema(karpenter_version: str, name: str) -> dict[str, Any]:
+    path = SCHEMAS / f"karpenter-{karpenter_version}" / f"{name}.schema.json"
+    if not path.is_file():
+        raise AssertionError(f"no schema {path.relative_to(SCHEMAS.parent)}: mirror Karpenter {karpenter_version}'s "
+                             "CRDs/chart values there before using that version")
+    return json.loads(path.read_text())
+
+
+def _violations(document: Any, schema_doc: dict[str, Any], subject: str) -> list[str]:
+    validator = Draft202012Validator(schema_doc)
+    problems = []
+    for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".") or "(root)"
+        problems.append(f"{subject}: {path}: {error.validator} rule: {error.message}")
+    return problems
+
+
+def object_violations(obj: dict[str, Any], karpenter_version: str) -> list[str]:
+    kind = obj.get("kind")
+    subject = f"{kind}/{obj.get('metadata', {}).get('name')}"
+    if kind not in BY_KIND:
+        return []
+    return _violations(obj, schema(karpenter_version, BY_KIND[kind]), subject)
+
+
+def values_violations(values: dict[str, Any], karpenter_version: str) -> list[str]:
+    return _violations(values, schema(karpenter_version, "controller-values"), "karpenter chart values")

@@ -1,0 +1,88 @@
+"""Every Kubernetes object the app applies, and the controller chart's values, match the schemas of
+the Karpenter version they are for (tests/schemas/karpenter-<version>/)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from karpenter_stack import versions
+from tests.cfn import kubernetes_objects, render_json, resources
+from tests.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
+
+CONFIGURATIONS = ["default", "alternative", "production"]
+
+
+def _karpenter_objects(synthesized) -> dict[str, dict]:
+    return {k: {f: v for f, v in o.items() if f != "_logicalId"}
+            for k, o in kubernetes_objects(synthesized.template).items() if o["apiVersion"].startswith("karpenter")}
+
+
+def _values(synthesized) -> dict:
+    charts = resources(synthesized.template, "Custom::AWSCDK-EKS-HelmChart").values()
+    (controller,) = [c for c in charts if c["Properties"]["Release"] == "karpenter"]
+    return render_json(controller["Properties"]["Values"])
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_every_karpenter_object_matches_its_crd_schema(configuration, request):
+    synthesized = request.getfixturevalue(configuration)
+    objects = _karpenter_objects(synthesized)
+    assert {o["kind"] for o in objects.values()} == {"NodePool", "EC2NodeClass"}
+    problems = [p for o in objects.values() for p in object_violations(o, synthesized.config.karpenter_version)]
+    assert problems == []
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_controller_values_use_only_keys_the_chart_reads(configuration, request):
+    synthesized = request.getfixturevalue(configuration)
+    assert values_violations(_values(synthesized), synthesized.config.karpenter_version) == []
+
+
+def test_unknown_field_is_reported_with_object_path_and_rule(default):
+    node_class = copy.deepcopy(_karpenter_objects(default)["EC2NodeClass/default"])
+    ebs = node_class["spec"]["blockDeviceMappings"][0]["ebs"]
+    ebs["kmsKeyId"] = "alias/nodes"  # the CRD spells it kmsKeyID
+    assert object_violations(node_class, "1.14.1") == [
+        "EC2NodeClass/default: spec.blockDeviceMappings[0].ebs: additionalProperties rule: "
+        "Additional properties are not allowed ('kmsKeyId' was unexpected)"
+    ]
+
+
+def test_enum_pattern_and_required_rules_are_enforced(default):
+    pool = copy.deepcopy(_karpenter_objects(default)["NodePool/default"])
+    pool["spec"]["disruption"]["consolidationPolicy"] = "Always"
+    pool["spec"]["template"]["spec"]["expireAfter"] = "30d"
+    del pool["spec"]["template"]["spec"]["nodeClassRef"]["group"]
+    assert object_violations(pool, "1.14.1") == [
+        "NodePool/default: spec.disruption.consolidationPolicy: enum rule: 'Always' is not one of "
+        "['WhenEmpty', 'WhenEmptyOrUnderutilized', 'Balanced']",
+        "NodePool/default: spec.template.spec.expireAfter: pattern rule: '30d' does not match "
+        "'^(([0-9]+(s|m|h))+|Never)$'",
+        "NodePool/default: spec.template.spec.nodeClassRef: required rule: 'group' is a required property",
+    ]
+
+
+def test_helm_value_typo_is_reported(default):
+    values = copy.deepcopy(_values(default))
+    values["settings"]["interruptionqueue"] = values["settings"].pop("interruptionQueue")
+    assert values_violations(values, "1.14.1") == [
+        "karpenter chart values: settings: additionalProperties rule: Additional properties are not allowed "
+        "('interruptionqueue' was unexpected)"
+    ]
+
+
+def test_every_karpenter_version_with_a_template_has_schemas_of_that_version():
+    for version in versions.available_karpenter_versions():
+        for name in ("nodepool", "ec2nodeclass", "controller-values"):
+            assert schema(version, name)["x-upstream"]["version"] == version
+    assert sorted(p.name for p in SCHEMAS.iterdir()) == [f"karpenter-{v}" for v in versions.available_karpenter_versions()]
+
+
+def test_the_schemas_are_themselves_valid_json_schema():
+    from jsonschema import Draft202012Validator
+
+    for path in sorted(SCHEMAS.glob("*/*.schema.json")):
+        Draft202012Validator.check_schema(json.loads(path.read_text()))
