@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: synth test setup cdk docs snapshots security-report clean
+.PHONY: synth test setup cdk docs snapshots security-report bench clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet $(CDK_ARGS)
@@ -37,6 +37,10 @@ docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 # Accept the current templates as the new snapshots (review the diff in git before committing).
 snapshots: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_snapshots.py --snapshot-update -q
+
+# Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.
+bench: $(RUNTIME_STAMP) $(NODE_STAMP)
+	python scripts/bench/bench.py $(ARGS)
 
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
 security-report: $(DEV_STAMP) $(NODE_STAMP)
