@@ -4,14 +4,12 @@
 
 import sys
 
-import aws_cdk as cdk
-
-from karpenter_stack.application import build
+from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 
 
 def main() -> None:
-    app = cdk.App()
+    app = new_app()
     try:
         build(app)
     except ConfigError as err:

@@ -45,13 +45,13 @@ def readme_reference(text: str) -> str:
 def acknowledgments_markdown() -> str:
     import aws_cdk as cdk
 
-    from karpenter_stack.application import build
+    from karpenter_stack.application import build, new_app
     from karpenter_stack.security import acknowledgments
 
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
     rows: dict[tuple[str, str], tuple[str, str]] = {}
     for when, overrides in ACKNOWLEDGMENT_CONFIGS:
-        app = cdk.App(context={**context, **overrides})
+        app = new_app(context={**context, **overrides})
         (stack,) = build(app)
         for ack in acknowledgments(app):
             scope = ack.path.removeprefix(stack.node.path + "/")

@@ -18,7 +18,7 @@ import aws_cdk as cdk  # noqa: E402
 import pytest  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
 
-from karpenter_stack.application import build  # noqa: E402
+from karpenter_stack.application import build, new_app  # noqa: E402
 from karpenter_stack.cluster_stack import KarpenterClusterStack  # noqa: E402
 
 CDK_JSON_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
@@ -29,7 +29,7 @@ class Synthesized:
 
     def __init__(self, overrides: dict[str, Any]) -> None:
         # Path metadata on, as `cdk synth` does: templates under test are the ones reviewers see.
-        self.app = cdk.App(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides})
+        self.app = new_app(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides})
         (self.stack,) = build(self.app)
         self.template = Template.from_stack(self.stack)
         self.json = self.template.to_json()

@@ -8,7 +8,7 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from karpenter_stack.application import build
+from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.conftest import CDK_JSON_CONTEXT
 
@@ -77,7 +77,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_configuration_fails_fast_with_its_message_and_builds_nothing(case, tmp_path: Path):
     overrides, message = CASES[case]
-    app = cdk.App(context={**CDK_JSON_CONTEXT, **overrides}, outdir=str(tmp_path))
+    app = new_app(context={**CDK_JSON_CONTEXT, **overrides}, outdir=str(tmp_path))
     with pytest.raises(ConfigError) as info:
         build(app, today=TODAY)
     assert str(info.value) == message

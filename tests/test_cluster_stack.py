@@ -264,10 +264,10 @@ def test_extended_support_warning_is_a_synth_annotation():
     import aws_cdk as cdk
     from aws_cdk.assertions import Annotations
 
-    from karpenter_stack.application import build
+    from karpenter_stack.application import build, new_app
     from tests.conftest import CDK_JSON_CONTEXT
 
-    app = cdk.App(context={**CDK_JSON_CONTEXT, "kubernetesVersion": "1.35"})
+    app = new_app(context={**CDK_JSON_CONTEXT, "kubernetesVersion": "1.35"})
     (stack,) = build(app, today=date(2027, 4, 1))
     Annotations.from_stack(stack).has_warning(
         "/eks-karpenter", Match.string_like_regexp("kubernetesVersion '1.35' is in EKS extended support until 2028-03-27"))

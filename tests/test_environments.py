@@ -9,7 +9,7 @@ from datetime import date
 import aws_cdk as cdk
 import pytest
 
-from karpenter_stack.application import build
+from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config, load_environments
 from tests.cfn import kubernetes_objects, only, resources
 from tests.conftest import CDK_JSON_CONTEXT, ROOT
@@ -24,7 +24,7 @@ ENVIRONMENTS = {
 
 @pytest.fixture(scope="module")
 def stacks():
-    app = cdk.App(context={**CDK_JSON_CONTEXT, "environments": ENVIRONMENTS})
+    app = new_app(context={**CDK_JSON_CONTEXT, "environments": ENVIRONMENTS})
     built = {s.config.cluster_name: s for s in build(app, today=TODAY)}
     return {name: (stack, cdk.assertions.Template.from_stack(stack)) for name, stack in built.items()}
 

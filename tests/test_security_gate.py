@@ -10,7 +10,7 @@ import sys
 import aws_cdk as cdk
 import pytest
 
-from karpenter_stack.application import build
+from karpenter_stack.application import build, new_app
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
 from tests.cfn import kubernetes_objects, only, render, resources
 from tests.conftest import ALTERNATIVE, CDK_JSON_CONTEXT, ROOT, synth
@@ -28,7 +28,7 @@ GATED = {
 
 
 def _raw_findings(overrides: dict) -> list:
-    app = cdk.App(context={**CDK_JSON_CONTEXT, **overrides})
+    app = new_app(context={**CDK_JSON_CONTEXT, **overrides})
     (stack,) = build(app, acknowledge=False)
     return findings(app, ["AwsSolutions", *stack.config.additional_nag_packs])
 
@@ -41,7 +41,7 @@ def gated(request):
 
 
 def test_aws_solutions_runs_on_every_synth_and_fails_it_on_open_findings():
-    app = cdk.App(context=dict(CDK_JSON_CONTEXT))
+    app = new_app(context=dict(CDK_JSON_CONTEXT))
     (stack,) = build(app, acknowledge=False)
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         cdk.assertions.Template.from_stack(stack)
