@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 from jsonschema import Draft202012Validator
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -27,17 +28,26 @@ def _violations(document: Any, schema_doc: dict[str, Any], subject: str) -> list
     validator = Draft202012Validator(schema_doc)
     problems = []
     for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):
-        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".") or "(root)"
-        problems.append(f"{subject}: {path}: {error.validator} rule: {error.message}")
+        problems.append(f"{subject}: {_path(error.absolute_path)}: {error.validator} rule: {error.message}")
     return problems
 
 
-def object_violations(obj: dict[str, Any], karpenter_version: str) -> list[str]:
+def object_violations(obj: dict[str, Any], karpenter_version: str, kubernetes_version: str) -> list[str]:
+    """Karpenter kinds against the mirrored CRD schemas; core kinds against the Kubernetes API schema
+    of the cluster's version (kubernetes-validate, strict: unknown fields rejected)."""
     kind = obj.get("kind")
     subject = f"{kind}/{obj.get('metadata', {}).get('name')}"
-    if kind not in BY_KIND:
-        return []
-    return _violations(obj, schema(karpenter_version, BY_KIND[kind]), subject)
+    if kind in BY_KIND:
+        return _violations(obj, schema(karpenter_version, BY_KIND[kind]), subject)
+    try:
+        kubernetes_validate.validate(obj, f"{kubernetes_version}.0", strict=True)
+    except kubernetes_validate.ValidationError as error:
+        return [f"{subject}: {_path(error.absolute_path)}: {error.validator} rule: {error.message}"]
+    return []
+
+
+def _path(parts) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".") or "(root)"
 
 
 def values_violations(values: dict[str, Any], karpenter_version: str) -> list[str]:

@@ -15,9 +15,12 @@ from tests.kubernetes_schemas import SCHEMAS, object_violations, schema, values_
 CONFIGURATIONS = ["default", "alternative", "production"]
 
 
+def _objects(synthesized) -> dict[str, dict]:
+    return {k: {f: v for f, v in o.items() if f != "_logicalId"} for k, o in kubernetes_objects(synthesized.template).items()}
+
+
 def _karpenter_objects(synthesized) -> dict[str, dict]:
-    return {k: {f: v for f, v in o.items() if f != "_logicalId"}
-            for k, o in kubernetes_objects(synthesized.template).items() if o["apiVersion"].startswith("karpenter")}
+    return {k: o for k, o in _objects(synthesized).items() if o["apiVersion"].startswith("karpenter")}
 
 
 def _values(synthesized) -> dict:
@@ -26,13 +29,16 @@ def _values(synthesized) -> dict:
     return render_json(controller["Properties"]["Values"])
 
 
+def _check(obj: dict, synthesized) -> list[str]:
+    return object_violations(obj, synthesized.config.karpenter_version, synthesized.config.kubernetes_version)
+
+
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
-def test_every_karpenter_object_matches_its_crd_schema(configuration, request):
+def test_every_applied_object_matches_its_schema(configuration, request):
     synthesized = request.getfixturevalue(configuration)
-    objects = _karpenter_objects(synthesized)
-    assert {o["kind"] for o in objects.values()} == {"NodePool", "EC2NodeClass"}
-    problems = [p for o in objects.values() for p in object_violations(o, synthesized.config.karpenter_version)]
-    assert problems == []
+    objects = _objects(synthesized)
+    assert {o["kind"] for o in objects.values()} == {"NodePool", "EC2NodeClass", "ConfigMap"}
+    assert [p for o in objects.values() for p in _check(o, synthesized)] == []
 
 
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
@@ -45,7 +51,7 @@ def test_unknown_field_is_reported_with_object_path_and_rule(default):
     node_class = copy.deepcopy(_karpenter_objects(default)["EC2NodeClass/default"])
     ebs = node_class["spec"]["blockDeviceMappings"][0]["ebs"]
     ebs["kmsKeyId"] = "alias/nodes"  # the CRD spells it kmsKeyID
-    assert object_violations(node_class, "1.14.1") == [
+    assert _check(node_class, default) == [
         "EC2NodeClass/default: spec.blockDeviceMappings[0].ebs: additionalProperties rule: "
         "Additional properties are not allowed ('kmsKeyId' was unexpected)"
     ]
@@ -56,12 +62,21 @@ def test_enum_pattern_and_required_rules_are_enforced(default):
     pool["spec"]["disruption"]["consolidationPolicy"] = "Always"
     pool["spec"]["template"]["spec"]["expireAfter"] = "30d"
     del pool["spec"]["template"]["spec"]["nodeClassRef"]["group"]
-    assert object_violations(pool, "1.14.1") == [
+    assert _check(pool, default) == [
         "NodePool/default: spec.disruption.consolidationPolicy: enum rule: 'Always' is not one of "
         "['WhenEmpty', 'WhenEmptyOrUnderutilized', 'Balanced']",
         "NodePool/default: spec.template.spec.expireAfter: pattern rule: '30d' does not match "
         "'^(([0-9]+(s|m|h))+|Never)$'",
         "NodePool/default: spec.template.spec.nodeClassRef: required rule: 'group' is a required property",
+    ]
+
+
+def test_core_objects_are_checked_against_the_kubernetes_api_schema(default):
+    aws_auth = copy.deepcopy(_objects(default)["ConfigMap/aws-auth"])
+    aws_auth["dat"] = aws_auth.pop("data")
+    assert _check(aws_auth, default) == [
+        "ConfigMap/aws-auth: (root): additionalProperties rule: Additional properties are not allowed "
+        "('dat' was unexpected)"
     ]
 
 
