@@ -54,6 +54,8 @@ class FargateControllerHosting(Construct):
             vpc=cluster.vpc,
             subnet_selection=subnets,
         )
+        # What the controller chart must outlive on delete (and wait for on create).
+        self.capacity = self.profile
 
 
 class SystemNodeGroupHosting(Construct):
@@ -94,3 +96,4 @@ class SystemNodeGroupHosting(Construct):
                 eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=SYSTEM_TAINT_KEY, value="true")
             ],
         )
+        self.capacity = self.nodegroup

@@ -43,6 +43,10 @@ def controller_values(
             "interruptionQueue": interruption_queue,
         },
         "replicas": CONTROLLER_REPLICAS,
+        # Voluntary disruptions (node drains, Fargate patching) take down at most one replica, and the
+        # controller is scheduled ahead of workloads.
+        "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
+        "priorityClassName": "system-cluster-critical",
         "dnsPolicy": dns_policy,
         "controller": {
             "resources": CONTROLLER_RESOURCES,

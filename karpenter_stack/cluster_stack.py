@@ -24,7 +24,7 @@ from constructs_lib.network import ClusterVpc
 
 from . import versions
 from .acknowledgments import acknowledge_findings
-from .config import AppConfig
+from .config import AppConfig, ConfigError
 from .karpenter_infra import KarpenterInfraStack
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_USERNAME
 
@@ -43,6 +43,19 @@ def endpoint_access(config: AppConfig) -> eks.EndpointAccess:
     if config.endpoint_access == "private":
         return eks.EndpointAccess.PRIVATE
     return eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*config.public_access_cidrs)
+
+
+def check_controller_placement(private_subnets: Sequence[ec2.ISubnet], hosting: str) -> None:
+    """The chart runs two replicas with hostname anti-affinity and a zone spread constraint
+    (DoNotSchedule): they need hosts in two availability zones, which Fargate and the node group take
+    from the private subnets."""
+    zones = {s.availability_zone for s in private_subnets}
+    if len(zones) < 2:
+        raise ConfigError(
+            f"controllerHosting '{hosting}': the private subnets span {len(zones)} availability zone(s) "
+            f"({', '.join(sorted(zones)) or 'none'}); the Karpenter controller's two replicas need private "
+            "subnets in at least 2 zones (zone spread, DoNotSchedule)"
+        )
 
 
 def stack_name_for(cluster_name: str) -> str:
@@ -135,6 +148,7 @@ class KarpenterClusterStack(Stack):
             value=name,
         )
 
+        check_controller_placement(self.network.vpc.private_subnets, config.controller_hosting)
         if fargate:
             self.hosting: FargateControllerHosting | SystemNodeGroupHosting = FargateControllerHosting(
                 self, "ControllerHosting", cluster=self.cluster,
@@ -184,6 +198,9 @@ class KarpenterClusterStack(Stack):
                 tolerations=tolerations,
             ),
         )
+        # Delete order: the controller goes before the capacity it runs on (the chart already waits
+        # for Fargate profiles on create, not for a node group).
+        self.release.controller_chart.node.add_dependency(self.hosting.capacity)
 
         self.nodes = KarpenterNodes(
             self,
@@ -193,7 +210,9 @@ class KarpenterClusterStack(Stack):
             node_role_name=self.karpenter.node_role_name,
             node_classes=config.node_classes,
             node_pools=config.node_pools,
-            depends_on=self.release.charts,
+            # ... and Karpenter's objects go before the controller that runs their finalizers and before
+            # the aws-auth mapping that lets their nodes stay in the cluster while they drain.
+            depends_on=[*self.release.charts, self.cluster.aws_auth],
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
         )
 

@@ -66,6 +66,8 @@ def test_controller_values(default):
         },
         "settings": {"clusterName": "eks-karpenter"},
         "replicas": 2,
+        "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
+        "priorityClassName": "system-cluster-critical",
         "dnsPolicy": "ClusterFirst",
         "controller": {
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
