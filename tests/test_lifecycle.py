@@ -1,0 +1,176 @@
+"""Create/delete order as a dependency graph, upgrades, and interruption wiring."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+from karpenter_stack.config import ConfigError
+from tests.cfn import kubernetes_objects, only, render_json, resources
+from tests.conftest import synth
+
+
+def _references(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        if set(value) == {"Ref"}:
+            yield value["Ref"]
+        elif set(value) == {"Fn::GetAtt"}:
+            target = value["Fn::GetAtt"]
+            yield target[0] if isinstance(target, list) else target.split(".")[0]
+        else:
+            for item in value.values():
+                yield from _references(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _references(item)
+
+
+def dependency_graph(template: dict) -> dict[str, set[str]]:
+    """Logical id -> the resources it depends on (DependsOn and Ref/GetAtt), i.e. what CloudFormation
+    creates before it and deletes after it. A reference to a nested stack's output is an edge to the
+    nested stack resource, which holds everything the nested template creates."""
+    resources_ = template["Resources"]
+    graph = {}
+    for logical_id, res in resources_.items():
+        deps = res.get("DependsOn", [])
+        deps = {deps} if isinstance(deps, str) else set(deps)
+        deps |= {r for r in _references(res.get("Properties", {})) if r in resources_}
+        graph[logical_id] = deps
+    return graph
+
+
+def depends_transitively(graph: dict[str, set[str]], a: str, b: str) -> bool:
+    seen, todo = set(), [a]
+    while todo:
+        node = todo.pop()
+        for dep in graph.get(node, ()):
+            if dep == b:
+                return True
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return False
+
+
+def _lifecycle_nodes(synthesized) -> dict[str, list[str]]:
+    template = synthesized.template
+    objects = kubernetes_objects(template)
+    charts = {r["Properties"]["Release"]: lid for lid, r in resources(template, "Custom::AWSCDK-EKS-HelmChart").items()}
+    hosting = resources(template, "Custom::AWSCDK-EKS-FargateProfile") or resources(template, "AWS::EKS::Nodegroup")
+    return {
+        "NodePool": [o["_logicalId"] for o in objects.values() if o["kind"] == "NodePool"],
+        "EC2NodeClass": [o["_logicalId"] for o in objects.values() if o["kind"] == "EC2NodeClass"],
+        "aws-auth": [objects["ConfigMap/aws-auth"]["_logicalId"]],
+        "controller chart": [charts["karpenter"]],
+        "CRD chart": [charts["karpenter-crd"]],
+        "controller role": [k for k in resources(template, "AWS::IAM::Role") if k.startswith("ControllerRole")],
+        "Karpenter nested stack (node role, policies, queue, rules)": [
+            synthesized.stack.resolve(synthesized.stack.karpenter.nested_stack_resource.logical_id)],
+        "hosting": list(hosting),
+        "cluster": list(resources(template, "Custom::AWSCDK-EKS-Cluster")),
+        "VPC": list(resources(template, "AWS::EC2::VPC")),
+    }
+
+
+# (deleted first, deleted after): the first depends on the second.
+DELETE_ORDER = [
+    ("NodePool", "aws-auth"),
+    ("EC2NodeClass", "controller chart"),
+    ("EC2NodeClass", "aws-auth"),
+    ("controller chart", "CRD chart"),
+    ("controller chart", "controller role"),
+    ("controller chart", "Karpenter nested stack (node role, policies, queue, rules)"),
+    ("controller chart", "hosting"),
+    ("controller role", "Karpenter nested stack (node role, policies, queue, rules)"),
+    ("controller role", "cluster"),
+    ("CRD chart", "cluster"),
+    ("hosting", "cluster"),
+    ("cluster", "VPC"),
+]
+
+
+@pytest.mark.parametrize("configuration", ["default", "alternative", "production"])
+def test_delete_order_is_encoded_in_the_dependency_graph(configuration, request):
+    synthesized = request.getfixturevalue(configuration)
+    graph = dependency_graph(synthesized.json)
+    nodes = _lifecycle_nodes(synthesized)
+    missing = [
+        f"{first} ({a}) does not depend on {then} ({b})"
+        for first, then in DELETE_ORDER
+        for a in nodes[first]
+        for b in nodes[then]
+        if not depends_transitively(graph, a, b)
+    ]
+    objects = kubernetes_objects(synthesized.template)
+    for obj in objects.values():
+        if obj["kind"] == "NodePool":  # each pool before the class its nodes were launched from
+            node_class = objects[f"EC2NodeClass/{obj['spec']['template']['spec']['nodeClassRef']['name']}"]
+            if not depends_transitively(graph, obj["_logicalId"], node_class["_logicalId"]):
+                missing.append(f"NodePool {obj['metadata']['name']} does not depend on its EC2NodeClass")
+    assert all(nodes.values()), nodes
+    assert missing == []
+
+
+def test_the_graph_helper_sees_missing_edges():
+    graph = {"a": {"b"}, "b": set(), "c": set()}
+    assert depends_transitively(graph, "a", "b") and not depends_transitively(graph, "a", "c")
+
+
+def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template(default, monkeypatch, tmp_path):
+    """Pretend a 1.14.2 template exists (a copy of 1.14.1 with one more marker) and compare the
+    synthesized templates: only the charts' Version and the nested template may differ."""
+    from karpenter_stack import versions
+
+    upgraded = tmp_path / "karpenter-1.14.2.yaml"
+    upgraded.write_text(versions.karpenter_template("1.14.1").read_text().replace(
+        "Maintained by this project;", "Maintained by this project (1.14.2);"))
+    (tmp_path / "karpenter-1.14.1.yaml").write_text(versions.karpenter_template("1.14.1").read_text())
+    monkeypatch.setattr(versions, "TEMPLATES_DIR", tmp_path)
+    monkeypatch.setattr(versions.karpenter_template, "__defaults__", (tmp_path,))
+    monkeypatch.setattr(versions.available_karpenter_versions, "__defaults__", (tmp_path,))
+    new = synth(karpenterVersion="1.14.2")
+
+    before, after = default.json["Resources"], new.json["Resources"]
+    changed = {k for k in before if before[k] != after.get(k)} | (set(after) - set(before))
+    charts = {k for k, r in before.items() if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"}
+    nested = default.stack.resolve(default.stack.karpenter.nested_stack_resource.logical_id)
+    assert changed == charts | {nested}
+    for chart in charts:
+        assert {**before[chart]["Properties"], "Version": "1.14.2"} == after[chart]["Properties"]
+        assert after[chart]["DependsOn"] == before[chart]["DependsOn"]
+    # the controller chart still waits for the CRD chart, so CRDs are upgraded first
+    (crd,) = [c for c in charts if before[c]["Properties"]["Release"] == "karpenter-crd"]
+    (controller,) = charts - {crd}
+    assert crd in after[controller]["DependsOn"]
+    assert new.karpenter_json["Description"] != default.karpenter_json["Description"]
+
+
+def test_queue_in_the_chart_is_the_queue_the_five_rules_target(default):
+    values = render_json(only({k: r for k, r in resources(default.template, "Custom::AWSCDK-EKS-HelmChart").items()
+                               if r["Properties"]["Release"] == "karpenter"})[1]["Properties"]["Values"])
+    stack_id = default.stack.resolve(default.stack.karpenter.nested_stack_resource.logical_id)
+    output = values["settings"]["interruptionQueue"].removeprefix(f"${{GetAtt:{stack_id}.Outputs.").removesuffix("}")
+    queue_source = default.karpenter_json["Outputs"][output]["Value"]
+    assert queue_source == {"Fn::GetAtt": ["KarpenterInterruptionQueue", "QueueName"]}
+    rules = [r for r in default.karpenter_json["Resources"].values() if r["Type"] == "AWS::Events::Rule"]
+    assert len(rules) == 5
+    targets = {t["Arn"]["Fn::GetAtt"] for r in rules for t in r["Properties"]["Targets"]}
+    assert targets == {"KarpenterInterruptionQueue.Arn"}  # CfnInclude keeps the template's short form
+
+
+def test_controller_placement_needs_two_zones():
+    from aws_cdk import aws_ec2 as ec2  # noqa: F401  (jsii types only)
+
+    from karpenter_stack.cluster_stack import check_controller_placement
+
+    class Subnet:
+        def __init__(self, az):
+            self.availability_zone = az
+
+    check_controller_placement([Subnet("eu-west-1a"), Subnet("eu-west-1b")], "fargate")
+    with pytest.raises(ConfigError) as info:
+        check_controller_placement([Subnet("eu-west-1a"), Subnet("eu-west-1a")], "nodegroup")
+    assert str(info.value) == (
+        "controllerHosting 'nodegroup': the private subnets span 1 availability zone(s) (eu-west-1a); the "
+        "Karpenter controller's two replicas need private subnets in at least 2 zones (zone spread, DoNotSchedule)")
