@@ -126,6 +126,27 @@ def acknowledge_findings(stack: "KarpenterClusterStack", packs: list[str]) -> No
     acknowledge(_child(singleton, "ServiceRole"), LAMBDA_BASIC,
                 AWS_MANAGED_FOR_LAMBDA + " Role of CDK's AwsCustomResource handler.")
 
+    # --- the teardown safety net ---------------------------------------------------------------------
+    teardown_policy = stack.teardown.policy
+    region, account, partition = (_nag_value(stack, v) for v in (stack.region, stack.account, stack.partition))
+    acknowledge(teardown_policy, "AwsSolutions-IAM5[Resource::*]",
+                "ec2:DescribeInstances, ec2:DescribeLaunchTemplates and iam:ListInstanceProfiles have no "
+                "resource-level permissions; they only read, and every write below is scoped to this cluster.")
+    for kind, scope in (("instance", "tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool"),
+                        ("launch-template", "tagged kubernetes.io/cluster/<cluster>=owned")):
+        acknowledge(
+            teardown_policy,
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:ec2:{region}:{account}:{kind}/*]",
+            f"Karpenter creates these {kind}s at run time, so their ids are unknown to the template; the "
+            f"statement's condition limits it to those {scope}.",
+        )
+    acknowledge(
+        teardown_policy,
+        f"AwsSolutions-IAM5[Resource::arn:{partition}:iam::{account}:instance-profile/karpenter/{region}/{name}/*]",
+        "Karpenter names the instance profiles it creates at run time; the ARN is limited to Karpenter's path "
+        "for this cluster and region.",
+    )
+
     # --- controller hosting ----------------------------------------------------------------------
     hosting = stack.hosting
     if config.controller_hosting == "fargate":
@@ -195,6 +216,16 @@ def _acknowledge_nist(stack, cluster_provider, kubectl_provider, kubectl_role, c
     acknowledge(_child(tagger, "CustomResourcePolicy"), "NIST.800.53.R5-IAMNoInlinePolicy",
                 "Inline policy of the tagging custom resource: ec2:CreateTags/DeleteTags on the cluster "
                 "security group only.")
+    teardown = stack.teardown
+    for rule, why in (
+        ("LambdaConcurrency", "Runs once, on stack deletion; a reserved concurrency would only cap it."),
+        ("LambdaDLQ", "Invoked synchronously by CloudFormation, which reports its failures."),
+        ("LambdaInsideVPC", "Calls only the EC2 and IAM APIs, never the cluster."),
+    ):
+        acknowledge(teardown.function, f"NIST.800.53.R5-{rule}", f"The teardown safety net's handler. {why}")
+    acknowledge(teardown.log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted",
+                "The teardown handler logs the ids of the instances, launch templates and instance profiles it "
+                "deletes; no secrets. Retention is one month.")
     singleton = Stack.of(stack).node.find_child(AWS_CUSTOM_RESOURCE_HANDLER)
     for rule, why in (
         ("CloudWatchLogGroupEncrypted", "Its log group holds the tagging call's request/response, no secrets."),

@@ -21,6 +21,7 @@ from constructs_lib.discovery_tag import SecurityGroupTag
 from constructs_lib.karpenter_nodes import KarpenterNodes
 from constructs_lib.karpenter_release import KarpenterRelease, controller_values
 from constructs_lib.network import ClusterVpc
+from constructs_lib.teardown import TeardownSafetyNet
 
 from . import versions
 from .acknowledgments import acknowledge_findings
@@ -202,6 +203,11 @@ class KarpenterClusterStack(Stack):
         # for Fargate profiles on create, not for a node group).
         self.release.controller_chart.node.add_dependency(self.hosting.capacity)
 
+        # Deleted after Karpenter's objects and before the controller and aws-auth: the controller is
+        # still there to drain, the nodes still authorized, when it waits for them.
+        self.teardown = TeardownSafetyNet(self, "TeardownSafetyNet", cluster_name=name)
+        self.teardown.node.add_dependency(self.release.controller_chart, self.cluster.aws_auth)
+
         self.nodes = KarpenterNodes(
             self,
             "KarpenterNodes",
@@ -212,7 +218,7 @@ class KarpenterClusterStack(Stack):
             node_pools=config.node_pools,
             # ... and Karpenter's objects go before the controller that runs their finalizers and before
             # the aws-auth mapping that lets their nodes stay in the cluster while they drain.
-            depends_on=[*self.release.charts, self.cluster.aws_auth],
+            depends_on=[*self.release.charts, self.cluster.aws_auth, self.teardown.resource],
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
         )
 

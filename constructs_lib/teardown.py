@@ -1,0 +1,95 @@
+"""Teardown safety net: on stack deletion, remove what Karpenter created outside CloudFormation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import CustomResource, Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+HANDLER_DIR = Path(__file__).resolve().parent / "teardown_handler"
+# Below the 15-minute Lambda limit, above the handler's own bounds (8 min drain + 4 min termination).
+TIMEOUT = Duration.minutes(14)
+
+
+class TeardownSafetyNet(Construct):
+    """A custom resource whose delete waits for Karpenter's instances of this cluster to drain, then
+    terminates leftovers and deletes the cluster's Karpenter launch templates and instance profiles.
+
+    Permissions are scoped to this cluster: instances and launch templates tagged
+    ``kubernetes.io/cluster/<cluster>=owned`` (instances also ``karpenter.sh/nodepool``), instance
+    profiles under ``/karpenter/<region>/<cluster>/``. The stack makes it delete after the Karpenter
+    objects and before the controller chart and the aws-auth mapping.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, cluster_name: str) -> None:
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        self.policy = iam.ManagedPolicy(
+            self,
+            "Policy",
+            description=f"Cleanup of Karpenter-created EC2/IAM resources of EKS cluster {cluster_name}",
+            statements=[
+                iam.PolicyStatement(
+                    sid="WriteOwnLogs",
+                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                    resources=[self.log_group.log_group_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="FindLeftovers",  # Describe/List calls have no resource-level permissions
+                    actions=["ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "iam:ListInstanceProfiles"],
+                    resources=["*"],
+                ),
+                iam.PolicyStatement(
+                    sid="TerminateThisClustersKarpenterInstances",
+                    actions=["ec2:TerminateInstances"],
+                    resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
+                    conditions={"StringEquals": owned,
+                                "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+                ),
+                iam.PolicyStatement(
+                    sid="DeleteThisClustersLaunchTemplates",
+                    actions=["ec2:DeleteLaunchTemplate"],
+                    resources=[stack.format_arn(service="ec2", resource="launch-template", resource_name="*")],
+                    conditions={"StringEquals": owned},
+                ),
+                iam.PolicyStatement(
+                    sid="DeleteThisClustersInstanceProfiles",
+                    actions=["iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
+                    resources=[stack.format_arn(
+                        service="iam", region="", resource="instance-profile",
+                        resource_name=f"karpenter/{stack.region}/{cluster_name}/*")],
+                ),
+            ],
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            # As a managed policy of the role, it is created before and deleted after the function.
+            managed_policies=[self.policy],
+        )
+        self.function = lambda_.Function(
+            self,
+            "Handler",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            handler="index.handler",
+            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
+            timeout=TIMEOUT,
+            role=self.role,
+            log_group=self.log_group,
+            environment={"CLUSTER_NAME": cluster_name},
+            description=f"Deletes what Karpenter left behind for EKS cluster {cluster_name} on stack deletion",
+        )
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.function.function_arn,
+            resource_type="Custom::KarpenterTeardown",
+            properties={"ClusterName": cluster_name},
+        )
