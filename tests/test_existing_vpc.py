@@ -64,3 +64,22 @@ def test_node_class_selects_the_existing_subnets_by_id(existing):
 
 def test_stack_is_bound_to_the_configured_environment(existing):
     assert (existing.stack.account, existing.stack.region) == (ACCOUNT, "eu-west-1")
+
+
+def test_a_vpc_whose_private_subnets_share_one_zone_is_refused():
+    import copy
+    from datetime import date
+
+    from karpenter_stack.application import build, new_app
+    from karpenter_stack.config import ConfigError
+    from tests.conftest import CDK_JSON_CONTEXT
+
+    one_zone = copy.deepcopy(LOOKUP_RESULT)
+    for subnet in one_zone["subnetGroups"][0]["subnets"]:
+        subnet["availabilityZone"] = "eu-west-1a"
+    app = new_app(context={**CDK_JSON_CONTEXT, **ENV, LOOKUP_KEY: one_zone})
+    with pytest.raises(ConfigError) as info:
+        build(app, today=date(2026, 11, 21))
+    assert str(info.value) == (
+        "controllerHosting 'fargate': the private subnets span 1 availability zone(s) (eu-west-1a); the Karpenter "
+        "controller's two replicas need private subnets in at least 2 zones (zone spread, DoNotSchedule)")
