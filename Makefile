@@ -18,6 +18,7 @@ DEV_STAMP := $(VENV)/.dev-installed
 .PHONY: synth test setup cdk docs snapshots security-report bench clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
+	rm -rf cdk.out  # the CLI never removes old templates; start from nothing
 	$(CDK) synth --quiet $(CDK_ARGS)
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 

@@ -30,6 +30,7 @@ def controller_values(
     role_arn: str,
     dns_policy: str,
     tolerations: Optional[Sequence[dict[str, str]]] = None,
+    service_monitor: bool = False,
 ) -> dict[str, Any]:
     """Values for the ``karpenter`` chart. Every key here exists in the 1.14 chart's values.yaml."""
     values: dict[str, Any] = {
@@ -56,6 +57,8 @@ def controller_values(
     }
     if tolerations:
         values["tolerations"] = list(tolerations)
+    if service_monitor:
+        values["serviceMonitor"] = {"enabled": True}
     return values
 
 

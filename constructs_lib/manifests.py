@@ -127,3 +127,34 @@ def _budget(spec: DisruptionBudgetConfig) -> dict[str, Any]:
         budget["schedule"] = spec.schedule
         budget["duration"] = spec.duration
     return budget
+
+
+DEMO_IMAGE = "public.ecr.aws/eks-distro/kubernetes/pause:3.7"
+
+
+def demo_deployment(*, name: str = "inflate", namespace: str = "default", cpu: str = "1") -> dict[str, Any]:
+    """A Deployment with zero replicas of pause containers that each request a whole CPU: scaling it up
+    leaves pods pending until Karpenter launches capacity for them."""
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
+                    "containers": [{
+                        "name": name,
+                        "image": DEMO_IMAGE,
+                        "resources": {"requests": {"cpu": cpu}},
+                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True},
+                    }],
+                },
+            },
+        },
+    }

@@ -216,6 +216,11 @@ def _acknowledge_nist(stack, cluster_provider, kubectl_provider, kubectl_role, c
     acknowledge(_child(tagger, "CustomResourcePolicy"), "NIST.800.53.R5-IAMNoInlinePolicy",
                 "Inline policy of the tagging custom resource: ec2:CreateTags/DeleteTags on the cluster "
                 "security group only.")
+    if stack.config.interruption_queue_alarms and not stack.config.alarm_topic_arn:
+        for alarm in stack.queue_alarms.alarms:
+            acknowledge(alarm, "NIST.800.53.R5-CloudWatchAlarmAction",
+                        "No alarmTopicArn is configured, so the alarm only shows in the CloudWatch console; set "
+                        "alarmTopicArn to have it notify an SNS topic (this acknowledgment then goes away).")
     teardown = stack.teardown
     for rule, why in (
         ("LambdaConcurrency", "Runs once, on stack deletion; a reserved concurrency would only cap it."),

@@ -20,7 +20,9 @@ from constructs_lib.controller_role import ControllerRole
 from constructs_lib.discovery_tag import SecurityGroupTag
 from constructs_lib.karpenter_nodes import KarpenterNodes
 from constructs_lib.karpenter_release import KarpenterRelease, controller_values
+from constructs_lib import manifests
 from constructs_lib.network import ClusterVpc
+from constructs_lib.queue_alarms import InterruptionQueueAlarms
 from constructs_lib.teardown import TeardownSafetyNet
 
 from . import versions
@@ -197,6 +199,7 @@ class KarpenterClusterStack(Stack):
                 role_arn=self.controller_role.role_arn,
                 dns_policy=self.hosting.controller_dns_policy,
                 tolerations=tolerations,
+                service_monitor=config.service_monitor,
             ),
         )
         # Delete order: the controller goes before the capacity it runs on (the chart already waits
@@ -221,6 +224,16 @@ class KarpenterClusterStack(Stack):
             depends_on=[*self.release.charts, self.cluster.aws_auth, self.teardown.resource],
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
         )
+
+        if config.demo_workload:
+            # Applied after the node pools exist, so scaling it up has somewhere to go.
+            demo = self.cluster.add_manifest("DemoWorkload", manifests.demo_deployment())
+            for pool in self.nodes.node_pools.values():
+                demo.node.add_dependency(pool)
+        if config.interruption_queue_alarms:
+            self.queue_alarms = InterruptionQueueAlarms(
+                self, "InterruptionQueueAlarms", queue_name=self.karpenter.queue_name, topic_arn=config.alarm_topic_arn
+            )
 
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name, description="EKS cluster name")
         CfnOutput(

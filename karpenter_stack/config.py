@@ -291,6 +291,16 @@ class AppConfig(_Model):
     )
     system_node_instance_type: str = Field("t3.medium", description="Instance type of the system node group (nodegroup hosting).")
     deletion_protection: bool = Field(False, description="EKS cluster deletion protection.")
+    demo_workload: bool = Field(
+        False, description="Apply the 'inflate' demo Deployment (pause containers, 0 replicas, 1 CPU each) to watch a scale-up."
+    )
+    service_monitor: bool = Field(
+        False, description="Create the chart's Prometheus ServiceMonitor for Karpenter's metrics (needs the Prometheus operator CRDs)."
+    )
+    interruption_queue_alarms: bool = Field(
+        False, description="CloudWatch alarms when interruption messages pile up or grow old in the queue."
+    )
+    alarm_topic_arn: Optional[str] = Field(None, description="SNS topic the alarms notify (with interruptionQueueAlarms).")
     create_spot_service_linked_role: bool = Field(
         False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
     )
@@ -336,6 +346,13 @@ class AppConfig(_Model):
                 raise ValueError(f"'{cidr}' opens the API endpoint to the whole internet; list your networks instead")
         return value
 
+    @field_validator("alarm_topic_arn")
+    @classmethod
+    def _topic(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not re.fullmatch(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}", value):
+            raise ValueError("must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>")
+        return value
+
     @field_validator("vpc_id")
     @classmethod
     def _vpc_id(cls, value: Optional[str]) -> Optional[str]:
@@ -349,6 +366,8 @@ class AppConfig(_Model):
             raise ValueError("endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)")
         if self.endpoint_access == "private" and self.public_access_cidrs:
             raise ValueError("publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private")
+        if self.alarm_topic_arn and not self.interruption_queue_alarms:
+            raise ValueError("alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true")
         if self.vpc_id and not (self.account and self.region):
             raise ValueError("vpcId needs account and region: an existing VPC is looked up in that environment")
         if self.max_azs > 2 and not (self.account and self.region) and not self.vpc_id:
@@ -426,7 +445,7 @@ def _parse_cli_value(key: str, value: Any) -> Any:
             return json.loads(value)
         except json.JSONDecodeError as err:
             raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON list") from None
-    if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region"):
+    if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region", "alarmTopicArn"):
         return None
     return value
 

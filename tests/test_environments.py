@@ -101,9 +101,10 @@ def test_shared_settings_apply_to_every_environment_and_environments_override_th
         "dev": ("shop-dev", "nodegroup"), "prod": ("shop-live", "fargate")}
 
 
-def test_cli_lists_one_deployable_stack_per_environment():
+def test_cli_lists_one_deployable_stack_per_environment(tmp_path):
     env = json.dumps({"dev": {}, "staging": {}})
-    result = subprocess.run(["cdk", "--no-notices", "list", "-c", f"environments={env}"], cwd=ROOT,
+    result = subprocess.run(["cdk", "--no-notices", "list", "-c", f"environments={env}", "--output", str(tmp_path)],
+                            cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["eks-karpenter-dev", "eks-karpenter-staging"]

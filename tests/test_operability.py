@@ -1,0 +1,92 @@
+"""Operability switches: demo workload, ServiceMonitor, interruption-queue alarms; the CI example."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.cfn import kubernetes_objects, render, render_json, resources
+from tests.conftest import ROOT, synth
+from tests.kubernetes_schemas import object_violations, values_violations
+from tests.test_lifecycle import dependency_graph, depends_transitively
+
+TOPIC = f"arn:aws:sns:eu-west-1:{'1' * 12}:karpenter-alerts"
+OPS = {"demoWorkload": True, "serviceMonitor": True, "interruptionQueueAlarms": True, "alarmTopicArn": TOPIC}
+
+
+@pytest.fixture(scope="module")
+def ops():
+    return synth(**OPS)
+
+
+def _values(synthesized) -> dict:
+    (chart,) = [r for r in resources(synthesized.template, "Custom::AWSCDK-EKS-HelmChart").values()
+                if r["Properties"]["Release"] == "karpenter"]
+    return render_json(chart["Properties"]["Values"])
+
+
+def test_switches_are_off_by_default(default):
+    assert "Deployment/inflate" not in kubernetes_objects(default.template)
+    assert "serviceMonitor" not in _values(default)
+    default.template.resource_count_is("AWS::CloudWatch::Alarm", 0)
+
+
+def test_demo_workload_is_a_zero_replica_pause_deployment_applied_after_the_node_pools(ops):
+    objects = kubernetes_objects(ops.template)
+    demo = objects["Deployment/inflate"]
+    assert demo["spec"]["replicas"] == 0
+    (container,) = demo["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "public.ecr.aws/eks-distro/kubernetes/pause:3.7"
+    assert container["resources"] == {"requests": {"cpu": "1"}}
+    assert demo["metadata"]["namespace"] == "default"
+    graph = dependency_graph(ops.json)
+    assert depends_transitively(graph, demo["_logicalId"], objects["NodePool/default"]["_logicalId"])
+    manifest = {k: v for k, v in demo.items() if k != "_logicalId"}
+    assert object_violations(manifest, ops.config.karpenter_version, ops.config.kubernetes_version) == []
+
+
+def test_service_monitor_switch(ops):
+    values = _values(ops)
+    assert values["serviceMonitor"] == {"enabled": True}
+    assert values_violations(values, ops.config.karpenter_version) == []
+
+
+def test_interruption_queue_alarms_watch_the_karpenter_queue_and_notify_the_topic(ops):
+    alarms = {r["Properties"]["MetricName"]: r["Properties"] for r in resources(ops.template, "AWS::CloudWatch::Alarm").values()}
+    assert sorted(alarms) == ["ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesVisible"]
+    stack_id = ops.stack.resolve(ops.stack.karpenter.nested_stack_resource.logical_id)
+    for props in alarms.values():
+        assert props["Namespace"] == "AWS/SQS"
+        (dimension,) = props["Dimensions"]
+        assert dimension["Name"] == "QueueName"
+        output = render(dimension["Value"]).removeprefix(f"${{GetAtt:{stack_id}.Outputs.").removesuffix("}")
+        assert ops.karpenter_json["Outputs"][output]["Value"] == {"Fn::GetAtt": ["KarpenterInterruptionQueue", "QueueName"]}
+        assert props["AlarmActions"] == [TOPIC] and props["OKActions"] == [TOPIC]
+        assert props["TreatMissingData"] == "notBreaching"
+    assert alarms["ApproximateNumberOfMessagesVisible"]["Threshold"] == 10
+    assert alarms["ApproximateAgeOfOldestMessage"]["Threshold"] == 60
+
+
+def test_alarm_topic_needs_the_alarms():
+    from karpenter_stack.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError) as info:
+        load_config({"alarmTopicArn": TOPIC})
+    assert str(info.value) == "alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true"
+    with pytest.raises(ConfigError) as info:
+        load_config({"interruptionQueueAlarms": True, "alarmTopicArn": "karpenter-alerts"})
+    assert str(info.value) == (
+        "alarmTopicArn = \"karpenter-alerts\": must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>")
+
+
+def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as True
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    runs = [s["run"].strip() for s in steps if "run" in s]
+    assert runs == ["make synth", "make test", "make security-report | tee security-report.txt"]
+    (upload,) = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert upload["if"] == "always()"
+    assert upload["with"]["path"].split() == ["cdk.out/", "security-report.txt"]
+    readme = (ROOT / "README.md").read_text()
+    assert all(command.split(" |")[0] in readme for command in runs)
