@@ -32,6 +32,8 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
                              r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$")
 _CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$")
 # Requirement keys the NodePool fields produce (key -> field).
 _STRUCTURED_REQUIREMENTS = {
@@ -113,17 +115,13 @@ class DisruptionBudgetConfig(_Model):
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None and not _CRON.match(value):
-            raise ValueError("must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or @hourly, @daily, "
-                             "@weekly, @monthly, @yearly")
-        return value
+        return _optional_match(value, _CRON, "must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or "
+                                               "@hourly, @daily, @weekly, @monthly, @yearly")
 
     @field_validator("duration")
     @classmethod
     def _duration(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None and not re.fullmatch(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$", value):
-            raise ValueError("must be hours and/or minutes like 8h, 30m or 1h30m")
-        return value
+        return _optional_match(value, _BUDGET_DURATION, "must be hours and/or minutes like 8h, 30m or 1h30m")
 
     @model_validator(mode="after")
     def _schedule_with_duration(self) -> "DisruptionBudgetConfig":
@@ -349,16 +347,12 @@ class AppConfig(_Model):
     @field_validator("alarm_topic_arn")
     @classmethod
     def _topic(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None and not re.fullmatch(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}", value):
-            raise ValueError("must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>")
-        return value
+        return _optional_match(value, _SNS_TOPIC_ARN, "must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>")
 
     @field_validator("vpc_id")
     @classmethod
     def _vpc_id(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None and not _VPC_ID.match(value):
-            raise ValueError("must look like vpc-0123456789abcdef0")
-        return value
+        return _optional_match(value, _VPC_ID, "must look like vpc-0123456789abcdef0")
 
     @model_validator(mode="after")
     def _cross_field(self) -> "AppConfig":
@@ -401,6 +395,12 @@ class AppConfig(_Model):
     @property
     def warnings(self) -> tuple[str, ...]:
         return self._warnings
+
+
+def _optional_match(value: Optional[str], pattern: re.Pattern[str], message: str) -> Optional[str]:
+    if value is not None and not pattern.match(value):
+        raise ValueError(message)
+    return value
 
 
 def _label_key(key: str) -> str:
