@@ -43,7 +43,6 @@ def readme_reference(text: str) -> str:
 
 
 def acknowledgments_markdown() -> str:
-    import aws_cdk as cdk
 
     from karpenter_stack.application import build, new_app
     from karpenter_stack.security import acknowledgments

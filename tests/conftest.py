@@ -14,12 +14,10 @@ os.environ["PATH"] = os.pathsep.join(
     [str(ROOT / ".venv" / "bin"), str(ROOT / "node_modules" / ".bin"), os.environ.get("PATH", "")]
 )
 
-import aws_cdk as cdk  # noqa: E402
 import pytest  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
 
 from karpenter_stack.application import build, new_app  # noqa: E402
-from karpenter_stack.cluster_stack import KarpenterClusterStack  # noqa: E402
 
 CDK_JSON_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-import aws_cdk as cdk
 import pytest
 
 from karpenter_stack.application import build, new_app

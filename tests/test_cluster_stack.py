@@ -261,7 +261,6 @@ def test_outputs(default):
 def test_extended_support_warning_is_a_synth_annotation():
     from datetime import date
 
-    import aws_cdk as cdk
     from aws_cdk.assertions import Annotations
 
     from karpenter_stack.application import build, new_app

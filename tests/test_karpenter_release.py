@@ -4,7 +4,7 @@ across AWS, Helm and Kubernetes."""
 from __future__ import annotations
 
 from karpenter_stack.names import DISCOVERY_TAG_KEY
-from tests.cfn import depends_on, kubernetes_objects, render, render_json, resources
+from tests.cfn import depends_on, kubernetes_objects, render_json, resources
 
 
 def _charts(synth) -> dict[str, tuple[str, dict]]:
