@@ -4,25 +4,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import CustomResource, Duration, Stack
+from aws_cdk import Aws, CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 HANDLER_DIR = Path(__file__).resolve().parent / "teardown_handler"
-# Below the 15-minute Lambda limit, above the handler's own bounds (8 min drain + 4 min termination).
+# Below the 15-minute Lambda limit. The handler derives its deadlines from the invocation's remaining
+# time (8 min drain, 3 min termination, 1 min for launch templates and instance profiles, 1 min to
+# answer), so it answers CloudFormation before this timeout on every path.
 TIMEOUT = Duration.minutes(14)
+# Should the Lambda die without answering (killed, out of memory), CloudFormation gives up after this
+# rather than after its default hour; longer than TIMEOUT so that a slow answer still counts.
+SERVICE_TIMEOUT = Duration.minutes(15)
 
 
 class TeardownSafetyNet(Construct):
-    """A custom resource whose delete waits for Karpenter's instances of this cluster to drain, then
+    """A custom resource whose delete -- when the stack itself is being deleted, never on an update
+    rollback or a replacement -- waits for Karpenter's instances of this cluster to drain, then
     terminates leftovers and deletes the cluster's Karpenter launch templates and instance profiles.
 
     Permissions are scoped to this cluster: instances and launch templates tagged
-    ``kubernetes.io/cluster/<cluster>=owned`` (instances also ``karpenter.sh/nodepool``), instance
-    profiles under ``/karpenter/<region>/<cluster>/``. The stack makes it delete after the Karpenter
-    objects and before the controller chart and the aws-auth mapping.
+    ``kubernetes.io/cluster/<cluster>=owned`` and ``karpenter.sh/nodepool``, instance profiles under
+    ``/karpenter/<region>/<cluster>/``, the status of this stack only. Order: add dependencies to
+    ``resource`` only (the function, role and log group need no order and are created early).
     """
 
     def __init__(self, scope: Construct, id: str, *, cluster_name: str) -> None:
@@ -41,6 +47,11 @@ class TeardownSafetyNet(Construct):
                     resources=[self.log_group.log_group_arn],
                 ),
                 iam.PolicyStatement(
+                    sid="ReadOwnStackStatus",  # to act only when the stack itself is being deleted
+                    actions=["cloudformation:DescribeStacks"],
+                    resources=[Aws.STACK_ID],
+                ),
+                iam.PolicyStatement(
                     sid="FindLeftovers",  # Describe/List calls have no resource-level permissions
                     actions=["ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "iam:ListInstanceProfiles"],
                     resources=["*"],
@@ -56,7 +67,10 @@ class TeardownSafetyNet(Construct):
                     sid="DeleteThisClustersLaunchTemplates",
                     actions=["ec2:DeleteLaunchTemplate"],
                     resources=[stack.format_arn(service="ec2", resource="launch-template", resource_name="*")],
-                    conditions={"StringEquals": owned},
+                    # As upstream's controller policy: a node group's launch templates carry the
+                    # cluster tag too, never the nodepool tag.
+                    conditions={"StringEquals": owned,
+                                "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
                 ),
                 iam.PolicyStatement(
                     sid="DeleteThisClustersInstanceProfiles",
@@ -92,4 +106,5 @@ class TeardownSafetyNet(Construct):
             service_token=self.function.function_arn,
             resource_type="Custom::KarpenterTeardown",
             properties={"ClusterName": cluster_name},
+            service_timeout=SERVICE_TIMEOUT,
         )

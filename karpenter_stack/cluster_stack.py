@@ -209,7 +209,9 @@ class KarpenterClusterStack(Stack):
         # Deleted after Karpenter's objects and before the controller and aws-auth: the controller is
         # still there to drain, the nodes still authorized, when it waits for them.
         self.teardown = TeardownSafetyNet(self, "TeardownSafetyNet", cluster_name=name)
-        self.teardown.node.add_dependency(self.release.controller_chart, self.cluster.aws_auth)
+        # Only the custom resource is ordered: its function, role and log group are created in parallel
+        # with the charts (nothing on the create path is there only for the delete order).
+        self.teardown.resource.node.add_dependency(self.release.controller_chart, self.cluster.aws_auth)
 
         self.nodes = KarpenterNodes(
             self,

@@ -19,8 +19,9 @@ spec.loader.exec_module(index)
 
 CLUSTER, REGION = "eks-karpenter", "eu-west-1"
 OWNED = {"Name": "tag:kubernetes.io/cluster/eks-karpenter", "Values": ["owned"]}
-INSTANCE_FILTERS = [OWNED, {"Name": "tag-key", "Values": ["karpenter.sh/nodepool"]},
-                    {"Name": "instance-state-name", "Values": index.LIVE_STATES}]
+KARPENTER = [OWNED, {"Name": "tag-key", "Values": ["karpenter.sh/nodepool"]}]
+INSTANCE_FILTERS = [*KARPENTER, {"Name": "instance-state-name", "Values": index.LIVE_STATES}]
+STACK_ID = "arn:aws:cloudformation:eu-west-1:000000000000:stack/eks-karpenter/0a1b2c3d-0000-4000-8000-000000000000"
 
 
 class FakeTime:
@@ -35,13 +36,16 @@ class FakeTime:
         self.now += seconds
 
 
+def _client(service):
+    return boto3.client(service, region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+
+
 @pytest.fixture
 def aws():
-    ec2 = boto3.client("ec2", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
-    iam = boto3.client("iam", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    ec2, iam = _client("ec2"), _client("iam")
     with Stubber(ec2) as ec2_stub, Stubber(iam) as iam_stub:
         fake = FakeTime()
-        teardown = index.Teardown(ec2=ec2, iam=iam, cluster=CLUSTER, region=REGION, drain_timeout=60,
+        teardown = index.Teardown(ec2=ec2, iam=iam, cluster=CLUSTER, region=REGION, deadline=600, drain_timeout=60,
                                   terminate_timeout=30, poll_interval=15, sleep=fake.sleep, clock=fake.clock)
         yield teardown, ec2_stub, iam_stub, fake
         ec2_stub.assert_no_pending_responses()
@@ -52,8 +56,12 @@ def _instances(*ids):
     return {"Reservations": [{"Instances": [{"InstanceId": i} for i in ids]}]} if ids else {"Reservations": []}
 
 
+def _templates(*ids):
+    return {"LaunchTemplates": [{"LaunchTemplateId": i} for i in ids]}
+
+
 def _expect_no_templates_or_profiles(ec2_stub, iam_stub):
-    ec2_stub.add_response("describe_launch_templates", {"LaunchTemplates": []}, {"Filters": [OWNED]})
+    ec2_stub.add_response("describe_launch_templates", _templates(), {"Filters": KARPENTER})
     iam_stub.add_response("list_instance_profiles", {"InstanceProfiles": [], "IsTruncated": False},
                           {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"})
 
@@ -72,9 +80,9 @@ def test_waits_for_the_drain_then_terminates_what_is_still_running(aws):
         ec2_stub.add_response("describe_instances", _instances("i-0aaa", "i-0bbb"), {"Filters": INSTANCE_FILTERS})
     ec2_stub.add_response("terminate_instances", {"TerminatingInstances": []}, {"InstanceIds": ["i-0aaa", "i-0bbb"]})
     ec2_stub.add_response("describe_instances", _instances(), {"Filters": INSTANCE_FILTERS})
-    ec2_stub.add_response("describe_launch_templates",
-                          {"LaunchTemplates": [{"LaunchTemplateId": "lt-0123456789abcdef0"}]}, {"Filters": [OWNED]})
+    ec2_stub.add_response("describe_launch_templates", _templates("lt-0123456789abcdef0"), {"Filters": KARPENTER})
     ec2_stub.add_response("delete_launch_template", {}, {"LaunchTemplateId": "lt-0123456789abcdef0"})
+    ec2_stub.add_response("describe_launch_templates", _templates(), {"Filters": KARPENTER})
     profile = {"Path": f"/karpenter/{REGION}/{CLUSTER}/uid-1/", "InstanceProfileName": "eks-karpenter_123",
                "InstanceProfileId": "AIPAEXAMPLEEXAMPLE001", "Arn": "arn:aws:iam::000000000000:instance-profile/x",
                "CreateDate": "2026-11-01T00:00:00Z", "Roles": [{
@@ -105,7 +113,7 @@ def test_other_clusters_are_never_touched(aws):
     Stubber fails on any call not expected here."""
     teardown, ec2_stub, iam_stub, _ = aws
     ec2_stub.add_response("describe_instances", _instances(), {"Filters": INSTANCE_FILTERS})
-    ec2_stub.add_response("describe_launch_templates", {"LaunchTemplates": []}, {"Filters": [OWNED]})
+    ec2_stub.add_response("describe_launch_templates", _templates(), {"Filters": KARPENTER})
     other = {"Path": f"/karpenter/{REGION}/other-cluster/uid/", "InstanceProfileName": "other", "InstanceProfileId":
              "AIPAEXAMPLEEXAMPLE002", "Arn": "arn:aws:iam::000000000000:instance-profile/o",
              "CreateDate": "2026-11-01T00:00:00Z", "Roles": []}
@@ -124,6 +132,25 @@ def test_throttling_is_retried_with_backoff(aws):
     assert fake.sleeps == [2, 4]
 
 
+def test_throttling_retries_are_bounded(aws):
+    teardown, ec2_stub, _, fake = aws
+    for _ in range(5):
+        ec2_stub.add_client_error("describe_instances", service_error_code="Throttling", http_status_code=400)
+    with pytest.raises(Exception, match="Throttling"):
+        teardown.run()
+    assert fake.sleeps == [2, 4, 8, 16]  # max_attempts 5, backoff capped at 16 s: 30 s at worst
+
+
+def test_a_retry_that_would_pass_the_deadline_is_not_slept(aws):
+    teardown, ec2_stub, _, fake = aws
+    teardown.deadline = 5
+    ec2_stub.add_client_error("describe_instances", service_error_code="Throttling", http_status_code=400)
+    ec2_stub.add_client_error("describe_instances", service_error_code="Throttling", http_status_code=400)
+    with pytest.raises(index.OutOfTime, match="throttled with 3 s left"):
+        teardown.run()
+    assert fake.sleeps == [2]
+
+
 def test_other_errors_are_not_retried(aws):
     teardown, ec2_stub, _, fake = aws
     ec2_stub.add_client_error("describe_instances", service_error_code="UnauthorizedOperation", http_status_code=403)
@@ -132,26 +159,185 @@ def test_other_errors_are_not_retried(aws):
     assert fake.sleeps == []
 
 
-EVENT = {"StackId": "stack", "RequestId": "req", "LogicalResourceId": "Teardown", "ResponseURL": "https://example.invalid"}
+def test_drain_and_termination_waits_shrink_to_fit_the_invocation(aws):
+    """With 300 s of budget the 60 s drain fits, but the termination wait is cut so that launch
+    templates and instance profiles still get their reserve before the deadline."""
+    teardown, ec2_stub, iam_stub, fake = aws
+    teardown.drain_timeout, teardown.terminate_timeout, teardown.deadline = 480, 180, 300
+    # drain until min(480, 300 - 60 - 180) = 60: polls at 0, 15, 30, 45, 60
+    for _ in range(5):
+        ec2_stub.add_response("describe_instances", _instances("i-0aaa"), {"Filters": INSTANCE_FILTERS})
+    ec2_stub.add_response("terminate_instances", {"TerminatingInstances": []}, {"InstanceIds": ["i-0aaa"]})
+    # termination wait until min(60 + 180, 300 - 60) = 240: polls at 60, 75 ... 240, then gives up
+    for _ in range(13):
+        ec2_stub.add_response("describe_instances", _instances("i-0aaa"), {"Filters": INSTANCE_FILTERS})
+    _expect_no_templates_or_profiles(ec2_stub, iam_stub)
+    assert teardown.run()["terminated"] == ["i-0aaa"]
+    assert fake.now == 240 == teardown.deadline - index.CLEANUP_RESERVE
 
 
-def test_create_and_update_do_nothing():
+# --- the handler: when it acts, and that it always answers ---------------------------------------
+
+EVENT = {"StackId": STACK_ID, "RequestId": "req", "LogicalResourceId": "Teardown",
+         "ResponseURL": "https://example.invalid", "PhysicalResourceId": "karpenter-teardown-eks-karpenter"}
+
+
+class Context:
+    """A Lambda context whose remaining time follows the fake clock."""
+
+    def __init__(self, fake, budget_ms=840_000):
+        self.fake, self.end = fake, fake.now + budget_ms / 1000
+
+    def get_remaining_time_in_millis(self):
+        return int((self.end - self.fake.now) * 1000)
+
+
+@pytest.fixture
+def lambda_env(monkeypatch):
+    monkeypatch.setenv("CLUSTER_NAME", CLUSTER)
+    monkeypatch.setenv("AWS_REGION", REGION)
+
+
+def _run_handler(request_type, clients, fake, **options):
     responses = []
+    index.handler({**EVENT, "RequestType": request_type}, Context(fake), clients=lambda: clients,
+                  respond=lambda e, c, status, reason="", data=None: responses.append((status, reason, fake.now)),
+                  sleep=fake.sleep, clock=fake.clock, **options)
+    return responses
+
+
+def _status_client(*statuses):
+    """A CloudFormation client stubbed to report these stack statuses, request validated."""
+    cloudformation = _client("cloudformation")
+    stub = Stubber(cloudformation)
+    for status in statuses:
+        stub.add_response("describe_stacks", {"Stacks": [{
+            "StackName": CLUSTER, "StackId": STACK_ID, "CreationTime": "2026-11-01T00:00:00Z",
+            "StackStatus": status}]}, {"StackName": STACK_ID})
+    stub.activate()
+    return cloudformation, stub
+
+
+class Untouchable:
+    """Any call on it fails the test: the handler must not even look."""
+
+    def __getattr__(self, name):
+        pytest.fail(f"unexpected AWS call {name}")
+
+
+def test_create_and_update_do_nothing(lambda_env):
+    fake = FakeTime()
     for request in ("Create", "Update"):
-        index.handler({**EVENT, "RequestType": request}, None, teardown_factory=lambda: pytest.fail("no cleanup"),
-                      respond=lambda e, c, status, **kw: responses.append(status))
-    assert responses == ["SUCCESS", "SUCCESS"]
+        assert _run_handler(request, {"cloudformation": Untouchable(), "ec2": Untouchable(), "iam": Untouchable()},
+                            fake) == [("SUCCESS", "", 0)]
 
 
-def test_delete_reports_failure_with_the_reason():
-    class Broken:
-        def run(self):
-            raise RuntimeError("AccessDenied on ec2:TerminateInstances")
+@pytest.mark.parametrize("status", ["UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
+                                    "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS", "UPDATE_IN_PROGRESS"])
+def test_a_delete_that_is_not_a_stack_deletion_touches_nothing(status, lambda_env):
+    """An update rollback, the cleanup after a replacement (logical id change), or any other update:
+    the live nodes, launch templates and instance profiles stay."""
+    cloudformation, stub = _status_client(status)
+    fake = FakeTime()
+    responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": Untouchable(),
+                                        "iam": Untouchable()}, fake)
+    assert responses == [("SUCCESS", f"stack status {status}: not a stack deletion, nothing touched", 0)]
+    stub.assert_no_pending_responses()
 
+
+def test_an_unreadable_stack_status_touches_nothing(lambda_env):
+    cloudformation = _client("cloudformation")
+    stub = Stubber(cloudformation)
+    stub.add_client_error("describe_stacks", service_error_code="AccessDenied", http_status_code=403)
+    stub.activate()
+    fake = FakeTime()
+    responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": Untouchable(),
+                                        "iam": Untouchable()}, fake)
+    assert responses == [("SUCCESS", "stack status None: not a stack deletion, nothing touched", 0)]
+
+
+def test_a_throttled_status_read_is_retried(lambda_env):
+    cloudformation = _client("cloudformation")
+    stub = Stubber(cloudformation)
+    stub.add_client_error("describe_stacks", service_error_code="Throttling", http_status_code=400)
+    stub.add_response("describe_stacks", {"Stacks": [{"StackName": CLUSTER, "StackId": STACK_ID, "CreationTime":
+                                                      "2026-11-01T00:00:00Z", "StackStatus": "UPDATE_ROLLBACK_IN_PROGRESS"}]},
+                      {"StackName": STACK_ID})
+    stub.activate()
+    fake = FakeTime()
+    responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": Untouchable(),
+                                        "iam": Untouchable()}, fake)
+    assert [r[0] for r in responses] == ["SUCCESS"] and fake.sleeps == [1]
+
+
+@pytest.mark.parametrize("status", sorted(index.STACK_GOING_AWAY))
+def test_a_stack_deletion_or_a_failed_create_cleans_up(status, lambda_env):
+    cloudformation, _ = _status_client(status)
+    ec2, iam = _client("ec2"), _client("iam")
+    with Stubber(ec2) as ec2_stub, Stubber(iam) as iam_stub:
+        ec2_stub.add_response("describe_instances", _instances(), {"Filters": INSTANCE_FILTERS})
+        _expect_no_templates_or_profiles(ec2_stub, iam_stub)
+        fake = FakeTime()
+        responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": ec2, "iam": iam}, fake)
+    assert responses == [("SUCCESS", "", 0)]
+
+
+def test_delete_reports_failure_with_the_reason(lambda_env):
+    cloudformation, _ = _status_client("DELETE_IN_PROGRESS")
+    ec2 = _client("ec2")
+    with Stubber(ec2) as ec2_stub:
+        ec2_stub.add_client_error("describe_instances", service_error_code="UnauthorizedOperation",
+                                  service_message="not allowed", http_status_code=403)
+        responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": ec2, "iam": Untouchable()},
+                                 FakeTime())
+    assert responses == [("FAILED", "Karpenter teardown failed: An error occurred (UnauthorizedOperation) when "
+                          "calling the DescribeInstances operation: not allowed", 0)]
+
+
+class SlowEc2:
+    """Instances that never drain and never finish terminating; every call takes 5 s of fake time."""
+
+    def __init__(self, fake):
+        self.fake = fake
+
+    def describe_instances(self, **_):
+        self.fake.now += 5
+        return _instances("i-0stuck")
+
+    def terminate_instances(self, **_):
+        self.fake.now += 5
+        return {}
+
+    def describe_launch_templates(self, **_):
+        self.fake.now += 5
+        return _templates()
+
+
+@pytest.mark.parametrize("budget_s", [840, 300, 90, 40])
+def test_the_handler_answers_before_the_lambda_times_out(budget_s, lambda_env):
+    """Worst case: nothing drains, nothing terminates. Whatever the invocation has left, the answer is
+    sent with at least the response reserve to spare."""
+    cloudformation, _ = _status_client("DELETE_IN_PROGRESS")
+    fake = FakeTime()
+    iam = _client("iam")
     responses = []
-    index.handler({**EVENT, "RequestType": "Delete"}, None, teardown_factory=Broken,
-                  respond=lambda e, c, status, reason="", data=None: responses.append((status, reason)))
-    assert responses == [("FAILED", "Karpenter teardown failed: AccessDenied on ec2:TerminateInstances")]
+    context = Context(fake, budget_ms=budget_s * 1000)
+    with Stubber(iam) as iam_stub:
+        iam_stub.add_response("list_instance_profiles", {"InstanceProfiles": [], "IsTruncated": False},
+                              {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"})
+        index.handler({**EVENT, "RequestType": "Delete"}, context,
+                      clients=lambda: {"cloudformation": cloudformation, "ec2": SlowEc2(fake), "iam": iam},
+                      respond=lambda e, c, status, reason="", data=None: responses.append((status, fake.now)),
+                      sleep=fake.sleep, clock=fake.clock)
+    (status, answered_at), = responses
+    assert answered_at <= budget_s - index.RESPONSE_TIMEOUT
+    # 40 s: less than the reserve, so not even the first look fits: FAILED, "retry the deletion"
+    assert status == ("SUCCESS" if budget_s > index.RESERVE else "FAILED")
+
+
+def test_the_lambda_and_the_service_timeout_cover_the_handlers_budget():
+    drain, terminate = (index.Teardown.__init__.__kwdefaults__[k] for k in ("drain_timeout", "terminate_timeout"))
+    assert drain + terminate + index.CLEANUP_RESERVE + index.RESERVE <= 840
 
 
 # --- the construct --------------------------------------------------------------------------------
@@ -169,26 +355,42 @@ def test_teardown_permissions_are_scoped_to_this_cluster(default):
         "StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/eks-karpenter": "owned"},
         "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
     assert statements["DeleteThisClustersLaunchTemplates"]["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/eks-karpenter": "owned"}}
+        "StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/eks-karpenter": "owned"},
+        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
+    assert statements["ReadOwnStackStatus"] == {"Sid": "ReadOwnStackStatus", "Effect": "Allow",
+                                                "Action": "cloudformation:DescribeStacks",
+                                                "Resource": {"Ref": "AWS::StackId"}}
     profiles = statements["DeleteThisClustersInstanceProfiles"]
     assert profiles["Action"] == ["iam:DeleteInstanceProfile", "iam:RemoveRoleFromInstanceProfile"]
     assert render(profiles["Resource"]).endswith(":instance-profile/karpenter/${Ref:AWS::Region}/eks-karpenter/*")
     assert statements["FindLeftovers"]["Action"] == [
         "ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "iam:ListInstanceProfiles"]
     writes = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
-              if not a.startswith(("ec2:Describe", "iam:List", "logs:"))}
+              if not a.startswith(("ec2:Describe", "iam:List", "logs:", "cloudformation:Describe"))}
     assert writes == {"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "iam:RemoveRoleFromInstanceProfile",
                       "iam:DeleteInstanceProfile"}
 
 
-def test_handler_is_bounded_below_the_lambda_limit(default):
+def test_handler_is_bounded_below_the_lambda_limit_and_cloudformation_waits_no_hour(default):
     functions = {k: v for k, v in resources(default.template, "AWS::Lambda::Function").items()
                  if k.startswith("TeardownSafetyNet")}
     props = only(functions)[1]["Properties"]
     assert props["Timeout"] == 840 and props["Runtime"] == "python3.14"
     assert props["Environment"] == {"Variables": {"CLUSTER_NAME": "eks-karpenter"}}
-    assert index.Teardown.__init__.__kwdefaults__["drain_timeout"] + \
-        index.Teardown.__init__.__kwdefaults__["terminate_timeout"] < 840
+    (teardown,) = resources(default.template, "Custom::KarpenterTeardown").values()
+    assert teardown["Properties"]["ServiceTimeout"] == "900"  # > the Lambda's 840 s, << CloudFormation's 3600 s
+
+
+def test_only_the_custom_resource_waits_for_the_charts(default):
+    """The function, its role, policy and log group are created alongside the charts: only the custom
+    resource (whose delete must come before the controller's) is ordered after them."""
+    graph = dependency_graph(default.json)
+    charts = set(resources(default.template, "Custom::AWSCDK-EKS-HelmChart"))
+    (teardown,) = resources(default.template, "Custom::KarpenterTeardown")
+    helpers = [k for k in default.json["Resources"] if k.startswith("TeardownSafetyNet") and k != teardown]
+    assert len(helpers) == 4  # log group, policy, role, function
+    assert all(not depends_transitively(graph, h, c) for h in helpers for c in charts)
+    assert all(depends_transitively(graph, teardown, c) for c in charts)
 
 
 @pytest.mark.parametrize("configuration", ["default", "alternative"])
