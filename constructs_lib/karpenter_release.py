@@ -88,15 +88,16 @@ class KarpenterRelease(Construct):
                 version=version,
                 release=name,
                 namespace=namespace,
-                wait=True,
                 timeout=HELM_TIMEOUT,
                 **options,
             )
 
         # kube-system always exists; any other namespace is created by the first release.
-        self.crd_chart = chart("CrdChart", CRD_CHART, create_namespace=namespace != "kube-system")
+        # The CRD chart has no pods: there is nothing for --wait to wait for (the API server serves a
+        # CRD once it is established, long before the controller chart's pods are ready).
+        self.crd_chart = chart("CrdChart", CRD_CHART, create_namespace=namespace != "kube-system", wait=False)
         self.controller_chart = chart(
-            "ControllerChart", CONTROLLER_CHART, create_namespace=False, skip_crds=True, values=values
+            "ControllerChart", CONTROLLER_CHART, create_namespace=False, skip_crds=True, values=values, wait=True
         )
         self.controller_chart.node.add_dependency(self.crd_chart)
         self.charts = (self.crd_chart, self.controller_chart)

@@ -82,6 +82,9 @@ def node_pool(spec: NodePoolConfig) -> dict[str, Any]:
             "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": spec.node_class},
             "requirements": requirements,
             "expireAfter": spec.expire_after,
+            # Bounds every drain, so a PodDisruptionBudget that can never be met cannot wedge a destroy,
+            # an expiry or a drift replacement.
+            "terminationGracePeriod": spec.termination_grace_period,
         }
     }
     if spec.taints:

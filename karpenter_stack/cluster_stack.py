@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle, Environment, Stack
+from aws_cdk import Annotations, Aspects, Aws, CfnOutput, CfnWaitConditionHandle, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -19,6 +19,7 @@ from constructs_lib.controller_hosting import (
 from constructs_lib.controller_role import ControllerRole
 from constructs_lib.discovery_tag import SecurityGroupTag
 from constructs_lib.karpenter_nodes import KarpenterNodes
+from constructs_lib.kubectl_timeouts import BoundKubectlOperations
 from constructs_lib.karpenter_release import KarpenterRelease, controller_values
 from constructs_lib import manifests
 from constructs_lib.network import ClusterVpc
@@ -100,6 +101,7 @@ class KarpenterClusterStack(Stack):
             CfnWaitConditionHandle(self, "AwaitingVpcLookup")
             return
         private = self.network.private_subnets
+        Aspects.of(self).add(BoundKubectlOperations())
 
         layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
         fargate = config.controller_hosting == "fargate"

@@ -43,6 +43,11 @@ _STRUCTURED_REQUIREMENTS = {
     "karpenter.k8s.aws/instance-category": "instanceCategories",
     "karpenter.k8s.aws/instance-generation": "minInstanceGeneration",
 }
+# NodePool spec.template.spec.terminationGracePeriod (CRD pattern: no Never).
+_GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
+# aws-cdk's kubectl handler Lambda runs 15 minutes; kubectl delete of an EC2NodeClass waits for its
+# finalizer, i.e. for every node to drain (bounded by this) and its instance to terminate (~2 min).
+MAX_TERMINATION_GRACE_PERIOD_S = 12 * 60
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 # Context keys the CDK itself may put in context without a prefix.
@@ -198,6 +203,14 @@ class NodePoolConfig(_Model):
     )
     weight: Optional[int] = Field(None, ge=1, le=100, description="Priority among pools (higher first); unset = 0.")
     expire_after: str = Field("720h", description="Replace nodes older than this (duration or Never).")
+    termination_grace_period: str = Field(
+        "10m",
+        description=(
+            "Longest drain of a node (also expired or drifted ones): after it, Karpenter deletes the remaining "
+            "pods even past PodDisruptionBudgets. At most 12m, so that a destroy's node-class deletion "
+            "(drain + ~2 min instance termination) fits the 15-minute kubectl handler."
+        ),
+    )
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
         "WhenEmptyOrUnderutilized", description="Which nodes Karpenter may consolidate."
     )
@@ -251,6 +264,19 @@ class NodePoolConfig(_Model):
     @classmethod
     def _duration(cls, value: str) -> str:
         parse_duration(value)
+        return value
+
+    @field_validator("termination_grace_period")
+    @classmethod
+    def _grace(cls, value: str) -> str:
+        if value == "Never" or not _GRACE_PERIOD.match(value):
+            raise ValueError("must be a duration like 30s, 5m or 1m30s (no 'Never': a drain must end)")
+        seconds = parse_duration(value)
+        if seconds > MAX_TERMINATION_GRACE_PERIOD_S:
+            raise ValueError(
+                f"is {seconds} s; at most {MAX_TERMINATION_GRACE_PERIOD_S // 60}m, so that deleting a node class "
+                "(drain, then instance termination) fits the 15-minute kubectl handler on destroy"
+            )
         return value
 
 

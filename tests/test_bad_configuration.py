@@ -34,6 +34,13 @@ CASES = {
     "karpenter version without template": ({"karpenterVersion": "1.15.0"},
                                            "karpenterVersion '1.15.0' has no CloudFormation template "
                                            "(templates/karpenter-1.15.0.yaml); versions with a template: 1.14.1"),
+    "unbounded drain": ({"nodePools": [{"terminationGracePeriod": "Never"}]},
+                        "nodePools[0].terminationGracePeriod = \"Never\": must be a duration like 30s, 5m or 1m30s "
+                        "(no 'Never': a drain must end)"),
+    "drain longer than a destroy can wait": ({"nodePools": [{"terminationGracePeriod": "1h"}]},
+                                             "nodePools[0].terminationGracePeriod = \"1h\": is 3600 s; at most 12m, so "
+                                             "that deleting a node class (drain, then instance termination) fits the "
+                                             "15-minute kubectl handler on destroy"),
     "duplicate pools": ({"nodePools": [POOL, POOL]}, "nodePools has duplicate names: p"),
     "unknown node class": ({"nodePools": [{"name": "p", "nodeClass": "gpu"}]},
                            "nodePools 'p' refers to nodeClass 'gpu', which is not in nodeClasses (default)"),

@@ -42,9 +42,11 @@ def test_crd_chart_then_controller_chart_from_ecr_public_pinned(default):
     assert crd_id in depends_on(default.json, controller_id)
 
 
-def test_helm_waits_and_times_out_before_the_handler_lambda(default):
-    for _, props in _charts(default).values():
-        assert props["Wait"] is True
+def test_the_controller_chart_waits_and_helm_times_out_before_the_handler_lambda(default):
+    charts = _charts(default)
+    assert charts["karpenter"][1]["Wait"] is True
+    assert "Wait" not in charts["karpenter-crd"][1]  # no pods to wait for
+    for _, props in charts.values():
         assert props["Timeout"] == "720s"  # 12 min < the kubectl handler's 15 min
 
 
@@ -130,6 +132,7 @@ def test_default_node_pool(default):
                         {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["2"]},
                     ],
                     "expireAfter": "720h",
+                    "terminationGracePeriod": "10m",
                 }
             },
             "limits": {"cpu": "1000", "memory": "1000Gi"},

@@ -174,3 +174,16 @@ def test_controller_placement_needs_two_zones():
     assert str(info.value) == (
         "controllerHosting 'nodegroup': the private subnets span 1 availability zone(s) (eu-west-1a); the "
         "Karpenter controller's two replicas need private subnets in at least 2 zones (zone spread, DoNotSchedule)")
+
+
+@pytest.mark.parametrize("configuration", ["default", "alternative", "production"])
+def test_no_kubectl_operation_can_leave_cloudformation_waiting_an_hour(configuration, request):
+    """Every manifest, chart and patch answers within 16 minutes or fails with CloudFormation's timeout
+    reason; with bounded drains (terminationGracePeriod) a destroy does not get there."""
+    synthesized = request.getfixturevalue(configuration)
+    timeouts = {lid: r["Properties"].get("ServiceTimeout") for lid, r in synthesized.json["Resources"].items()
+                if r["Type"] in ("Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-HelmChart",
+                                 "Custom::AWSCDK-EKS-KubernetesPatch")}
+    assert len(timeouts) >= 5 and set(timeouts.values()) == {960}
+    pools = [o for o in kubernetes_objects(synthesized.template).values() if o["kind"] == "NodePool"]
+    assert pools and {p["spec"]["template"]["spec"]["terminationGracePeriod"] for p in pools} == {"10m"}
