@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from aws_cdk import Annotations, Aspects, Aws, CfnOutput, CfnWaitConditionHandle, Environment, Stack
+from aws_cdk import Annotations, Aspects, Aws, CfnOutput, CfnWaitConditionHandle, Environment, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -17,6 +17,7 @@ from constructs_lib.controller_hosting import (
     SystemNodeGroupHosting,
 )
 from constructs_lib.controller_role import ControllerRole
+from constructs_lib.destroy_policy import DestroyPolicy
 from constructs_lib.discovery_tag import SecurityGroupTag
 from constructs_lib.karpenter_nodes import KarpenterNodes
 from constructs_lib.kubectl_timeouts import BoundKubectlOperations
@@ -79,6 +80,9 @@ class KarpenterClusterStack(Stack):
             id,
             env=env,
             description=f"EKS cluster {config.cluster_name} autoscaled by Karpenter {config.karpenter_version}",
+            # Refuses DeleteStack up front; EKS deletion protection alone fails only once everything
+            # else in the stack is already gone (the cluster is deleted last).
+            termination_protection=config.termination_protection,
             **kwargs,
         )
         self.config = config
@@ -102,6 +106,7 @@ class KarpenterClusterStack(Stack):
             return
         private = self.network.private_subnets
         Aspects.of(self).add(BoundKubectlOperations())
+        Aspects.of(self).add(DestroyPolicy(retain=config.retain_on_destroy))
 
         layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
         fargate = config.controller_hosting == "fargate"
@@ -176,8 +181,14 @@ class KarpenterClusterStack(Stack):
         node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.karpenter.node_role_arn, mutable=False)
         self.cluster.aws_auth.add_role_mapping(node_role, username=NODE_USERNAME, groups=list(NODE_GROUPS))
 
+        self.spot_service_linked_role: iam.CfnServiceLinkedRole | None = None
         if config.create_spot_service_linked_role:
-            iam.CfnServiceLinkedRole(self, "SpotServiceLinkedRole", aws_service_name="spot.amazonaws.com")
+            self.spot_service_linked_role = iam.CfnServiceLinkedRole(
+                self, "SpotServiceLinkedRole", aws_service_name="spot.amazonaws.com"
+            )
+            # One per account, shared with every other spot user: deleting it with this stack would
+            # break spot launches account-wide (and a later create here fails: it already exists).
+            self.spot_service_linked_role.apply_removal_policy(RemovalPolicy.RETAIN)
 
         self.controller_role = ControllerRole(
             self,
@@ -228,6 +239,12 @@ class KarpenterClusterStack(Stack):
             depends_on=[*self.release.charts, self.cluster.aws_auth, self.teardown.resource],
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
         )
+
+        if self.spot_service_linked_role is not None:
+            # Spot launches need the role: pools that may launch spot are applied after it exists.
+            for pool in config.node_pools:
+                if "spot" in pool.capacity_types:
+                    self.nodes.node_pools[pool.name].node.add_dependency(self.spot_service_linked_role)
 
         if config.demo_workload:
             # Applied after the node pools exist, so scaling it up has somewhere to go.

@@ -285,7 +285,7 @@ class AppConfig(_Model):
 
     profile: Literal["standard", "production"] = Field(
         "standard",
-        description="production: deletion protection, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
+        description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
     )
     cluster_name: str = Field(DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources.")
     kubernetes_version: str = Field("1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package.")
@@ -314,7 +314,19 @@ class AppConfig(_Model):
         "fargate", description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group."
     )
     system_node_instance_type: str = Field("t3.medium", description="Instance type of the system node group (nodegroup hosting).")
-    deletion_protection: bool = Field(False, description="EKS cluster deletion protection.")
+    deletion_protection: bool = Field(
+        False, description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last)."
+    )
+    termination_protection: bool = Field(
+        False, description="CloudFormation termination protection: refuses the whole stack deletion up front."
+    )
+    retain_on_destroy: bool = Field(
+        False,
+        description=(
+            "Keep KMS keys and log groups when the stack is deleted (they outlive it and are billed); off: "
+            "they are deleted with it (KMS keys after a 7-day waiting period)."
+        ),
+    )
     demo_workload: bool = Field(
         False, description="Apply the 'inflate' demo Deployment (pause containers, 0 replicas, 1 CPU each) to watch a scale-up."
     )
@@ -543,6 +555,8 @@ def _profile_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
         return {}
     return {
         "deletionProtection": True,
+        "terminationProtection": True,
+        "retainOnDestroy": True,
         "natGateways": raw.get("maxAzs", AppConfig.model_fields["max_azs"].default),
         "nodePools": [SYSTEM_POOL, {"name": "default"}],
     }

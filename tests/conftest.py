@@ -52,12 +52,14 @@ def synth(**overrides: Any) -> Synthesized:
 
 
 # A second configuration exercising the alternatives: managed node group hosting, a custom
-# namespace/service account and two node pools (on-demand + weighted spot) over two node classes.
+# namespace/service account, the spot service-linked role and two node pools (on-demand + weighted
+# spot) over two node classes.
 ALTERNATIVE = {
     "clusterName": "alt_cluster-1",
     "controllerHosting": "nodegroup",
     "karpenterNamespace": "karpenter",
     "karpenterServiceAccount": "karpenter-controller",
+    "createSpotServiceLinkedRole": True,
     "nodeClasses": [
         {"name": "default", "amiAlias": "al2023@v20260801"},
         {"name": "large-disk", "rootVolumeSizeGib": 200, "metadataHopLimit": 1},
