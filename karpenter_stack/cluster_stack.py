@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from constructs_lib.cluster_addons import ManagedAddons, retire_coredns_compute_type_patch
 from constructs_lib.controller_hosting import (
     SYSTEM_TAINT_KEY,
     FargateControllerHosting,
@@ -138,7 +139,8 @@ class KarpenterClusterStack(Stack):
             endpoint_access=endpoint_access(config),
             secrets_encryption_key=self.secrets_key,
             deletion_protection=config.deletion_protection or None,
-            core_dns_compute_type=eks.CoreDnsComputeType.FARGATE if fargate else eks.CoreDnsComputeType.EC2,
+            # EC2 = no patch: CoreDNS's compute type is the managed add-on's configuration below.
+            core_dns_compute_type=eks.CoreDnsComputeType.EC2,
             masters_role=self.admin_role,
             output_cluster_name=False,
             output_config_command=False,
@@ -171,6 +173,17 @@ class KarpenterClusterStack(Stack):
                 instance_type=config.system_node_instance_type, subnets=private,
             )
             tolerations = [{"key": SYSTEM_TAINT_KEY, "operator": "Exists"}]
+
+        if fargate:
+            retire_coredns_compute_type_patch(self.cluster)
+        self.addons = ManagedAddons(
+            self,
+            "Addons",
+            cluster=self.cluster,
+            versions=versions.addon_versions(config.kubernetes_version, dict(config.addon_versions)),
+            coredns_on_fargate=fargate,
+            coredns_after=[self.hosting.capacity],
+        )
 
         # The cluster name is passed as a literal, not the cluster's token: IAM and the queue do not
         # need the cluster to exist, so CloudFormation creates them in parallel with it.
@@ -218,6 +231,9 @@ class KarpenterClusterStack(Stack):
         # Delete order: the controller goes before the capacity it runs on (the chart already waits
         # for Fargate profiles on create, not for a node group).
         self.release.controller_chart.node.add_dependency(self.hosting.capacity)
+        # The controller resolves AWS endpoints through CoreDNS (dnsPolicy ClusterFirst): DNS first on
+        # create, and on delete CoreDNS outlives the controller that drains the nodes.
+        self.release.controller_chart.node.add_dependency(self.addons.coredns)
 
         # Deleted after Karpenter's objects and before the controller and aws-auth: the controller is
         # still there to drain, the nodes still authorized, when it waits for them.
@@ -236,7 +252,10 @@ class KarpenterClusterStack(Stack):
             node_pools=config.node_pools,
             # ... and Karpenter's objects go before the controller that runs their finalizers and before
             # the aws-auth mapping that lets their nodes stay in the cluster while they drain.
-            depends_on=[*self.release.charts, self.cluster.aws_auth, self.teardown.resource],
+            # Their nodes need pod networking (vpc-cni, kube-proxy) and the discovery-tagged security
+            # group, so those outlive every node pool and class on delete.
+            depends_on=[*self.release.charts, self.cluster.aws_auth, self.teardown.resource,
+                        *self.addons.addons.values(), self.discovery_tag.resource],
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
         )
 

@@ -48,6 +48,7 @@ _GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
 # aws-cdk's kubectl handler Lambda runs 15 minutes; kubectl delete of an EC2NodeClass waits for its
 # finalizer, i.e. for every node to drain (bounded by this) and its instance to terminate (~2 min).
 MAX_TERMINATION_GRACE_PERIOD_S = 12 * 60
+_ADDON_VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 # Context keys the CDK itself may put in context without a prefix.
@@ -340,6 +341,13 @@ class AppConfig(_Model):
     create_spot_service_linked_role: bool = Field(
         False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
     )
+    addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns"], str] = Field(
+        default_factory=dict,
+        description=(
+            "Pin EKS managed add-on versions (e.g. {\"vpc-cni\": \"v1.20.1-eksbuild.3\"}); unset: coredns and "
+            "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni is EKS's default."
+        ),
+    )
     node_classes: list[NodeClassConfig] = Field(
         default_factory=lambda: [NodeClassConfig()], min_length=1, description="EC2NodeClasses to apply."
     )
@@ -380,6 +388,14 @@ class AppConfig(_Model):
         for cidr in value:
             if _ipv4_network(cidr).prefixlen == 0:
                 raise ValueError(f"'{cidr}' opens the API endpoint to the whole internet; list your networks instead")
+        return value
+
+    @field_validator("addon_versions")
+    @classmethod
+    def _addon_versions(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, version in value.items():
+            if not _ADDON_VERSION.match(version):
+                raise ValueError(f"{name} '{version}' is not an EKS add-on version like v1.20.1-eksbuild.3")
         return value
 
     @field_validator("alarm_topic_arn")
@@ -468,7 +484,7 @@ def _unique(setting: str, names: list[str]) -> None:
 
 
 CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
-_LIST_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks"}
+_LIST_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions"}
 
 
 def _is_ours(key: str) -> bool:
@@ -482,7 +498,8 @@ def _parse_cli_value(key: str, value: Any) -> Any:
         try:
             return json.loads(value)
         except json.JSONDecodeError as err:
-            raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON list") from None
+            kind = "an object" if key == "addonVersions" else "a list"
+            raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON {kind}") from None
     if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region", "alarmTopicArn"):
         return None
     return value
@@ -639,6 +656,7 @@ def _validate(raw: dict[str, Any], today: Optional[date], prefix: str) -> AppCon
         versions.karpenter_template(config.karpenter_version)
         versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
         versions.KubectlLayer.for_version(config.kubernetes_version).load()
+        versions.addon_versions(config.kubernetes_version, dict(config.addon_versions))
     except versions.VersionError as err:
         raise ConfigError(prefix + str(err)) from None
     config._warnings = (prefix + warning,) if warning else ()

@@ -189,3 +189,53 @@ def check_eks_support(kubernetes_version: str, today: date) -> Optional[str]:
 
 def _first_supported(today: date) -> int:
     return min(m for m, (_, ext) in EKS_SUPPORT.items() if ext is None or today < ext)
+
+
+# Amazon EKS add-on versions that follow the Kubernetes minor: the latest EKS-type version per minor as
+# listed by the Amazon EKS User Guide ("Manage CoreDNS", "Manage kube-proxy"; read 2026-11). Pinned
+# here, so a Kubernetes version bump changes them in the same template and CloudFormation updates
+# them in the same deploy, after the control plane (they reference the cluster). The vpc-cni add-on
+# is one version for every supported minor: EKS's default unless addonVersions pins it.
+ADDON_VERSIONS: dict[str, dict[int, str]] = {
+    "coredns": {
+        31: "v1.11.4-eksbuild.40",
+        32: "v1.11.4-eksbuild.40",
+        33: "v1.12.4-eksbuild.18",
+        34: "v1.13.2-eksbuild.11",
+        35: "v1.14.3-eksbuild.3",
+        36: "v1.14.3-eksbuild.3",
+    },
+    "kube-proxy": {
+        31: "v1.31.14-eksbuild.20",
+        32: "v1.32.13-eksbuild.16",
+        33: "v1.33.10-eksbuild.13",
+        34: "v1.34.6-eksbuild.13",
+        35: "v1.35.3-eksbuild.13",
+        36: "v1.36.0-eksbuild.14",
+    },
+}
+MANAGED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
+
+
+def addon_versions(kubernetes_version: str, pinned: dict[str, str]) -> dict[str, Optional[str]]:
+    """The version of each managed add-on for this Kubernetes version (None: EKS's default), with the
+    user's pins applied; raise when a minor-bound add-on has neither a known version nor a pin, or a
+    kube-proxy pin is for another minor."""
+    minor = minor_of(kubernetes_version)
+    chosen: dict[str, Optional[str]] = {}
+    for name in MANAGED_ADDONS:
+        known = ADDON_VERSIONS.get(name, {}).get(minor)
+        version = pinned.get(name, known)
+        if version is None and name in ADDON_VERSIONS:
+            raise VersionError(
+                f"kubernetesVersion '{kubernetes_version}' has no known {name} add-on version; set "
+                f"addonVersions.{name} (aws eks describe-addon-versions --addon-name {name} "
+                f"--kubernetes-version {kubernetes_version})"
+            )
+        if name == "kube-proxy" and version is not None and not version.startswith(f"v1.{minor}."):
+            raise VersionError(
+                f"addonVersions.kube-proxy '{version}' is not for Kubernetes {kubernetes_version} "
+                f"(kube-proxy's version follows the cluster's minor: v1.{minor}.x-eksbuild.N)"
+            )
+        chosen[name] = version
+    return chosen

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from aws_cdk.assertions import Match
 
 from karpenter_stack.names import DISCOVERY_TAG_KEY
 from tests.cfn import only, render, render_json, resources
+from tests.conftest import synth
 
 
 def _tags(res) -> dict[str, str]:
@@ -117,12 +119,55 @@ def test_one_fargate_profile_selects_karpenter_and_coredns(default):
     assert subnets == set(_subnets(default, "Private"))
 
 
-def test_coredns_is_patched_onto_fargate(default):
-    _, patch = only(resources(default.template, "Custom::AWSCDK-EKS-KubernetesPatch"))
-    assert patch["Properties"]["ResourceName"] == "deployment/coredns"
-    assert patch["Properties"]["ResourceNamespace"] == "kube-system"
-    applied = json.loads(patch["Properties"]["ApplyPatchJson"])
-    assert applied["spec"]["template"]["metadata"]["annotations"] == {"eks.amazonaws.com/compute-type": "fargate"}
+def _addons(synthesized) -> dict[str, tuple[str, dict]]:
+    return {r["Properties"]["AddonName"]: (lid, r) for lid, r in resources(synthesized.template, "AWS::EKS::Addon").items()}
+
+
+def test_networking_and_dns_are_managed_addons_that_follow_the_kubernetes_version(default):
+    addons = _addons(default)
+    assert {name: r["Properties"].get("AddonVersion") for name, (_, r) in addons.items()} == {
+        "vpc-cni": None, "kube-proxy": "v1.36.0-eksbuild.14", "coredns": "v1.14.3-eksbuild.3"}
+    for _, addon in addons.values():
+        props = addon["Properties"]
+        assert props["ClusterName"] == {"Ref": "Cluster9EE0221C"}  # updated after the control plane
+        assert (props["ResolveConflicts"], props["PreserveOnDelete"]) == ("OVERWRITE", True)
+    coredns = addons["coredns"][1]
+    assert json.loads(coredns["Properties"]["ConfigurationValues"]) == {"computeType": "Fargate"}
+    (profile,) = resources(default.template, "Custom::AWSCDK-EKS-FargateProfile")
+    assert profile in coredns["DependsOn"]  # CoreDNS pods need the profile to become active
+
+
+def test_a_kubernetes_upgrade_moves_the_minor_bound_addons_in_the_same_deploy(default):
+    older = synth(kubernetesVersion="1.35")
+    assert {n: r["Properties"].get("AddonVersion") for n, (_, r) in _addons(older).items()} == {
+        "vpc-cni": None, "kube-proxy": "v1.35.3-eksbuild.13", "coredns": "v1.14.3-eksbuild.3"}
+    assert set(_addons(older)) == set(_addons(default))  # same logical ids: updated, never replaced
+    assert {lid for lid, _ in _addons(older).values()} == {lid for lid, _ in _addons(default).values()}
+
+
+def test_pinned_addon_versions_win_and_kube_proxy_must_match_the_minor():
+    from karpenter_stack import versions
+
+    assert versions.addon_versions("1.36", {"vpc-cni": "v1.20.1-eksbuild.3"})["vpc-cni"] == "v1.20.1-eksbuild.3"
+    with pytest.raises(versions.VersionError) as info:
+        versions.addon_versions("1.36", {"kube-proxy": "v1.35.3-eksbuild.13"})
+    assert str(info.value) == ("addonVersions.kube-proxy 'v1.35.3-eksbuild.13' is not for Kubernetes 1.36 "
+                               "(kube-proxy's version follows the cluster's minor: v1.36.x-eksbuild.N)")
+    with pytest.raises(versions.VersionError) as info:
+        versions.addon_versions("1.37", {})
+    assert str(info.value) == ("kubernetesVersion '1.37' has no known kube-proxy add-on version; set "
+                               "addonVersions.kube-proxy (aws eks describe-addon-versions --addon-name kube-proxy "
+                               "--kubernetes-version 1.37)")
+
+
+def test_the_old_coredns_patch_keeps_its_logical_id_and_its_delete_changes_nothing(default):
+    """Running clusters deployed with aws-cdk's Fargate patch: the resource is updated into a no-op
+    instead of being deleted, whose restore would push CoreDNS off Fargate (compute-type ec2)."""
+    patches = resources(default.template, "Custom::AWSCDK-EKS-KubernetesPatch")
+    assert list(patches) == ["ClusterCoreDnsComputeTypePatch37F4F125"]
+    props = patches["ClusterCoreDnsComputeTypePatch37F4F125"]["Properties"]
+    assert (props["ResourceName"], props["ResourceNamespace"]) == ("deployment/coredns", "kube-system")
+    assert (props["ApplyPatchJson"], props["RestorePatchJson"]) == ("{}", "{}")
 
 
 def test_nodegroup_hosting_is_two_small_tainted_nodes_and_no_fargate(alternative):
@@ -136,8 +181,11 @@ def test_nodegroup_hosting_is_two_small_tainted_nodes_and_no_fargate(alternative
 
 
 def test_nodegroup_hosting_leaves_coredns_on_ec2(alternative):
-    for patch in resources(alternative.template, "Custom::AWSCDK-EKS-KubernetesPatch").values():
-        assert "fargate" not in patch["Properties"]["ApplyPatchJson"]
+    alternative.template.resource_count_is("Custom::AWSCDK-EKS-KubernetesPatch", 0)
+    lid, coredns = _addons(alternative)["coredns"]
+    assert "ConfigurationValues" not in coredns["Properties"]
+    (nodegroup,) = resources(alternative.template, "AWS::EKS::Nodegroup")
+    assert nodegroup in coredns["DependsOn"]
 
 
 # --- aws-auth ----------------------------------------------------------------------------------

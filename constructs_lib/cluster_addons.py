@@ -1,0 +1,80 @@
+"""The cluster's networking and DNS as EKS managed add-ons: vpc-cni, kube-proxy and CoreDNS."""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping, Optional, Sequence
+
+from aws_cdk import aws_eks as eks
+from constructs import Construct, IDependable
+
+# Strategic-merge patch that changes nothing: see ``retire_coredns_compute_type_patch``.
+_NO_CHANGE: dict = {}
+
+
+class ManagedAddons(Construct):
+    """One ``AWS::EKS::Addon`` per add-on, at the given versions.
+
+    EKS installs these three as self-managed software with a new cluster and never upgrades them; as
+    managed add-ons they have a version per Kubernetes minor, and since each references the cluster,
+    CloudFormation updates them after the control plane in the deploy that changes the version.
+
+    ``OVERWRITE`` takes over the self-managed install EKS created; ``preserveOnDelete`` keeps the
+    software running when an add-on resource is deleted (an update rollback that created it, a
+    replacement): DNS and pod networking of a running cluster never depend on a CloudFormation rollback.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.Cluster,
+        versions: Mapping[str, Optional[str]],
+        coredns_on_fargate: bool,
+        coredns_after: Sequence[IDependable] = (),
+    ) -> None:
+        super().__init__(scope, id)
+        self.addons: dict[str, eks.CfnAddon] = {}
+        for name, version in versions.items():
+            configuration = None
+            if name == "coredns" and coredns_on_fargate:
+                # The add-on's own switch (replacing aws-cdk's kubectl patch of the deployment).
+                configuration = json.dumps({"computeType": "Fargate"})
+            self.addons[name] = eks.CfnAddon(
+                self,
+                name,
+                addon_name=name,
+                cluster_name=cluster.cluster_name,
+                addon_version=version,
+                resolve_conflicts="OVERWRITE",
+                preserve_on_delete=True,
+                configuration_values=configuration,
+            )
+        # CoreDNS pods need somewhere to run before EKS reports the add-on active.
+        for dependency in coredns_after:
+            self.addons["coredns"].node.add_dependency(dependency)
+
+    @property
+    def coredns(self) -> eks.CfnAddon:
+        return self.addons["coredns"]
+
+
+def retire_coredns_compute_type_patch(cluster: eks.Cluster) -> eks.KubernetesPatch:
+    """Keeps aws-cdk's CoreDNS patch resource (same construct id, so the same logical id) as a no-op.
+
+    Earlier versions of this app ran CoreDNS on Fargate with aws-cdk's ``core_dns_compute_type`` patch,
+    whose *delete* re-applies ``eks.amazonaws.com/compute-type: ec2``. Dropping the resource would make
+    CloudFormation delete it after the update -- after the CoreDNS add-on took over -- and CoreDNS would
+    roll off Fargate onto nodes a Karpenter cluster may not have: a DNS outage. As a no-op patch, its
+    update and its delete leave the deployment alone.
+    """
+    return eks.KubernetesPatch(
+        cluster,
+        "CoreDnsComputeTypePatch",
+        cluster=cluster,
+        resource_name="deployment/coredns",
+        resource_namespace="kube-system",
+        apply_patch=_NO_CHANGE,
+        restore_patch=_NO_CHANGE,
+    )
