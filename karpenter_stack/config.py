@@ -659,6 +659,11 @@ def _validate(raw: dict[str, Any], today: Optional[date], prefix: str) -> AppCon
         versions.addon_versions(config.kubernetes_version, dict(config.addon_versions))
     except versions.VersionError as err:
         raise ConfigError(prefix + str(err)) from None
+    for i, node_class in enumerate(config.node_classes):
+        try:
+            versions.check_ami_alias(node_class.ami_alias, config.kubernetes_version)
+        except versions.VersionError as err:
+            raise ConfigError(f"{prefix}nodeClasses[{i}].{err}") from None
     config._warnings = (prefix + warning,) if warning else ()
     return config
 

@@ -239,3 +239,47 @@ def addon_versions(kubernetes_version: str, pinned: dict[str, str]) -> dict[str,
             )
         chosen[name] = version
     return chosen
+
+
+# When Amazon EKS released each Kubernetes minor (endoflife.date's Amazon EKS table, read 2026-11). An
+# EKS-optimized AMI release dated before it has no image for that minor: Karpenter resolves a pinned
+# alias through an SSM parameter per minor, which does not exist, and the node class never launches.
+EKS_RELEASE: dict[int, date] = {
+    31: date(2024, 9, 26),
+    32: date(2025, 1, 25),
+    33: date(2025, 5, 28),
+    34: date(2025, 10, 6),
+    35: date(2026, 1, 28),
+}
+# Where EKS's date is not in the table: upstream Kubernetes's x.y.0 release, a lower bound (EKS never
+# ships a minor before upstream does).
+UPSTREAM_RELEASE: dict[int, date] = {36: date(2026, 4, 22)}
+# EKS publishes no Amazon Linux 2 AMIs from this minor on.
+LAST_AL2_MINOR = 32
+_DATED_ALIAS = re.compile(r"^(al2|al2023)@v(\d{4})(\d{2})(\d{2})$")
+
+
+def check_ami_alias(alias: str, kubernetes_version: str) -> None:
+    """Refuse an AMI alias that has no image for this Kubernetes version."""
+    minor = minor_of(kubernetes_version)
+    family = alias.split("@")[0]
+    if family == "al2" and minor > LAST_AL2_MINOR:
+        raise VersionError(
+            f"amiAlias '{alias}': EKS publishes no Amazon Linux 2 AMIs for Kubernetes {kubernetes_version} "
+            f"(the last is 1.{LAST_AL2_MINOR}); use al2023 or bottlerocket"
+        )
+    match = _DATED_ALIAS.match(alias)
+    if not match:
+        return
+    try:
+        built = date(*(int(g) for g in match.groups()[1:]))
+    except ValueError:
+        raise VersionError(f"amiAlias '{alias}': v{''.join(match.groups()[1:])} is not a date (vYYYYMMDD)") from None
+    released = EKS_RELEASE.get(minor) or UPSTREAM_RELEASE.get(minor)
+    if released is not None and built < released:
+        known = "" if minor in EKS_RELEASE else " at the earliest"
+        raise VersionError(
+            f"amiAlias '{alias}' has no AMI for Kubernetes {kubernetes_version}: EKS-optimized AMIs for "
+            f"{kubernetes_version} start with its EKS release ({released.isoformat()}{known}); pin "
+            f"{family}@v{released.strftime('%Y%m%d')} or later, or {family}@latest"
+        )

@@ -41,6 +41,20 @@ CASES = {
                                              "nodePools[0].terminationGracePeriod = \"1h\": is 3600 s; at most 12m, so "
                                              "that deleting a node class (drain, then instance termination) fits the "
                                              "15-minute kubectl handler on destroy"),
+    "pinned AMI older than the Kubernetes version": (
+        {"nodeClasses": [{"amiAlias": "al2023@v20260301"}]},
+        "nodeClasses[0].amiAlias 'al2023@v20260301' has no AMI for Kubernetes 1.36: EKS-optimized AMIs for 1.36 "
+        "start with its EKS release (2026-04-22 at the earliest); pin al2023@v20260422 or later, or al2023@latest"),
+    "pinned AMI older than an upgrade's target": (
+        {"kubernetesVersion": "1.35", "nodeClasses": [{}, {"name": "b", "amiAlias": "al2023@v20251231"}]},
+        "nodeClasses[1].amiAlias 'al2023@v20251231' has no AMI for Kubernetes 1.35: EKS-optimized AMIs for 1.35 "
+        "start with its EKS release (2026-01-28); pin al2023@v20260128 or later, or al2023@latest"),
+    "AMI alias that is no date": ({"nodeClasses": [{"amiAlias": "al2023@v20261399"}]},
+                                  "nodeClasses[0].amiAlias 'al2023@v20261399': v20261399 is not a date (vYYYYMMDD)"),
+    "Amazon Linux 2 past its last Kubernetes version": (
+        {"nodeClasses": [{"amiAlias": "al2@latest"}]},
+        "nodeClasses[0].amiAlias 'al2@latest': EKS publishes no Amazon Linux 2 AMIs for Kubernetes 1.36 (the last "
+        "is 1.32); use al2023 or bottlerocket"),
     "duplicate pools": ({"nodePools": [POOL, POOL]}, "nodePools has duplicate names: p"),
     "unknown node class": ({"nodePools": [{"name": "p", "nodeClass": "gpu"}]},
                            "nodePools 'p' refers to nodeClass 'gpu', which is not in nodeClasses (default)"),
