@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: synth test setup cdk docs snapshots security-report bench clean
+.PHONY: synth test setup cdk docs snapshots security-report bench rehearsal clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	rm -rf cdk.out  # the CLI never removes old templates; start from nothing
@@ -38,6 +38,11 @@ docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 # Accept the current templates as the new snapshots (review the diff in git before committing).
 snapshots: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_snapshots.py --snapshot-update -q
+
+# Lifecycle rehearsal: create and destroy critical paths (worst case) of the default, node-group and
+# production configurations, from CloudFormation's semantics over the synthesized templates.
+rehearsal: $(DEV_STAMP) $(NODE_STAMP)
+	python -m pytest tests/test_rehearsal.py -q -k critical_paths
 
 # Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)

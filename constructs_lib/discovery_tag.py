@@ -8,6 +8,10 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 
+# aws-cdk-lib's fixed id of the singleton Lambda behind every AwsCustomResource in a stack.
+AWS_CUSTOM_RESOURCE_SINGLETON = "AWS679f53fac002430cb0da5b7982bd2287"
+
+
 class SecurityGroupTag(Construct):
     """Adds one tag to a security group CloudFormation does not own.
 
@@ -46,3 +50,10 @@ class SecurityGroupTag(Construct):
             ),
             install_latest_aws_sdk=False,
         )
+        # aws-cdk's singleton handler logs to /aws/lambda/<function>, a log group that depends on the
+        # function and on nothing else: a stack deletion would remove it first, and this resource's
+        # delete (removing the tag, later) would make Lambda create it again, outside the stack.
+        singleton = Stack.of(self).node.try_find_child(AWS_CUSTOM_RESOURCE_SINGLETON)
+        log_group = singleton.node.try_find_child("LogGroup") if singleton is not None else None
+        if log_group is not None:
+            self.resource.node.add_dependency(log_group)

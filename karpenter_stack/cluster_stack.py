@@ -241,6 +241,8 @@ class KarpenterClusterStack(Stack):
         # Only the custom resource is ordered: its function, role and log group are created in parallel
         # with the charts (nothing on the create path is there only for the delete order).
         self.teardown.resource.node.add_dependency(self.release.controller_chart, self.cluster.aws_auth)
+        # ... and while it waits for the last instances, their networking and security group stay.
+        self.teardown.resource.node.add_dependency(*self.addons.addons.values(), self.discovery_tag.resource)
 
         self.nodes = KarpenterNodes(
             self,

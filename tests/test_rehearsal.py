@@ -1,0 +1,147 @@
+"""Lifecycle rehearsal: CloudFormation's create, destroy and update-rollback semantics (tests/
+lifecycle_model.py) over the synthesized templates of the default, node-group and production
+configurations, nested stacks included."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.lifecycle_model import Lifecycle
+from tests.test_snapshots import _templates
+from tests.test_teardown import EVENT, Context, FakeTime, Untouchable, _status_client, index
+
+CONFIGURATIONS = ["default", "alternative", "production"]
+
+# Everything that nothing depends on is deleted first, in parallel with the node pools, at the start of
+# a stack deletion. Each such resource must be here, with the reason that is safe.
+LEAVES = {
+    ("Custom::AWSCDK-EKS-KubernetesResource", "/manifest-NodePool-"):
+        "Node pools go first on purpose: Karpenter drains and terminates their nodes while everything the "
+        "nodes and the controller need is still there.",
+    ("Custom::AWSCDK-EKS-KubernetesPatch", "/Cluster/CoreDnsComputeTypePatch/"):
+        "aws-cdk's retired CoreDNS patch, a no-op kept for its logical id: its delete changes nothing.",
+}
+
+
+def _lifecycle(synthesized) -> Lifecycle:
+    templates = _templates(synthesized)
+    (root,) = [name for name in templates if not name.endswith(".nested.template")]
+    return Lifecycle(templates, root)
+
+
+@pytest.fixture(scope="module")
+def lifecycles(request) -> dict[str, Lifecycle]:
+    return {name: _lifecycle(request.getfixturevalue(name)) for name in CONFIGURATIONS}
+
+
+def _leaf_reason(lifecycle: Lifecycle, key: str):
+    node = lifecycle.nodes[key]
+    return next(((t, p) for t, p in LEAVES if node.type == t and p in node.path), None)
+
+
+def test_every_resource_nothing_depends_on_is_a_reasoned_leaf(lifecycles):
+    unexplained = {name: [f"{lc.nodes[k].type} {lc.nodes[k].path or k}" for k in lc.leaves()
+                          if _leaf_reason(lc, k) is None] for name, lc in lifecycles.items()}
+    assert unexplained == {name: [] for name in lifecycles}
+    used = {_leaf_reason(lc, k) for lc in lifecycles.values() for k in lc.leaves()}
+    assert used == set(LEAVES), "a reasoned leaf no configuration has any more: remove it"
+
+
+def test_the_leaf_check_sees_a_resource_nothing_depends_on(default):
+    templates = copy.deepcopy(_templates(default))
+    templates["eks-karpenter.template"]["Resources"]["Orphan"] = {"Type": "AWS::SNS::Topic", "Properties": {}}
+    lifecycle = Lifecycle(templates, "eks-karpenter.template")
+    assert "eks-karpenter/Orphan" in lifecycle.leaves() and _leaf_reason(lifecycle, "eks-karpenter/Orphan") is None
+
+
+def _draining(lifecycle: Lifecycle) -> set[str]:
+    """What a destroy deletes while Karpenter's nodes drain: its objects and the safety net."""
+    karpenter = {k for k, n in lifecycle.nodes.items() if n.type == "Custom::AWSCDK-EKS-KubernetesResource"
+                 and ("/manifest-NodePool-" in n.path or "/manifest-EC2NodeClass-" in n.path)}
+    return karpenter | set(lifecycle.find("Custom::KarpenterTeardown"))
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_nothing_the_running_cluster_needs_is_deleted_while_nodes_drain(configuration, lifecycles):
+    lifecycle = lifecycles[configuration]
+    destroy = lifecycle.schedule("delete")
+    draining = _draining(lifecycle)
+    drained_at = max(destroy.end[k] for k in draining)
+    early = sorted(f"{lifecycle.nodes[k].path or k} at {destroy.start[k] // 60} min"
+                   for k in lifecycle.nodes if k not in draining and _leaf_reason(lifecycle, k) is None
+                   and not lifecycle.nodes[k].retained and destroy.start[k] < drained_at)
+    assert early == []
+    # ... and among what waits are the things the issue named, with their delete starts
+    needed = {
+        "CoreDNS add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/coredns"),
+        "vpc-cni add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/vpc-cni"),
+        "security-group discovery tag": lifecycle.find("Custom::AWS", path="/ClusterSecurityGroupDiscoveryTag/"),
+        "controller chart": lifecycle.find("Custom::AWSCDK-EKS-HelmChart", path="/ControllerChart/"),
+        "aws-auth": lifecycle.find("Custom::AWSCDK-EKS-KubernetesResource", path="/AwsAuth/"),
+        "Karpenter nested stack (node role, queue)": lifecycle.find("AWS::CloudFormation::Stack", path="/Karpenter."),
+        "cluster": lifecycle.find("Custom::AWSCDK-EKS-Cluster"),
+        "VPC": lifecycle.find("AWS::EC2::VPC"),
+    }
+    assert all(len(keys) == 1 for keys in needed.values()), needed
+    assert all(destroy.start[keys[0]] >= drained_at for keys in needed.values())
+
+
+def _rollback_events(lifecycle: Lifecycle, before: Lifecycle) -> list[str]:
+    """The resources an update rollback deletes, in the order it deletes them."""
+    rollback = lifecycle.schedule("delete", only=lifecycle.rollback_deletes(before))
+    return sorted(rollback.start, key=lambda k: (rollback.start[k], k))
+
+
+def _without(lifecycle_templates: dict, *path_fragments: str) -> dict:
+    templates = copy.deepcopy(lifecycle_templates)
+    resources = templates["eks-karpenter.template"]["Resources"]
+    for logical_id in [k for k, r in resources.items()
+                       if any(f in r.get("Metadata", {}).get("aws:cdk:path", "") for f in path_fragments)]:
+        del resources[logical_id]
+    return templates
+
+
+def test_an_update_rollback_deletes_what_the_update_created_and_the_safety_net_does_not_act(default, monkeypatch):
+    """An update that introduces the safety net and a node pool fails and rolls back: CloudFormation
+    deletes exactly those, the pool first; the safety net's real handler, told the stack is rolling
+    back, answers SUCCESS without a single EC2 or IAM call."""
+    monkeypatch.setenv("CLUSTER_NAME", "eks-karpenter")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    current = _templates(default)
+    before = Lifecycle(_without(current, "/TeardownSafetyNet/", "/manifest-NodePool-default/"),
+                       "eks-karpenter.template")
+    lifecycle = Lifecycle(current, "eks-karpenter.template")
+    order = [lifecycle.nodes[k].path.removeprefix("eks-karpenter/") for k in _rollback_events(lifecycle, before)]
+    assert order[:3] == ["Cluster/manifest-NodePool-default/Resource/Default", "TeardownSafetyNet/Resource/Default",
+                         "TeardownSafetyNet/Handler/Resource"]
+    assert sorted(order[3:]) == ["TeardownSafetyNet/Logs/Resource", "TeardownSafetyNet/Policy/Resource",
+                                 "TeardownSafetyNet/Role/Resource"]
+    for status in ("UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS"):
+        cloudformation, _ = _status_client(status)
+        answers = []
+        index.handler({**EVENT, "RequestType": "Delete"}, Context(FakeTime()),
+                      clients=lambda: {"cloudformation": cloudformation, "ec2": Untouchable(), "iam": Untouchable()},
+                      respond=lambda e, c, s, reason="", data=None: answers.append((s, reason)))
+        assert answers == [("SUCCESS", f"stack status {status}: not a stack deletion, nothing touched")]
+
+
+def test_critical_paths(lifecycles, capsys):
+    """`make rehearsal` prints these. The destroy path runs through Karpenter's objects, the safety net,
+    the controller, CoreDNS and the controller's hosting before the cluster and the network."""
+    report = []
+    for name, lifecycle in lifecycles.items():
+        create, destroy = lifecycle.schedule("create"), lifecycle.schedule("delete")
+        report += [f"== {name}", create.describe(), destroy.describe()]
+        milestones = [lifecycle.nodes[k].type for k in destroy.critical_path()]
+        expected = ["Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-KubernetesResource",
+                    "Custom::KarpenterTeardown", "Custom::AWSCDK-EKS-HelmChart", "AWS::EKS::Addon",
+                    "AWS::EKS::Nodegroup" if name == "alternative" else "Custom::AWSCDK-EKS-FargateProfile",
+                    "Custom::AWSCDK-EKS-Cluster"]
+        assert milestones[:7] == expected
+    with capsys.disabled():
+        print("\n" + "\n".join(report))
+    totals = {name: (lc.schedule("create").total // 60, lc.schedule("delete").total // 60)
+              for name, lc in lifecycles.items()}
+    assert totals == {"default": (175, 215), "alternative": (145, 185), "production": (175, 215)}
