@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import jsii
-from aws_cdk import CfnResource, Duration, IAspect
+from aws_cdk import CfnResource, Duration
 from constructs import IConstruct
 
 # The custom resource types of aws-cdk's EKS kubectl provider (manifests, Helm charts, patches).
@@ -18,11 +17,15 @@ KUBECTL_RESOURCE_TYPES = frozenset({
 KUBECTL_SERVICE_TIMEOUT = Duration.minutes(16)
 
 
-@jsii.implements(IAspect)
-class BoundKubectlOperations:
-    """Sets ``ServiceTimeout`` on every kubectl-provider custom resource in the scope, including ones a
-    user adds later through the cluster's ``add_manifest``/``add_helm_chart``."""
+def bound_kubectl_operations(scope: IConstruct) -> int:
+    """Sets ``ServiceTimeout`` on every kubectl-provider custom resource under ``scope``; returns how
+    many. Call it once the scope is complete (a manifest added afterwards needs another call).
 
-    def visit(self, node: IConstruct) -> None:
-        if CfnResource.is_cfn_resource(node) and node.cfn_resource_type in KUBECTL_RESOURCE_TYPES:
+    A one-pass walk rather than a CDK Aspect: an Aspect calls back from the jsii runtime into Python
+    for every construct of the app, which doubled the synth time."""
+    count = 0
+    for node in scope.node.find_all():
+        if isinstance(node, CfnResource) and node.cfn_resource_type in KUBECTL_RESOURCE_TYPES:
             node.add_property_override("ServiceTimeout", KUBECTL_SERVICE_TIMEOUT.to_seconds())
+            count += 1
+    return count

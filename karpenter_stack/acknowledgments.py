@@ -132,8 +132,8 @@ def acknowledge_findings(stack: "KarpenterClusterStack", packs: list[str]) -> No
     acknowledge(teardown_policy, "AwsSolutions-IAM5[Resource::*]",
                 "ec2:DescribeInstances, ec2:DescribeLaunchTemplates and iam:ListInstanceProfiles have no "
                 "resource-level permissions; they only read, and every write below is scoped to this cluster.")
-    for kind, scope in (("instance", "tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool"),
-                        ("launch-template", "tagged kubernetes.io/cluster/<cluster>=owned")):
+    for kind in ("instance", "launch-template"):
+        scope = "tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool"
         acknowledge(
             teardown_policy,
             f"AwsSolutions-IAM5[Resource::arn:{partition}:ec2:{region}:{account}:{kind}/*]",

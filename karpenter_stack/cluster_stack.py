@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from aws_cdk import Annotations, Aspects, Aws, CfnOutput, CfnWaitConditionHandle, Environment, RemovalPolicy, Stack
+from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle, Environment, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -18,10 +18,10 @@ from constructs_lib.controller_hosting import (
     SystemNodeGroupHosting,
 )
 from constructs_lib.controller_role import ControllerRole
-from constructs_lib.destroy_policy import DestroyPolicy
+from constructs_lib.destroy_policy import apply_destroy_policy
 from constructs_lib.discovery_tag import SecurityGroupTag
 from constructs_lib.karpenter_nodes import KarpenterNodes
-from constructs_lib.kubectl_timeouts import BoundKubectlOperations
+from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib.karpenter_release import KarpenterRelease, controller_values
 from constructs_lib import manifests
 from constructs_lib.network import ClusterVpc
@@ -106,8 +106,6 @@ class KarpenterClusterStack(Stack):
             CfnWaitConditionHandle(self, "AwaitingVpcLookup")
             return
         private = self.network.private_subnets
-        Aspects.of(self).add(BoundKubectlOperations())
-        Aspects.of(self).add(DestroyPolicy(retain=config.retain_on_destroy))
 
         layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
         fargate = config.controller_hosting == "fargate"
@@ -294,5 +292,9 @@ class KarpenterClusterStack(Stack):
         CfnOutput(
             self, "InterruptionQueueName", value=self.karpenter.queue_name, description="SQS queue of interruption events"
         )
+        # Once everything is built: what a destroy keeps, and no kubectl operation that can leave
+        # CloudFormation waiting an hour.
+        apply_destroy_policy(self, retain=config.retain_on_destroy)
+        bound_kubectl_operations(self)
         if nag_packs:
             acknowledge_findings(self, list(nag_packs))
