@@ -209,7 +209,8 @@ class NodePoolConfig(_Model):
         description=(
             "Longest drain of a node (also expired or drifted ones): after it, Karpenter deletes the remaining "
             "pods even past PodDisruptionBudgets. At most 12m, so that a destroy's node-class deletion "
-            "(drain + ~2 min instance termination) fits the 15-minute kubectl handler."
+            "(drain + ~2 min instance termination) fits the 15-minute kubectl handler. Part of the node "
+            "template: changing it replaces the pool's nodes by drift."
         ),
     )
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
