@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnDeletionPolicy, CfnResource
+from aws_cdk import CfnDeletionPolicy
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from constructs import IConstruct
 
 # KMS's shortest waiting period before a scheduled key deletion takes effect.
@@ -20,15 +22,13 @@ def apply_destroy_policy(scope: IConstruct, *, retain: bool) -> None:
     -- the cluster's secrets, the flow logs -- must stay readable while the new key takes over.
     """
     policy = CfnDeletionPolicy.RETAIN if retain else CfnDeletionPolicy.DELETE
+    # Class checks run in Python; only the matches cost calls into the jsii runtime.
     for node in scope.node.find_all():
-        if not isinstance(node, CfnResource):
-            continue
-        kind = node.cfn_resource_type
-        if kind == "AWS::KMS::Key":
+        if isinstance(node, kms.CfnKey):
             node.cfn_options.deletion_policy = policy
             node.cfn_options.update_replace_policy = CfnDeletionPolicy.RETAIN
             if not retain:
-                node.add_property_override("PendingWindowInDays", KMS_PENDING_WINDOW_DAYS)
-        elif kind == "AWS::Logs::LogGroup":
+                node.pending_window_in_days = KMS_PENDING_WINDOW_DAYS
+        elif isinstance(node, logs.CfnLogGroup):
             node.cfn_options.deletion_policy = policy
             node.cfn_options.update_replace_policy = policy

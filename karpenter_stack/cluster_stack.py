@@ -21,8 +21,8 @@ from constructs_lib.controller_role import ControllerRole
 from constructs_lib.destroy_policy import apply_destroy_policy
 from constructs_lib.discovery_tag import SecurityGroupTag
 from constructs_lib.karpenter_nodes import KarpenterNodes
-from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib.karpenter_release import KarpenterRelease, controller_values
+from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib import manifests
 from constructs_lib.network import ClusterVpc
 from constructs_lib.queue_alarms import InterruptionQueueAlarms
