@@ -77,7 +77,8 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value).replace('\\"', '"')
 
 
-def _references(value: Any) -> Iterator[str]:
+def references(value: Any) -> Iterator[str]:
+    """The logical ids (and parameters, pseudo parameters) a property value refers to."""
     if isinstance(value, dict):
         if set(value) == {"Ref"}:
             yield value["Ref"]
@@ -87,13 +88,26 @@ def _references(value: Any) -> Iterator[str]:
         elif set(value) == {"Fn::Sub"}:
             text, variables = (value["Fn::Sub"], {}) if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"]
             yield from (name for name in _SUB_REFERENCE.findall(text) if name not in variables)
-            yield from _references(variables)
+            yield from references(variables)
         else:
             for item in value.values():
-                yield from _references(item)
+                yield from references(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _references(item)
+            yield from references(item)
+
+
+def depends_transitively(graph: dict[str, set[str]], a: str, b: str) -> bool:
+    """Whether ``a`` depends on ``b`` through any chain of dependencies in ``graph``."""
+    seen, todo = set(), [a]
+    while todo:
+        for dep in graph.get(todo.pop(), ()):
+            if dep == b:
+                return True
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return False
 
 
 def _nested_template_name(resource: dict[str, Any], names: Iterable[str]) -> str:
@@ -124,7 +138,7 @@ class Lifecycle:
             keys.add(key)
             depends = resource.get("DependsOn", [])
             names = ({depends} if isinstance(depends, str) else set(depends)) | set(
-                _references(resource.get("Properties", {})))
+                references(resource.get("Properties", {})))
             self.nodes[key] = Node(key, resource["Type"], resource.get("Metadata", {}).get("aws:cdk:path", ""), resource)
             self.deps[key] = {f"{stack}/{n}" for n in names if n in resources} | outer
         for logical_id, resource in resources.items():
@@ -144,15 +158,7 @@ class Lifecycle:
         return sorted(k for k, d in self.dependents.items() if not d)
 
     def depends_transitively(self, a: str, b: str) -> bool:
-        seen, todo = set(), [a]
-        while todo:
-            for dep in self.deps[todo.pop()]:
-                if dep == b:
-                    return True
-                if dep not in seen:
-                    seen.add(dep)
-                    todo.append(dep)
-        return False
+        return depends_transitively(self.deps, a, b)
 
     @staticmethod
     def duration(node: Node, operation: str) -> int:

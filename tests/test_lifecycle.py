@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
-
 import pytest
 
 from karpenter_stack.config import ConfigError
 from tests.cfn import kubernetes_objects, only, render_json, resources
 from tests.conftest import synth
-
-
-def _references(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        if set(value) == {"Ref"}:
-            yield value["Ref"]
-        elif set(value) == {"Fn::GetAtt"}:
-            target = value["Fn::GetAtt"]
-            yield target[0] if isinstance(target, list) else target.split(".")[0]
-        else:
-            for item in value.values():
-                yield from _references(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _references(item)
+from tests.lifecycle_model import depends_transitively, references
 
 
 def dependency_graph(template: dict) -> dict[str, set[str]]:
-    """Logical id -> the resources it depends on (DependsOn and Ref/GetAtt), i.e. what CloudFormation
+    """Logical id -> the resources it depends on (DependsOn, Ref, GetAtt, Sub), i.e. what CloudFormation
     creates before it and deletes after it. A reference to a nested stack's output is an edge to the
     nested stack resource, which holds everything the nested template creates."""
     resources_ = template["Resources"]
@@ -35,22 +19,9 @@ def dependency_graph(template: dict) -> dict[str, set[str]]:
     for logical_id, res in resources_.items():
         deps = res.get("DependsOn", [])
         deps = {deps} if isinstance(deps, str) else set(deps)
-        deps |= {r for r in _references(res.get("Properties", {})) if r in resources_}
+        deps |= {r for r in references(res.get("Properties", {})) if r in resources_}
         graph[logical_id] = deps
     return graph
-
-
-def depends_transitively(graph: dict[str, set[str]], a: str, b: str) -> bool:
-    seen, todo = set(), [a]
-    while todo:
-        node = todo.pop()
-        for dep in graph.get(node, ()):
-            if dep == b:
-                return True
-            if dep not in seen:
-                seen.add(dep)
-                todo.append(dep)
-    return False
 
 
 def _lifecycle_nodes(synthesized) -> dict[str, list[str]]:

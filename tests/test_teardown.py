@@ -11,7 +11,8 @@ from botocore.stub import Stubber
 
 from tests.cfn import kubernetes_objects, only, render, resources
 from tests.conftest import ROOT
-from tests.test_lifecycle import dependency_graph, depends_transitively
+from tests.lifecycle_model import depends_transitively
+from tests.test_lifecycle import dependency_graph
 
 spec = importlib.util.spec_from_file_location("teardown_index", ROOT / "constructs_lib" / "teardown_handler" / "index.py")
 index = importlib.util.module_from_spec(spec)

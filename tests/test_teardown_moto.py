@@ -105,7 +105,11 @@ def _snapshot(world):
     return _states(ec2, every), _templates(ec2), _profiles(iam)
 
 
-def test_a_rollback_or_replacement_delete_changes_nothing(world):
+def test_rollbacks_touch_nothing_then_the_stack_deletion_removes_exactly_this_clusters_karpenter_resources(world):
+    """One lifecycle in one account: updates that roll back or replace the safety net change nothing;
+    the later stack deletion removes this cluster's Karpenter resources and nothing else; a retried
+    deletion finds nothing left."""
+    ec2, iam = world["ec2"], world["iam"]
     before = _snapshot(world)
     assert set(before[0].values()) == {"running"} and len(before[1]) == 18 and len(before[2]) == 4
     for status in ("UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
@@ -113,9 +117,6 @@ def test_a_rollback_or_replacement_delete_changes_nothing(world):
         assert [r[0] for r in _delete(world, status)] == ["SUCCESS"]
         assert _snapshot(world) == before, status
 
-
-def test_a_stack_deletion_removes_exactly_this_clusters_karpenter_resources(world):
-    ec2, iam = world["ec2"], world["iam"]
     (status, data, answered_at), = _delete(world, "DELETE_IN_PROGRESS")
     assert status == "SUCCESS"
     assert data == {"terminated": "3", "launch_templates": "16", "instance_profiles": "2"}
@@ -128,6 +129,6 @@ def test_a_stack_deletion_removes_exactly_this_clusters_karpenter_resources(worl
     assert _templates(ec2) == sorted([world["nodegroup_template"], world["their_template"]])
     # moto ignores PathPrefix, as a misbehaving API might: the handler's own path check keeps the others
     assert _profiles(iam) == sorted([f"{OTHER}_3333", "unrelated"])
-    # a retried deletion finds nothing left to do
+
     (status, data, _), = _delete(world, "DELETE_IN_PROGRESS")
     assert (status, data) == ("SUCCESS", {"terminated": "0", "launch_templates": "0", "instance_profiles": "0"})
