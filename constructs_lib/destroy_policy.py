@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnDeletionPolicy
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import IConstruct
@@ -21,14 +21,14 @@ def apply_destroy_policy(scope: IConstruct, *, retain: bool) -> None:
     behind. Either way a key survives a *replacement* (UpdateReplacePolicy Retain): what it encrypted
     -- the cluster's secrets, the flow logs -- must stay readable while the new key takes over.
     """
-    policy = CfnDeletionPolicy.RETAIN if retain else CfnDeletionPolicy.DELETE
-    # Class checks run in Python; only the matches cost calls into the jsii runtime.
+    policy = RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY
+    # Class checks run in Python; only the matches cost calls into the jsii runtime (one or two each).
     for node in scope.node.find_all():
         if isinstance(node, kms.CfnKey):
-            node.cfn_options.deletion_policy = policy
-            node.cfn_options.update_replace_policy = CfnDeletionPolicy.RETAIN
+            # The deletion policy only: a replacement keeps the old key (UpdateReplacePolicy Retain,
+            # aws_kms.Key's default, asserted by the tests).
+            node.apply_removal_policy(policy, apply_to_update_replace_policy=False)
             if not retain:
                 node.pending_window_in_days = KMS_PENDING_WINDOW_DAYS
         elif isinstance(node, logs.CfnLogGroup):
-            node.cfn_options.deletion_policy = policy
-            node.cfn_options.update_replace_policy = policy
+            node.apply_removal_policy(policy)

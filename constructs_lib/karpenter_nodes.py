@@ -43,12 +43,9 @@ class KarpenterNodes(Construct):
                     spec, cluster_name=cluster_name, node_role_name=node_role_name, subnet_ids=subnet_ids
                 ),
             )
-            for dependency in depends_on:
-                manifest.node.add_dependency(dependency)
+            manifest.node.add_dependency(*depends_on)  # one call into jsii, not one per dependency
             self.node_classes[spec.name] = manifest
         for spec in node_pools:
             manifest = cluster.add_manifest(f"NodePool-{spec.name}", manifests.node_pool(spec))
-            for dependency in depends_on:
-                manifest.node.add_dependency(dependency)
-            manifest.node.add_dependency(self.node_classes[spec.node_class])
+            manifest.node.add_dependency(*depends_on, self.node_classes[spec.node_class])
             self.node_pools[spec.name] = manifest

@@ -31,6 +31,7 @@ from constructs_lib.teardown import TeardownSafetyNet
 from . import versions
 from .acknowledgments import acknowledge_findings
 from .config import AppConfig, ConfigError
+from .security import batched_acknowledgments
 from .karpenter_infra import KarpenterInfraStack
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_USERNAME
 
@@ -297,4 +298,5 @@ class KarpenterClusterStack(Stack):
         apply_destroy_policy(self, retain=config.retain_on_destroy)
         bound_kubectl_operations(self)
         if nag_packs:
-            acknowledge_findings(self, list(nag_packs))
+            with batched_acknowledgments():
+                acknowledge_findings(self, list(nag_packs))

@@ -7,8 +7,10 @@ preferred: see README, "Security gate", for what is fixed rather than acknowledg
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator, Optional
 
 import cdk_nag
 from aws_cdk import Acknowledgment, App, Stack, Validations
@@ -34,13 +36,34 @@ def register_packs(app: App, additional: Iterable[str]) -> list[str]:
     return names
 
 
+# Inside ``batched_acknowledgments()``: acknowledgments waiting to be registered, per construct.
+_BATCH: ContextVar[Optional[dict[int, tuple[IConstruct, list[Acknowledgment]]]]] = ContextVar("_BATCH", default=None)
+
+
 def acknowledge(scope: IConstruct, finding_id: str, reason: str) -> None:
     """Acknowledge one finding on one construct (and what it contains)."""
     if isinstance(scope, App):
         raise ValueError(f"{finding_id}: acknowledgments never go on the app")
     if not reason.strip():
         raise ValueError(f"{finding_id}: an acknowledgment needs a reason")
-    Validations.of(scope).acknowledge(Acknowledgment(id=finding_id, reason=reason))
+    batch = _BATCH.get()
+    if batch is None:
+        Validations.of(scope).acknowledge(Acknowledgment(id=finding_id, reason=reason))
+    else:
+        batch.setdefault(id(scope), (scope, []))[1].append(Acknowledgment(id=finding_id, reason=reason))
+
+
+@contextmanager
+def batched_acknowledgments() -> Iterator[None]:
+    """Registers the acknowledgments made inside it with one call per construct on exit: every call
+    into the jsii runtime costs about a millisecond, and one per finding was ~90 per synth."""
+    token = _BATCH.set({})
+    try:
+        yield
+        for scope, acks in (_BATCH.get() or {}).values():
+            Validations.of(scope).acknowledge(*acks)
+    finally:
+        _BATCH.reset(token)
 
 
 def managed_policy_finding(policy_name: str, service_role: bool = False) -> str:
