@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import CfnResource, Duration
+from aws_cdk import aws_eks as eks
 from constructs import IConstruct
 
 # The custom resource types of aws-cdk's EKS kubectl provider (manifests, Helm charts, patches).
@@ -22,11 +23,16 @@ def bound_kubectl_operations(scope: IConstruct) -> int:
     many. Call it once the scope is complete (a manifest added afterwards needs another call).
 
     A one-pass walk rather than a CDK Aspect: an Aspect calls back from the jsii runtime into Python
-    for every construct of the app, which doubled the synth time."""
+    for every construct of the app, which doubled the synth time. The walk is pre-order, so each
+    manifest, chart or patch is followed by its CustomResource and then the CfnResource to set: class
+    checks in Python find them without a call into jsii per construct."""
     count = 0
+    owner_seen = False
     for node in scope.node.find_all():
-        # aws-cdk's custom resources are plain CfnResources: only those cost a call into jsii.
-        if type(node) is CfnResource and node.cfn_resource_type in KUBECTL_RESOURCE_TYPES:
+        if isinstance(node, (eks.KubernetesManifest, eks.HelmChart, eks.KubernetesPatch)):
+            owner_seen = True
+        elif owner_seen and type(node) is CfnResource:
             node.add_property_override("ServiceTimeout", KUBECTL_SERVICE_TIMEOUT.to_seconds())
+            owner_seen = False
             count += 1
     return count

@@ -152,9 +152,10 @@ def test_no_kubectl_operation_can_leave_cloudformation_waiting_an_hour(configura
     """Every manifest, chart and patch answers within 16 minutes or fails with CloudFormation's timeout
     reason; with bounded drains (terminationGracePeriod) a destroy does not get there."""
     synthesized = request.getfixturevalue(configuration)
+    from constructs_lib.kubectl_timeouts import KUBECTL_RESOURCE_TYPES
+
     timeouts = {lid: r["Properties"].get("ServiceTimeout") for lid, r in synthesized.json["Resources"].items()
-                if r["Type"] in ("Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-HelmChart",
-                                 "Custom::AWSCDK-EKS-KubernetesPatch")}
+                if r["Type"] in KUBECTL_RESOURCE_TYPES}
     assert len(timeouts) >= 5 and set(timeouts.values()) == {960}
     pools = [o for o in kubernetes_objects(synthesized.template).values() if o["kind"] == "NodePool"]
     assert pools and {p["spec"]["template"]["spec"]["terminationGracePeriod"] for p in pools} == {"10m"}

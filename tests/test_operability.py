@@ -43,6 +43,8 @@ def test_demo_workload_is_a_zero_replica_pause_deployment_applied_after_the_node
     assert depends_transitively(graph, demo["_logicalId"], objects["NodePool/default"]["_logicalId"])
     manifest = {k: v for k, v in demo.items() if k != "_logicalId"}
     assert object_violations(manifest, ops.config.karpenter_version, ops.config.kubernetes_version) == []
+    # like every manifest, it cannot leave CloudFormation waiting an hour
+    assert ops.json["Resources"][demo["_logicalId"]]["Properties"]["ServiceTimeout"] == 960
 
 
 def test_service_monitor_switch(ops):
