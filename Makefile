@@ -15,7 +15,7 @@ NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: synth test setup cdk docs snapshots security-report bench rehearsal clean
+.PHONY: synth test setup cdk docs snapshots security-report bench rehearsal release-ids clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	rm -rf cdk.out  # the CLI never removes old templates; start from nothing
@@ -43,6 +43,11 @@ snapshots: $(DEV_STAMP) $(NODE_STAMP)
 # production configurations, from CloudFormation's semantics over the synthesized templates.
 rehearsal: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_rehearsal.py -q -k critical_paths
+
+# When cutting a release: record every logical id (nested stacks included) that later versions must
+# keep, so that a refactor cannot make CloudFormation replace a deployed resource unnoticed.
+release-ids: $(DEV_STAMP) $(NODE_STAMP)
+	python scripts/release_logical_ids.py
 
 # Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)
