@@ -31,7 +31,7 @@ setup: $(DEV_STAMP) $(NODE_STAMP)
 cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) $(ARGS)
 
-# Regenerate the README's configuration reference and cdk.json's defaults from the model.
+# Regenerate the README's configuration reference and acknowledgment table from the code.
 docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/generate_docs.py
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
+from pathlib import Path
 from typing import Optional
 
 import aws_cdk as cdk
@@ -21,6 +23,14 @@ def new_app(**kwargs) -> cdk.App:
     return cdk.App(builtin_cloud_formation_validation=False, **kwargs)
 
 
+CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
+
+
+def cdk_json_context(path: Path = CDK_JSON) -> dict:
+    """The settings layer ``cdk.json`` holds (the CLI merges it with ``-c`` flags into one context)."""
+    return json.loads(path.read_text()).get("context", {}) if path.is_file() else {}
+
+
 def build(app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = None) -> list[KarpenterClusterStack]:
     """Validate the app's context, register the cdk-nag packs and add one cluster stack per
     environment (one stack when no environments are configured). Raises ConfigError before creating
@@ -28,7 +38,7 @@ def build(app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = Non
 
     ``acknowledge=False`` builds without acknowledgments, to count the raw findings (reviewer report).
     """
-    configs = load_environments(app.node.get_all_context(), today=today)
+    configs = load_environments(app.node.get_all_context(), today=today, file_context=cdk_json_context())
     # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
     # for) every pack any environment enables.
     packs = register_packs(app, sorted({p for c in configs.values() for p in c.additional_nag_packs}))

@@ -1,9 +1,12 @@
 """The app's configuration: one typed model, loaded once from CDK context.
 
-Context keys are the camelCase field names below (``cdk synth -c clusterName=prod``). Defaults are
-the field defaults; ``cdk.json`` repeats them so a user sees every knob in one place, and a test
-keeps the two identical. Values given on the command line arrive as strings: scalars are coerced,
-lists (``nodePools``, ``nodeClasses``) are parsed as JSON.
+Context keys are the camelCase field names below (``cdk synth -c clusterName=prod``). A setting comes
+from the first layer that contains its key, from the top: ``-c`` flags, the environment's overrides
+(``environments.<name>``), ``cdk.json``, the profile, the built-in defaults. Which layer *set* a key
+decides -- never whether a value happens to equal a default -- so a value a user wrote is never
+replaced. ``cdk.json`` holds what a user sets; the README's generated reference shows every default.
+Values given on the command line arrive as strings: scalars are coerced, lists and objects
+(``nodePools``, ``nodeClasses``, ``addonVersions``, ...) are parsed as JSON.
 """
 
 from __future__ import annotations
@@ -558,8 +561,7 @@ def _format_errors(err: ValidationError, prefix: str = "") -> str:
     return "\n".join(lines)
 
 
-# What the production profile changes from the standard defaults (settings the user left at their
-# standard default; the production profile never loosens anything).
+# What the production profile sets for keys no other layer contains (it never loosens anything).
 SYSTEM_POOL = {
     "name": "system",
     "capacityTypes": ["on-demand"],
@@ -602,9 +604,15 @@ def load_config(context: Mapping[str, Any], today: Optional[date] = None) -> App
     return configs[""]
 
 
-def load_environments(context: Mapping[str, Any], today: Optional[date] = None) -> dict[str, AppConfig]:
+def load_environments(
+    context: Mapping[str, Any], today: Optional[date] = None, file_context: Optional[Mapping[str, Any]] = None
+) -> dict[str, AppConfig]:
     """Every environment's configuration: ``{"": config}`` without ``environments``, else
-    ``{name: config}``; each environment is the shared settings overlaid with its own."""
+    ``{name: config}``.
+
+    ``file_context`` is what ``cdk.json`` holds: a key of ``context`` whose value differs from it (or
+    that it lacks) came from a ``-c`` flag and overrides even an environment's own setting. Without it
+    every key counts as ``cdk.json``'s."""
     ours = {k: v for k, v in context.items() if _is_ours(k)}
     environments = _parse_environments(ours.pop("environments", None))
     unknown = sorted(k for k in ours if k not in CONTEXT_KEYS)
@@ -613,6 +621,9 @@ def load_environments(context: Mapping[str, Any], today: Optional[date] = None) 
     shared = {k: _parse_cli_value(k, v) for k, v in ours.items()}
     if not environments:
         return {"": _validate(shared, today, prefix="")}
+    from_file = {k: v for k, v in (file_context or {}).items() if _is_ours(k)}
+    flags = {k: v for k, v in shared.items()
+             if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))}
     configs: dict[str, AppConfig] = {}
     for name, overrides in environments.items():
         if not _ENV_NAME.match(name):
@@ -620,7 +631,8 @@ def load_environments(context: Mapping[str, Any], today: Optional[date] = None) 
                               "and '-', starting with a letter, at most 20 characters)")
         # Each environment's cluster is named <shared clusterName>-<environment> unless it names its own.
         raw = {**shared, "clusterName": f"{shared.get('clusterName', DEFAULT_CLUSTER_NAME)}-{name}",
-               **{k: _parse_cli_value(k, v) for k, v in overrides.items()}}
+               **{k: _parse_cli_value(k, v) for k, v in overrides.items()},
+               **{k: v for k, v in flags.items() if k != "clusterName"}}
         configs[name] = _validate(raw, today, prefix=f"environments.{name}.")
     names = [c.cluster_name for c in configs.values()]
     if len(set(names)) != len(names):
@@ -642,11 +654,8 @@ def _parse_environments(value: Any) -> dict[str, dict[str, Any]]:
 
 
 def _validate(raw: dict[str, Any], today: Optional[date], prefix: str) -> AppConfig:
-    # cdk.json spells out every standard default, so a setting still at its standard default counts
-    # as not chosen: the profile's stricter value replaces it.
-    standard = _without_nones(default_context())
-    raw = {**raw, **{k: v for k, v in _profile_defaults(raw).items()
-                     if _without_nones(raw.get(k, standard[k])) == standard[k]}}
+    # The profile sits below every layer a user writes: it fills only keys none of them contains.
+    raw = {**_profile_defaults(raw), **raw}
     try:
         config = AppConfig.model_validate(raw)
     except ValidationError as err:
@@ -670,7 +679,7 @@ def _validate(raw: dict[str, Any], today: Optional[date], prefix: str) -> AppCon
 
 
 def default_context() -> dict[str, Any]:
-    """The defaults as context values (what cdk.json carries)."""
+    """Every built-in default as a context value (what the README's reference lists)."""
     return AppConfig().model_dump(by_alias=True, mode="json")
 
 

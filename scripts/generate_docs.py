@@ -1,5 +1,5 @@
-"""Regenerate what is derived from the configuration model (`make docs`): the README's configuration
-reference and the defaults in cdk.json's context (feature flags there are kept as they are)."""
+"""Regenerate what is derived from the code (`make docs`): the README's configuration reference and
+its acknowledgment table. cdk.json is the user's and is left alone."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from karpenter_stack.config import default_context, reference_markdown  # noqa: E402
+from karpenter_stack.config import reference_markdown  # noqa: E402
 
 # Configurations whose acknowledgments the README lists, each with the setting that brings its own.
 ACKNOWLEDGMENT_CONFIGS = [
@@ -62,20 +62,12 @@ def acknowledgments_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def cdk_json_with_defaults(cdk_json: dict) -> dict:
-    flags = {k: v for k, v in cdk_json["context"].items() if k.startswith("@")}
-    return {**cdk_json, "context": {**default_context(), **flags}}
-
-
 def main() -> None:
     readme = ROOT / "README.md"
     text = readme.read_text()
     text = replace_section(text, "config-reference", reference_markdown())
     text = replace_section(text, "acknowledgments", acknowledgments_markdown())
     readme.write_text(text)
-    cdk_json = ROOT / "cdk.json"
-    updated = cdk_json_with_defaults(json.loads(cdk_json.read_text()))
-    cdk_json.write_text(json.dumps(updated, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -20,9 +20,45 @@ def error_of(**context) -> str:
     return str(info.value)
 
 
-def test_cdk_json_carries_exactly_the_model_defaults():
-    ours = {k: v for k, v in CDK_JSON_CONTEXT.items() if not k.startswith("@")}
-    assert ours == default_context()
+def test_cdk_json_is_a_short_starting_point_that_changes_no_default():
+    ours = {k: v for k, v in CDK_JSON_CONTEXT.items() if not k.startswith("@") and ":" not in k}
+    assert sorted(ours) == ["clusterName", "controllerHosting", "endpointAccess", "karpenterVersion",
+                            "kubernetesVersion"]
+    assert load_config(ours, today=TODAY) == load_config({}, today=TODAY)
+    assert set(default_context()) > set(ours)  # every other default lives in the model (and the README)
+
+
+# --- layers: built-in defaults < profile < cdk.json < environment < -c --------------------------
+
+def test_a_value_the_user_wrote_is_never_replaced_by_the_profile():
+    """natGateways: 1 written in cdk.json stays 1 under the production profile, although 1 is also
+    the standard default; keys nobody wrote take the profile's values."""
+    config = load_config({"profile": "production", "natGateways": 1, "deletionProtection": False,
+                          "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY)
+    assert (config.nat_gateways, config.deletion_protection) == (1, False)
+    assert (config.termination_protection, config.retain_on_destroy) == (True, True)
+    assert [p.name for p in config.node_pools] == ["system", "default"]
+    bare = load_config({"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY)
+    assert (bare.nat_gateways, bare.deletion_protection) == (2, True)
+
+
+def test_command_line_flags_beat_environment_overrides_which_beat_cdk_json():
+    from karpenter_stack.config import load_environments
+
+    file_context = {"controllerHosting": "fargate", "natGateways": 1,
+                    "environments": {"dev": {}, "prod": {"natGateways": 2, "maxAzs": 2}}}
+    # as the CLI hands it over: cdk.json merged with -c natGateways=1 ... and -c controllerHosting=nodegroup
+    merged = {**file_context, "controllerHosting": "nodegroup"}
+    configs = load_environments(merged, today=TODAY, file_context=file_context)
+    assert {n: (c.controller_hosting, c.nat_gateways) for n, c in configs.items()} == {
+        "dev": ("nodegroup", 1), "prod": ("nodegroup", 2)}
+    # without the file layer every key counts as cdk.json's, and the environment's own value wins
+    flagged = load_environments({**merged, "environments": {"prod": {"controllerHosting": "fargate"}}},
+                                today=TODAY, file_context=file_context)
+    assert flagged["prod"].controller_hosting == "nodegroup"
+    unflagged = load_environments({**merged, "environments": {"prod": {"controllerHosting": "fargate"}}},
+                                  today=TODAY)
+    assert unflagged["prod"].controller_hosting == "fargate"
 
 
 def test_defaults():
