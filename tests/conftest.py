@@ -104,3 +104,15 @@ PRODUCTION = {"profile": "production", "nodeClasses": [{"name": "default", "amiA
 @pytest.fixture(scope="session")
 def production() -> Synthesized:
     return synth(**PRODUCTION)
+
+
+@pytest.fixture(scope="session")
+def lint_findings(default, alternative) -> dict[str, list[str]]:
+    """cfn-lint findings of every synthesized template of the default and alternative configurations
+    and of templates/, from one cfn-lint run."""
+    from tests.cfn import lint_each
+
+    files = [*sorted(Path(default.app.outdir).glob("*.template.json")),
+             *sorted(Path(alternative.app.outdir).glob("*.template.json")),
+             *sorted((ROOT / "templates").glob("*.yaml"))]
+    return lint_each(files)

@@ -6,14 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.cfn import lint
-
 
 @pytest.mark.parametrize("fixture", ["default", "alternative"])
-def test_synthesized_templates_lint_clean(fixture, request):
+def test_synthesized_templates_lint_clean(fixture, request, lint_findings):
     synthesized = request.getfixturevalue(fixture)
     outdir = Path(synthesized.app.outdir)
-    templates = sorted(outdir.glob("*.template.json"))
+    templates = [str(t) for t in sorted(outdir.glob("*.template.json"))]
     # main stack + Karpenter nested stack + CDK's two EKS provider nested stacks
-    assert len(templates) == 4, [t.name for t in templates]
-    assert lint(templates) == ""
+    assert len(templates) == 4, templates
+    assert {t: lint_findings[t] for t in templates} == {t: [] for t in templates}
+
+
+def test_the_lint_helper_reports_findings_per_file(tmp_path):
+    from tests.cfn import lint_each
+
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n    Properties:\n      Nonsense: 1\n")
+    findings = lint_each([broken])
+    assert len(findings[str(broken)]) == 1 and ":E3002:" in findings[str(broken)][0]
