@@ -488,7 +488,7 @@ def _unique(setting: str, names: list[str]) -> None:
 
 
 CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
-_LIST_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions"}
+_JSON_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions"}
 
 
 def _is_ours(key: str) -> bool:
@@ -498,7 +498,7 @@ def _is_ours(key: str) -> bool:
 
 
 def _parse_cli_value(key: str, value: Any) -> Any:
-    if key in _LIST_KEYS and isinstance(value, str):
+    if key in _JSON_KEYS and isinstance(value, str):
         try:
             return json.loads(value)
         except json.JSONDecodeError as err:

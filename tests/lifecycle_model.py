@@ -18,6 +18,7 @@ comparable between versions of the app; they are not predictions of a real deplo
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
@@ -72,8 +73,6 @@ def _seconds(duration: str) -> int:
 
 def _text(value: Any) -> str:
     """A property's string content, with intrinsic functions' arguments flattened in."""
-    import json
-
     return value if isinstance(value, str) else json.dumps(value).replace('\\"', '"')
 
 
