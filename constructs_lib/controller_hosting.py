@@ -9,7 +9,7 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from karpenter_stack.names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
+from .names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
 
 # Karpenter's chart and EKS's CoreDNS both tolerate this taint, and ordinary workloads do not, so
 # the system node group stays reserved for them.

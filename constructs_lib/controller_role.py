@@ -9,7 +9,7 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from karpenter_stack.names import IRSA_AUDIENCE, service_account_subject
+from .names import IRSA_AUDIENCE, service_account_subject
 
 
 class ControllerRole(Construct):

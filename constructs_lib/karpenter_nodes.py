@@ -7,7 +7,7 @@ from typing import Sequence
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
-from karpenter_stack.config import NodeClassConfig, NodePoolConfig
+from .node_specs import NodeClassSpec, NodePoolSpec
 
 from . import manifests
 
@@ -28,8 +28,8 @@ class KarpenterNodes(Construct):
         cluster: eks.Cluster,
         cluster_name: str,
         node_role_name: str,
-        node_classes: Sequence[NodeClassConfig],
-        node_pools: Sequence[NodePoolConfig],
+        node_classes: Sequence[NodeClassSpec],
+        node_pools: Sequence[NodePoolSpec],
         depends_on: Sequence[IDependable],
         subnet_ids: Sequence[str] = (),
     ) -> None:

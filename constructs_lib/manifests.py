@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from karpenter_stack.config import DisruptionBudgetConfig, NodeClassConfig, NodePoolConfig, RequirementConfig
-from karpenter_stack.names import (
+from .node_specs import DisruptionBudgetSpec, NodeClassSpec, NodePoolSpec, RequirementSpec
+from .names import (
     DISCOVERY_TAG_KEY,
     NODE_CLASS_API_VERSION,
     NODE_CLASS_GROUP,
@@ -17,7 +17,7 @@ ROOT_DEVICE_NAME = "/dev/xvda"  # AL2/AL2023 root device
 
 
 def ec2_node_class(
-    spec: NodeClassConfig,
+    spec: NodeClassSpec,
     *,
     cluster_name: str,
     node_role_name: str,
@@ -63,7 +63,7 @@ def ec2_node_class(
     }
 
 
-def node_pool(spec: NodePoolConfig) -> dict[str, Any]:
+def node_pool(spec: NodePoolSpec) -> dict[str, Any]:
     """A NodePool (karpenter.sh/v1)."""
     requirements = [
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(spec.capacity_types)},
@@ -113,7 +113,7 @@ def node_pool(spec: NodePoolConfig) -> dict[str, Any]:
     }
 
 
-def _requirement(spec: RequirementConfig) -> dict[str, Any]:
+def _requirement(spec: RequirementSpec) -> dict[str, Any]:
     requirement: dict[str, Any] = {"key": spec.key, "operator": spec.operator}
     if spec.values:
         requirement["values"] = list(spec.values)
@@ -122,7 +122,7 @@ def _requirement(spec: RequirementConfig) -> dict[str, Any]:
     return requirement
 
 
-def _budget(spec: DisruptionBudgetConfig) -> dict[str, Any]:
+def _budget(spec: DisruptionBudgetSpec) -> dict[str, Any]:
     budget: dict[str, Any] = {"nodes": spec.nodes}
     if spec.reasons is not None:
         budget["reasons"] = list(spec.reasons)

@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from karpenter_stack.names import DISCOVERY_TAG_KEY
+from .names import DISCOVERY_TAG_KEY
 
 
 FLOW_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS

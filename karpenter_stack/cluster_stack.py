@@ -33,7 +33,7 @@ from .acknowledgments import acknowledge_findings
 from .config import AppConfig, ConfigError
 from .security import batched_acknowledgments
 from .karpenter_infra import KarpenterInfraStack
-from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_USERNAME
+from constructs_lib.names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_USERNAME
 
 ALL_LOG_TYPES = [
     eks.ClusterLoggingTypes.API,

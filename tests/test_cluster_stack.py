@@ -7,7 +7,7 @@ import json
 import pytest
 from aws_cdk.assertions import Match
 
-from karpenter_stack.names import DISCOVERY_TAG_KEY
+from constructs_lib.names import DISCOVERY_TAG_KEY
 from tests.cfn import only, render, render_json, resources
 from tests.conftest import synth
 

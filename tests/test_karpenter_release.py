@@ -3,7 +3,7 @@ across AWS, Helm and Kubernetes."""
 
 from __future__ import annotations
 
-from karpenter_stack.names import DISCOVERY_TAG_KEY
+from constructs_lib.names import DISCOVERY_TAG_KEY
 from tests.cfn import depends_on, kubernetes_objects, render_json, resources
 
 

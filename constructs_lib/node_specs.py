@@ -1,0 +1,282 @@
+"""Typed, validated specifications of Karpenter's Kubernetes objects: the props of the
+:class:`~constructs_lib.karpenter.Karpenter` construct's node classes and node pools.
+
+They validate what Karpenter's v1 CRDs and the app's lifecycle need (names, durations, quantities,
+label keys Karpenter restricts, bounded drains), so a bad value fails when the spec is built, not when
+the API server or a destroy refuses it. Field names are snake_case in Python and camelCase in JSON
+(``NodePoolSpec(capacity_types=[...])`` or ``{"capacityTypes": [...]}``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from .quantities import parse_duration, parse_quantity
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                             r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$")
+# Requirement keys the NodePool fields produce (key -> field).
+_STRUCTURED_REQUIREMENTS = {
+    "karpenter.sh/capacity-type": "capacityTypes",
+    "kubernetes.io/arch": "architectures",
+    "kubernetes.io/os": "the pool (always linux)",
+    "karpenter.k8s.aws/instance-category": "instanceCategories",
+    "karpenter.k8s.aws/instance-generation": "minInstanceGeneration",
+}
+# NodePool spec.template.spec.terminationGracePeriod (CRD pattern: no Never).
+_GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
+# aws-cdk's kubectl handler Lambda runs 15 minutes; kubectl delete of an EC2NodeClass waits for its
+# finalizer, i.e. for every node to drain (bounded by this) and its instance to terminate (~2 min).
+MAX_TERMINATION_GRACE_PERIOD_S = 12 * 60
+
+
+class CamelModel(BaseModel):
+    """Frozen, no unknown keys, camelCase aliases (the JSON and context spelling)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+    )
+
+
+class NodeClassSpec(CamelModel):
+    """One EC2NodeClass: how Karpenter launches EC2 instances."""
+
+    name: str = Field("default", description="Kubernetes name of the EC2NodeClass.")
+    ami_alias: str = Field(
+        "al2023@latest",
+        description="AMI alias `family@version`; pin a version (e.g. al2023@v20260801) in production.",
+    )
+    root_volume_size_gib: int = Field(50, ge=1, le=16384, description="Root EBS volume size in GiB.")
+    root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field("gp3", description="Root EBS volume type.")
+    metadata_hop_limit: int = Field(
+        1, ge=1, le=64, description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials."
+    )
+    tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on launched EC2 resources.")
+
+    @field_validator("name")
+    @classmethod
+    def _k8s_name(cls, value: str) -> str:
+        if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
+            raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
+        return value
+
+    @field_validator("ami_alias")
+    @classmethod
+    def _alias(cls, value: str) -> str:
+        if not re.fullmatch(r"(al2|al2023|bottlerocket|windows2019|windows2022|windows2025)@(latest|v[0-9][0-9.]*)", value):
+            raise ValueError(
+                "must be family@version with family al2, al2023, bottlerocket, windows2019, windows2022 "
+                "or windows2025 and version 'latest' or a pinned vYYYYMMDD"
+            )
+        if value.startswith("windows") and not value.endswith("@latest"):
+            raise ValueError("Windows AMI aliases only support @latest")
+        return value
+
+
+class DisruptionBudgetSpec(CamelModel):
+    nodes: str = Field("10%", description="Nodes that may be disrupted at once: a count or a percentage.")
+    reasons: Optional[list[Literal["Underutilized", "Empty", "Drifted"]]] = Field(
+        None, description="Disruption reasons the budget applies to; unset = all."
+    )
+    schedule: Optional[str] = Field(None, description="Cron schedule (UTC) when the budget is active; needs duration.")
+    duration: Optional[str] = Field(None, description="How long the budget stays active after each schedule hit.")
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: str) -> str:
+        if not re.fullmatch(r"^((100|[0-9]{1,2})%|[0-9]+)$", value):
+            raise ValueError("must be a whole number or a percentage 0%-100%")
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, _CRON, "must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or "
+                                               "@hourly, @daily, @weekly, @monthly, @yearly")
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, _BUDGET_DURATION, "must be hours and/or minutes like 8h, 30m or 1h30m")
+
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> "DisruptionBudgetSpec":
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("a disruption budget needs schedule and duration together, or neither")
+        return self
+
+
+class RequirementSpec(CamelModel):
+    """An extra scheduling requirement (Kubernetes node selector requirement)."""
+
+    key: str = Field(description="Node label key, e.g. karpenter.k8s.aws/instance-family.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] = Field(
+        description="How the values apply."
+    )
+    values: list[str] = Field(default_factory=list, description="Values (none for Exists/DoesNotExist).")
+    min_values: Optional[int] = Field(None, ge=1, le=50, description="Minimum distinct values Karpenter must keep.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return label_key(value)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> "RequirementSpec":
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"requirement '{self.key}' with operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"requirement '{self.key}' with operator {self.operator} takes no values")
+        if self.operator in ("Gt", "Lt", "Gte", "Lte") and (
+            len(self.values) != 1 or not self.values[0].isdigit()
+        ):
+            raise ValueError(f"requirement '{self.key}' with operator {self.operator} needs exactly one whole number")
+        return self
+
+
+class TaintSpec(CamelModel):
+    key: str = Field(description="Taint key.")
+    value: Optional[str] = Field(None, description="Taint value.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Taint effect.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        if not _QUALIFIED_NAME.match(value):
+            raise ValueError("must be a Kubernetes qualified name like example.com/dedicated")
+        return value
+
+
+class NodePoolSpec(CamelModel):
+    """One NodePool: what Karpenter may launch for pending pods, and when it may remove it."""
+
+    name: str = Field("default", description="Kubernetes name of the NodePool.")
+    node_class: str = Field("default", description="Name of the EC2NodeClass (from nodeClasses) this pool uses.")
+    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
+        default_factory=lambda: ["spot", "on-demand"], min_length=1, description="karpenter.sh/capacity-type values."
+    )
+    architectures: list[Literal["amd64", "arm64"]] = Field(
+        default_factory=lambda: ["amd64", "arm64"], min_length=1, description="kubernetes.io/arch values."
+    )
+    instance_categories: list[str] = Field(
+        default_factory=lambda: ["c", "m", "r"], min_length=1,
+        description="karpenter.k8s.aws/instance-category values (EC2 family letters).",
+    )
+    min_instance_generation: int = Field(
+        2, ge=0, description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt)."
+    )
+    requirements: list[RequirementSpec] = Field(
+        default_factory=list, description="Extra requirements, after the ones the fields above produce."
+    )
+    limits: dict[str, str] = Field(
+        default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
+        description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
+    )
+    weight: Optional[int] = Field(None, ge=1, le=100, description="Priority among pools (higher first); unset = 0.")
+    expire_after: str = Field("720h", description="Replace nodes older than this (duration or Never).")
+    termination_grace_period: str = Field(
+        "10m",
+        description=(
+            "Longest drain of a node (also expired or drifted ones): after it, Karpenter deletes the remaining "
+            "pods even past PodDisruptionBudgets. At most 12m, so that a destroy's node-class deletion "
+            "(drain + ~2 min instance termination) fits the 15-minute kubectl handler. Part of the node "
+            "template: changing it replaces the pool's nodes by drift."
+        ),
+    )
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
+        "WhenEmptyOrUnderutilized", description="Which nodes Karpenter may consolidate."
+    )
+    consolidate_after: str = Field("1m", description="Wait this long after a pod change before consolidating.")
+    budgets: list[DisruptionBudgetSpec] = Field(
+        default_factory=lambda: [DisruptionBudgetSpec()], max_length=50,
+        description="Disruption budgets: how many nodes may be disrupted at once.",
+    )
+    labels: dict[str, str] = Field(default_factory=dict, description="Labels put on the pool's nodes.")
+    taints: list[TaintSpec] = Field(default_factory=list, description="Taints put on the pool's nodes.")
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, value: dict[str, str]) -> dict[str, str]:
+        for resource, quantity in value.items():
+            try:
+                amount = parse_quantity(quantity)
+            except ValueError as err:
+                raise ValueError(f"limit {resource} '{quantity}' {err}") from None
+            if amount < 0:
+                raise ValueError(f"limit {resource} '{quantity}' must not be negative")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            label_key(key)
+            if not _LABEL_VALUE.match(label):
+                raise ValueError(f"label value '{label}' must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
+        return value
+
+    @model_validator(mode="after")
+    def _no_duplicate_requirement_keys(self) -> "NodePoolSpec":
+        for requirement in self.requirements:
+            if requirement.key in _STRUCTURED_REQUIREMENTS:
+                raise ValueError(
+                    f"requirement '{requirement.key}' is set by "
+                    f"{_STRUCTURED_REQUIREMENTS[requirement.key]}; use that field instead"
+                )
+        return self
+
+    @field_validator("name", "node_class")
+    @classmethod
+    def _k8s_name(cls, value: str) -> str:
+        if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
+            raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
+        return value
+
+    @field_validator("expire_after", "consolidate_after")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @field_validator("termination_grace_period")
+    @classmethod
+    def _grace(cls, value: str) -> str:
+        if value == "Never" or not _GRACE_PERIOD.match(value):
+            raise ValueError("must be a duration like 30s, 5m or 1m30s (no 'Never': a drain must end)")
+        seconds = parse_duration(value)
+        if seconds > MAX_TERMINATION_GRACE_PERIOD_S:
+            raise ValueError(
+                f"is {seconds} s; at most {MAX_TERMINATION_GRACE_PERIOD_S // 60}m, so that deleting a node class "
+                "(drain, then instance termination) fits the 15-minute kubectl handler on destroy"
+            )
+        return value
+
+
+def optional_match(value: Optional[str], pattern: re.Pattern[str], message: str) -> Optional[str]:
+    if value is not None and not pattern.match(value):
+        raise ValueError(message)
+    return value
+
+
+def label_key(key: str) -> str:
+    """A label or requirement key Karpenter accepts (not one of its restricted keys)."""
+    if not _QUALIFIED_NAME.match(key) or len(key) > 316:
+        raise ValueError(f"'{key}' is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 "
+                         "characters)")
+    if key in ("karpenter.sh/nodepool", "kubernetes.io/hostname") or (
+        key.startswith("karpenter.sh/") and key != "karpenter.sh/capacity-type"
+    ):
+        raise ValueError(f"'{key}' is a label key Karpenter restricts (karpenter.sh/* other than "
+                         "karpenter.sh/capacity-type, kubernetes.io/hostname)")
+    return key

@@ -1,0 +1,102 @@
+"""Configuration error messages: one line per problem, naming the setting, the value and what is
+allowed; a did-you-mean for unknown keys at any depth."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
+
+from constructs_lib.node_specs import (
+    CamelModel,
+    DisruptionBudgetSpec,
+    NodeClassSpec,
+    NodePoolSpec,
+    RequirementSpec,
+    TaintSpec,
+)
+
+from .model import AppConfig
+
+
+class ConfigError(Exception):
+    """Invalid configuration. ``str(err)`` is the message to show the user."""
+
+
+def format_location(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int) and parts:
+            parts[-1] = f"{parts[-1]}[{item}]"
+        else:
+            parts.append(str(item))
+    return ".".join(parts)
+
+
+# Which model a nested key belongs to, to suggest the closest known key for a typo.
+NESTED_MODELS: dict[str, type[CamelModel]] = {
+    "nodeClasses": NodeClassSpec,
+    "nodePools": NodePoolSpec,
+    "budgets": DisruptionBudgetSpec,
+    "requirements": RequirementSpec,
+    "taints": TaintSpec,
+}
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    model: type[CamelModel] = AppConfig
+    for item in loc[:-1]:
+        if isinstance(item, str) and item in NESTED_MODELS:
+            model = NESTED_MODELS[item]
+    return [to_camel(name) for name in model.model_fields]
+
+
+def unknown_key(setting: str, key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known settings: {', '.join(sorted(known))}"
+    return f"{setting}: unknown setting; {hint}"
+
+
+def _format_errors(err: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for error in err.errors():
+        setting = prefix + format_location(error["loc"]) if error["loc"] else ""
+        if error["type"] == "extra_forbidden":
+            lines.append(unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"])))
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        if not setting:  # a cross-field rule: its message names the settings itself
+            lines.append(prefix + message)
+            continue
+        if isinstance(error.get("input"), dict) and error["type"] == "value_error":
+            lines.append(f"{setting}: {message}")  # a rule across fields of one entry
+            continue
+        lines.append(f"{setting} = {json.dumps(error.get('input'))}: {message}")
+    return "\n".join(lines)
+
+
+def unknown_key(setting: str, key: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known settings: {', '.join(sorted(known))}"
+    return f"{setting}: unknown setting; {hint}"
+
+
+def format_errors(err: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for error in err.errors():
+        setting = prefix + format_location(error["loc"]) if error["loc"] else ""
+        if error["type"] == "extra_forbidden":
+            lines.append(unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"])))
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        if not setting:  # a cross-field rule: its message names the settings itself
+            lines.append(prefix + message)
+            continue
+        if isinstance(error.get("input"), dict) and error["type"] == "value_error":
+            lines.append(f"{setting}: {message}")  # a rule across fields of one entry
+            continue
+        lines.append(f"{setting} = {json.dumps(error.get('input'))}: {message}")
+    return "\n".join(lines)

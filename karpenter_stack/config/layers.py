@@ -1,0 +1,163 @@
+"""Loading the configuration from CDK context, in explicit layers.
+
+A setting comes from the first layer that contains its key, from the top: ``-c`` flags, the
+environment's overrides (``environments.<name>``), ``cdk.json``, the profile, the built-in defaults.
+Which layer *set* a key decides -- never whether a value happens to equal a default -- so a value a
+user wrote is never replaced. Values given on the command line arrive as strings: scalars are
+coerced, lists and objects (``nodePools``, ``nodeClasses``, ``addonVersions``, ...) are parsed as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import date
+from typing import Any, Mapping, Optional
+
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
+
+from .. import versions
+from .errors import ConfigError, format_errors, unknown_key
+from .model import DEFAULT_CLUSTER_NAME, AppConfig
+
+# Context keys the CDK itself may put in context without a prefix.
+_CDK_OWN_KEYS = {"acknowledged-issue-numbers"}
+
+CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
+_JSON_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions"}
+
+
+def _is_ours(key: str) -> bool:
+    # Feature flags (@aws-cdk/...), CDK's own settings (aws:cdk:...) and lookup caches
+    # (vpc-provider:...) all carry ':' or '@'.
+    return ":" not in key and not key.startswith("@") and key not in _CDK_OWN_KEYS
+
+
+def _parse_cli_value(key: str, value: Any) -> Any:
+    if key in _JSON_KEYS and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as err:
+            kind = "an object" if key == "addonVersions" else "a list"
+            raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON {kind}") from None
+    if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region", "alarmTopicArn"):
+        return None
+    return value
+
+
+# What the production profile sets for keys no other layer contains (it never loosens anything).
+SYSTEM_POOL = {
+    "name": "system",
+    "capacityTypes": ["on-demand"],
+    "labels": {"workload-class": "system"},
+    "taints": [{"key": "workload-class", "value": "system", "effect": "NoSchedule"}],
+}
+
+
+def _profile_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
+    if raw.get("profile") != "production":
+        return {}
+    return {
+        "deletionProtection": True,
+        "terminationProtection": True,
+        "retainOnDestroy": True,
+        "natGateways": raw.get("maxAzs", AppConfig.model_fields["max_azs"].default),
+        "nodePools": [SYSTEM_POOL, {"name": "default"}],
+    }
+
+
+def _without_nones(value: Any) -> Any:
+    """Context values lose their nulls on the way through jsii; compare them without."""
+    if isinstance(value, dict):
+        return {k: _without_nones(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nones(v) for v in value]
+    return value
+
+
+_ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+
+
+def load_config(context: Mapping[str, Any], today: Optional[date] = None) -> AppConfig:
+    """Validate the app's context (no environments) into an :class:`AppConfig`, or raise ConfigError.
+
+    ``today`` decides EKS support (defaults to the current date); tests pass a fixed one."""
+    configs = load_environments(context, today)
+    if list(configs) != [""]:
+        raise ConfigError("this context defines environments; use load_environments")
+    return configs[""]
+
+
+def load_environments(
+    context: Mapping[str, Any], today: Optional[date] = None, file_context: Optional[Mapping[str, Any]] = None
+) -> dict[str, AppConfig]:
+    """Every environment's configuration: ``{"": config}`` without ``environments``, else
+    ``{name: config}``.
+
+    ``file_context`` is what ``cdk.json`` holds: a key of ``context`` whose value differs from it (or
+    that it lacks) came from a ``-c`` flag and overrides even an environment's own setting. Without it
+    every key counts as ``cdk.json``'s."""
+    ours = {k: v for k, v in context.items() if _is_ours(k)}
+    environments = _parse_environments(ours.pop("environments", None))
+    unknown = sorted(k for k in ours if k not in CONTEXT_KEYS)
+    if unknown:
+        raise ConfigError("\n".join(unknown_key(k, k, [*CONTEXT_KEYS, "environments"]) for k in unknown))
+    shared = {k: _parse_cli_value(k, v) for k, v in ours.items()}
+    if not environments:
+        return {"": _validate(shared, today, prefix="")}
+    from_file = {k: v for k, v in (file_context or {}).items() if _is_ours(k)}
+    flags = {k: v for k, v in shared.items()
+             if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))}
+    configs: dict[str, AppConfig] = {}
+    for name, overrides in environments.items():
+        if not _ENV_NAME.match(name):
+            raise ConfigError(f"environments: '{name}' is not a valid environment name (lowercase letters, digits "
+                              "and '-', starting with a letter, at most 20 characters)")
+        # Each environment's cluster is named <shared clusterName>-<environment> unless it names its own.
+        raw = {**shared, "clusterName": f"{shared.get('clusterName', DEFAULT_CLUSTER_NAME)}-{name}",
+               **{k: _parse_cli_value(k, v) for k, v in overrides.items()},
+               **{k: v for k, v in flags.items() if k != "clusterName"}}
+        configs[name] = _validate(raw, today, prefix=f"environments.{name}.")
+    names = [c.cluster_name for c in configs.values()]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"environments: cluster names must differ, got {', '.join(names)}")
+    return configs
+
+
+def _parse_environments(value: Any) -> dict[str, dict[str, Any]]:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"environments: '{value}' is not valid JSON ({err.msg}); expected a JSON object") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError("environments: expected an object of environment name -> settings")
+    return value
+
+
+def _validate(raw: dict[str, Any], today: Optional[date], prefix: str) -> AppConfig:
+    # The profile sits below every layer a user writes: it fills only keys none of them contains.
+    raw = {**_profile_defaults(raw), **raw}
+    try:
+        config = AppConfig.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(format_errors(err, prefix)) from None
+    try:
+        versions.eks_kubernetes_version(config.kubernetes_version)
+        warning = versions.check_eks_support(config.kubernetes_version, today or date.today())
+        versions.karpenter_template(config.karpenter_version)
+        versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
+        versions.KubectlLayer.for_version(config.kubernetes_version).load()
+        versions.addon_versions(config.kubernetes_version, dict(config.addon_versions))
+    except versions.VersionError as err:
+        raise ConfigError(prefix + str(err)) from None
+    for i, node_class in enumerate(config.node_classes):
+        try:
+            versions.check_ami_alias(node_class.ami_alias, config.kubernetes_version)
+        except versions.VersionError as err:
+            raise ConfigError(f"{prefix}nodeClasses[{i}].{err}") from None
+    config._warnings = (prefix + warning,) if warning else ()
+    return config

@@ -1,0 +1,211 @@
+"""The app's configuration model: every setting, its type, default, description and rules.
+
+Node classes and node pools are the Karpenter construct's own specs (constructs_lib.node_specs);
+this model adds what the app decides: the cluster, its network, hosting, protection and versions.
+Loading and layering are in ``layers``, error messages in ``errors``, the README reference in
+``reference``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Literal, Optional
+
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+
+from constructs_lib.node_specs import CamelModel, NodeClassSpec, NodePoolSpec, optional_match
+
+DEFAULT_CLUSTER_NAME = "eks-karpenter"
+
+# IAM role names are at most 64 characters and the template names the node role
+# KarpenterNodeRole-<cluster>.
+MAX_CLUSTER_NAME_LENGTH = 64 - len("KarpenterNodeRole-")
+_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$")
+_ADDON_VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
+
+
+class AppConfig(CamelModel):
+    """Everything the app builds is decided here."""
+
+    profile: Literal["standard", "production"] = Field(
+        "standard",
+        description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
+    )
+    cluster_name: str = Field(DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources.")
+    kubernetes_version: str = Field("1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package.")
+    karpenter_version: str = Field("1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml.")
+    karpenter_namespace: str = Field("kube-system", description="Namespace of the Karpenter controller.")
+    karpenter_service_account: str = Field("karpenter", description="Service account of the Karpenter controller.")
+    account: Optional[str] = Field(None, description="AWS account id; unset = environment-agnostic stack.")
+    region: Optional[str] = Field(None, description="AWS region; unset = environment-agnostic stack.")
+    vpc_id: Optional[str] = Field(None, description="Use this existing VPC (needs account and region) instead of creating one.")
+    vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the new VPC.")
+    max_azs: int = Field(2, ge=2, le=6, description="Availability zones of the new VPC (environment-agnostic stacks get 2).")
+    nat_gateways: int = Field(1, ge=1, le=6, description="NAT gateways of the new VPC (one per AZ for zonal resilience).")
+    endpoint_access: Literal["private", "public-and-private"] = Field(
+        "private",
+        description="Kubernetes API endpoint: private only, or private plus public restricted to publicAccessCidrs.",
+    )
+    public_access_cidrs: list[str] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the public endpoint (with endpointAccess=public-and-private).",
+    )
+    additional_nag_packs: list[Literal["NIST80053R5", "NIST80053R4", "HIPAASecurity", "PCIDSS321", "Serverless"]] = Field(
+        default_factory=list,
+        description="cdk-nag packs checked on top of AwsSolutions (NIST80053R5 findings are handled by the app).",
+    )
+    controller_hosting: Literal["fargate", "nodegroup"] = Field(
+        "fargate", description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group."
+    )
+    system_node_instance_type: str = Field("t3.medium", description="Instance type of the system node group (nodegroup hosting).")
+    deletion_protection: bool = Field(
+        False, description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last)."
+    )
+    termination_protection: bool = Field(
+        False, description="CloudFormation termination protection: refuses the whole stack deletion up front."
+    )
+    retain_on_destroy: bool = Field(
+        False,
+        description=(
+            "Keep KMS keys and log groups when the stack is deleted (they outlive it and are billed); off: "
+            "they are deleted with it (KMS keys after a 7-day waiting period)."
+        ),
+    )
+    demo_workload: bool = Field(
+        False, description="Apply the 'inflate' demo Deployment (pause containers, 0 replicas, 1 CPU each) to watch a scale-up."
+    )
+    service_monitor: bool = Field(
+        False, description="Create the chart's Prometheus ServiceMonitor for Karpenter's metrics (needs the Prometheus operator CRDs)."
+    )
+    interruption_queue_alarms: bool = Field(
+        False, description="CloudWatch alarms when interruption messages pile up or grow old in the queue."
+    )
+    alarm_topic_arn: Optional[str] = Field(None, description="SNS topic the alarms notify (with interruptionQueueAlarms).")
+    create_spot_service_linked_role: bool = Field(
+        False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
+    )
+    addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns"], str] = Field(
+        default_factory=dict,
+        description=(
+            "Pin EKS managed add-on versions (e.g. {\"vpc-cni\": \"v1.20.1-eksbuild.3\"}); unset: coredns and "
+            "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni is EKS's default."
+        ),
+    )
+    node_classes: list[NodeClassSpec] = Field(
+        default_factory=lambda: [NodeClassSpec()], min_length=1, description="EC2NodeClasses to apply."
+    )
+    node_pools: list[NodePoolSpec] = Field(
+        default_factory=lambda: [NodePoolSpec()], min_length=1, description="NodePools to apply."
+    )
+
+    @field_validator("cluster_name")
+    @classmethod
+    def _cluster_name(cls, value: str) -> str:
+        if not _CLUSTER_NAME.match(value):
+            raise ValueError("must start with a letter or digit and contain only letters, digits, '-' and '_'")
+        if len(value) > MAX_CLUSTER_NAME_LENGTH:
+            raise ValueError(
+                f"must be at most {MAX_CLUSTER_NAME_LENGTH} characters so that KarpenterNodeRole-<cluster> "
+                f"fits IAM's 64-character limit (got {len(value)})"
+            )
+        return value
+
+    @field_validator("karpenter_namespace", "karpenter_service_account")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not _DNS_LABEL.match(value) or len(value) > 63:
+            raise ValueError("must be a Kubernetes name: lowercase a-z, 0-9 and '-', at most 63 characters")
+        return value
+
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _vpc_cidr(cls, value: str) -> str:
+        network = _ipv4_network(value)
+        if not 16 <= network.prefixlen <= 24:
+            raise ValueError("must be an IPv4 CIDR with a prefix length from /16 to /24")
+        return value
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _public_cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            if _ipv4_network(cidr).prefixlen == 0:
+                raise ValueError(f"'{cidr}' opens the API endpoint to the whole internet; list your networks instead")
+        return value
+
+    @field_validator("addon_versions")
+    @classmethod
+    def _addon_versions(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, version in value.items():
+            if not _ADDON_VERSION.match(version):
+                raise ValueError(f"{name} '{version}' is not an EKS add-on version like v1.20.1-eksbuild.3")
+        return value
+
+    @field_validator("alarm_topic_arn")
+    @classmethod
+    def _topic(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, _SNS_TOPIC_ARN, "must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>")
+
+    @field_validator("vpc_id")
+    @classmethod
+    def _vpc_id(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, _VPC_ID, "must look like vpc-0123456789abcdef0")
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> "AppConfig":
+        if self.endpoint_access == "public-and-private" and not self.public_access_cidrs:
+            raise ValueError("endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)")
+        if self.endpoint_access == "private" and self.public_access_cidrs:
+            raise ValueError("publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private")
+        if self.alarm_topic_arn and not self.interruption_queue_alarms:
+            raise ValueError("alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true")
+        if self.vpc_id and not (self.account and self.region):
+            raise ValueError("vpcId needs account and region: an existing VPC is looked up in that environment")
+        if self.max_azs > 2 and not (self.account and self.region) and not self.vpc_id:
+            raise ValueError(
+                f"maxAzs ({self.max_azs}) needs account and region: an environment-agnostic stack "
+                "only knows 2 availability zones (allowed without them: 2)"
+            )
+        if self.nat_gateways > self.max_azs:
+            raise ValueError(f"natGateways ({self.nat_gateways}) cannot exceed maxAzs ({self.max_azs})")
+        if self.profile == "production":
+            for i, node_class in enumerate(self.node_classes):
+                if node_class.ami_alias.endswith("@latest"):
+                    raise ValueError(
+                        f"nodeClasses[{i}].amiAlias '{node_class.ami_alias}': the production profile needs a pinned AMI "
+                        "(e.g. al2023@v20260801), so node images change only when this setting does"
+                    )
+        _unique("nodeClasses", [c.name for c in self.node_classes])
+        _unique("nodePools", [p.name for p in self.node_pools])
+        class_names = {c.name for c in self.node_classes}
+        for pool in self.node_pools:
+            if pool.node_class not in class_names:
+                raise ValueError(
+                    f"nodePools '{pool.name}' refers to nodeClass '{pool.node_class}', "
+                    f"which is not in nodeClasses ({', '.join(sorted(class_names))})"
+                )
+        return self
+
+    # Filled by load_config: things the user should know that do not stop the synth.
+    _warnings: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self._warnings
+
+
+def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
+    try:
+        return ipaddress.IPv4Network(cidr, strict=True)
+    except ValueError:
+        raise ValueError(f"'{cidr}' is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)") from None
+
+
+def _unique(setting: str, names: list[str]) -> None:
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"{setting} has duplicate names: {', '.join(duplicates)}")

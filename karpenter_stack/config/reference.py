@@ -1,0 +1,65 @@
+"""The README's configuration reference, generated from the model (``make docs``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
+
+from constructs_lib.node_specs import (
+    CamelModel,
+    DisruptionBudgetSpec,
+    NodeClassSpec,
+    NodePoolSpec,
+    RequirementSpec,
+    TaintSpec,
+)
+
+from .errors import NESTED_MODELS
+from .model import AppConfig
+
+
+def default_context() -> dict[str, Any]:
+    """Every built-in default as a context value (what the README's reference lists)."""
+    return AppConfig().model_dump(by_alias=True, mode="json")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return value
+
+
+def reference_markdown() -> str:
+    """The configuration reference as Markdown tables (the README embeds this; a test keeps it current)."""
+    sections: list[tuple[str, type[CamelModel]]] = [
+        ("Settings (context keys)", AppConfig),
+        ("`nodeClasses[]` entries", NodeClassSpec),
+        ("`nodePools[]` entries", NodePoolSpec),
+        ("`nodePools[].requirements[]` entries", RequirementSpec),
+        ("`nodePools[].taints[]` entries", TaintSpec),
+        ("`nodePools[].budgets[]` entries", DisruptionBudgetSpec),
+    ]
+    out: list[str] = []
+    for title, model in sections:
+        defaults = {
+            to_camel(name): field.get_default(call_default_factory=True)
+            for name, field in model.model_fields.items()
+            if not field.is_required()
+        }
+        out += [f"#### {title}", "", "| key | default | meaning |", "|---|---|---|"]
+        for name, field in model.model_fields.items():
+            key = to_camel(name)
+            if model is AppConfig and key in NESTED_MODELS:
+                default_text = "one entry with the defaults below"
+            elif field.is_required():
+                default_text = "required"
+            else:
+                default_text = f"`{json.dumps(_plain(defaults[key]))}`"
+            out.append(f"| `{key}` | {default_text} | {field.description or ''} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
