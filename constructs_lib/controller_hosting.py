@@ -9,19 +9,13 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from .names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
+from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
+from .names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS, NODE_MANAGED_POLICIES
 
 # Karpenter's chart and EKS's CoreDNS both tolerate this taint, and ordinary workloads do not, so
 # the system node group stays reserved for them.
 SYSTEM_TAINT_KEY = "CriticalAddonsOnly"
 SYSTEM_NODE_COUNT = 2
-# The same four AWS managed policies the Karpenter node role has (templates/).
-NODE_MANAGED_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryPullOnly",
-    "AmazonSSMManagedInstanceCore",
-)
 
 
 class FargateControllerHosting(Construct):
@@ -56,6 +50,12 @@ class FargateControllerHosting(Construct):
         )
         # What the controller chart must outlive on delete (and wait for on create).
         self.capacity = self.profile
+        acknowledge(
+            self.profile.pod_execution_role,
+            managed_policy_finding("AmazonEKSFargatePodExecutionRolePolicy"),
+            "The AWS managed policy EKS requires for Fargate pod execution (image pulls, logs); "
+            "nothing else is attached.",
+        )
 
 
 class SystemNodeGroupHosting(Construct):
@@ -97,3 +97,7 @@ class SystemNodeGroupHosting(Construct):
             ],
         )
         self.capacity = self.nodegroup
+        for policy in NODE_MANAGED_POLICIES:
+            acknowledge(
+                self.node_role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (system node group)"
+            )

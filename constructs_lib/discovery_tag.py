@@ -7,9 +7,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from .nag import acknowledge
 
-# aws-cdk-lib's fixed id of the singleton Lambda behind every AwsCustomResource in a stack.
-AWS_CUSTOM_RESOURCE_SINGLETON = "AWS679f53fac002430cb0da5b7982bd2287"
+AWS_MANAGED_FOR_LAMBDA = (
+    "AWS managed policy granting CloudWatch Logs permissions to a Lambda handler; the AWS-maintained "
+    "minimum for that purpose."
+)
+
 
 
 class SecurityGroupTag(Construct):
@@ -50,10 +54,29 @@ class SecurityGroupTag(Construct):
             ),
             install_latest_aws_sdk=False,
         )
-        # aws-cdk's singleton handler logs to /aws/lambda/<function>, a log group that depends on the
-        # function and on nothing else: a stack deletion would remove it first, and this resource's
-        # delete (removing the tag, later) would make Lambda create it again, outside the stack.
-        singleton = Stack.of(self).node.try_find_child(AWS_CUSTOM_RESOURCE_SINGLETON)
-        log_group = singleton.node.try_find_child("LogGroup") if singleton is not None else None
+        # aws-cdk's singleton handler (one per stack, shared by every AwsCustomResource) logs to
+        # /aws/lambda/<function>, a log group that depends on the function and on nothing else: a stack
+        # deletion would remove it first, and this resource's delete (removing the tag, later) would make
+        # Lambda create it again, outside the stack.
+        singleton = self.resource.node.find_child("Provider")
+        handler = singleton.role.node.scope  # the stack-level function behind the singleton
+        log_group = handler.node.try_find_child("LogGroup")
         if log_group is not None:
             self.resource.node.add_dependency(log_group)
+        self._acknowledge(handler)
+
+    def _acknowledge(self, handler: Construct) -> None:
+        acknowledge(handler.node.find_child("ServiceRole"),
+                    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                    "AWSLambdaBasicExecutionRole]",
+                    AWS_MANAGED_FOR_LAMBDA + " Role of CDK's AwsCustomResource handler.")
+        acknowledge(self.resource.node.find_child("CustomResourcePolicy"), "NIST.800.53.R5-IAMNoInlinePolicy",
+                    "Inline policy of the tagging custom resource: ec2:CreateTags/DeleteTags on the cluster "
+                    "security group only.")
+        for rule, why in (
+            ("CloudWatchLogGroupEncrypted", "Its log group holds the tagging call's request/response, no secrets."),
+            ("LambdaConcurrency", "Runs once per stack operation; a reserved concurrency would only cap deploys."),
+            ("LambdaDLQ", "Invoked synchronously by CloudFormation, which reports its failures."),
+            ("LambdaInsideVPC", "Calls only the EC2 API (tags on the cluster security group)."),
+        ):
+            acknowledge(handler, f"NIST.800.53.R5-{rule}", f"CDK's AwsCustomResource handler. {why}")

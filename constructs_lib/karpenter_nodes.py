@@ -25,13 +25,14 @@ class KarpenterNodes(Construct):
         scope: Construct,
         id: str,
         *,
-        cluster: eks.Cluster,
+        cluster: eks.ICluster,
         cluster_name: str,
         node_role_name: str,
         node_classes: Sequence[NodeClassSpec],
         node_pools: Sequence[NodePoolSpec],
         depends_on: Sequence[IDependable],
         subnet_ids: Sequence[str] = (),
+        security_group_ids: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, id)
         self.node_classes: dict[str, eks.KubernetesManifest] = {}
@@ -40,7 +41,8 @@ class KarpenterNodes(Construct):
             manifest = cluster.add_manifest(
                 f"EC2NodeClass-{spec.name}",
                 manifests.ec2_node_class(
-                    spec, cluster_name=cluster_name, node_role_name=node_role_name, subnet_ids=subnet_ids
+                    spec, cluster_name=cluster_name, node_role_name=node_role_name,
+                    subnet_ids=subnet_ids, security_group_ids=security_group_ids,
                 ),
             )
             manifest.node.add_dependency(*depends_on)  # one call into jsii, not one per dependency

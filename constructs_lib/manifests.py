@@ -22,15 +22,16 @@ def ec2_node_class(
     cluster_name: str,
     node_role_name: str,
     subnet_ids: Sequence[str] = (),
+    security_group_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """An EC2NodeClass (karpenter.k8s.aws/v1).
 
-    Subnets are selected by the discovery tag, or by id when ``subnet_ids`` is given (an existing
-    VPC whose subnets CloudFormation cannot tag). Security groups: the cluster security group,
-    tagged for discovery by the cluster stack.
+    Subnets and security groups are selected by the discovery tag, or by id when ids are given (an
+    existing VPC whose subnets CloudFormation cannot tag; an existing cluster's security group).
     """
     discovery = {"tags": {DISCOVERY_TAG_KEY: cluster_name}}
     subnet_terms = [{"id": s} for s in subnet_ids] if subnet_ids else [discovery]
+    security_group_terms = [{"id": g} for g in security_group_ids] if security_group_ids else [discovery]
     return {
         "apiVersion": NODE_CLASS_API_VERSION,
         "kind": NODE_CLASS_KIND,
@@ -40,7 +41,7 @@ def ec2_node_class(
             "role": node_role_name,
             "amiSelectorTerms": [{"alias": spec.ami_alias}],
             "subnetSelectorTerms": subnet_terms,
-            "securityGroupSelectorTerms": [discovery],
+            "securityGroupSelectorTerms": security_group_terms,
             "metadataOptions": {
                 "httpEndpoint": "enabled",
                 "httpProtocolIPv6": "disabled",

@@ -20,6 +20,15 @@ NODE_CLASS_GROUP = "karpenter.k8s.aws"
 NODE_CLASS_API_VERSION = f"{NODE_CLASS_GROUP}/v1"
 NODE_CLASS_KIND = "EC2NodeClass"
 
+# The AWS managed policies of a node role: the Karpenter node role (templates/) and the system node
+# group's role have exactly these.
+NODE_MANAGED_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonSSMManagedInstanceCore",
+)
+
 # aws-auth mapping EKS requires for a node role.
 NODE_USERNAME = "system:node:{{EC2PrivateDNSName}}"
 NODE_GROUPS = ("system:bootstrappers", "system:nodes")

@@ -10,6 +10,8 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from .nag import acknowledge
+
 # Karpenter polls the queue continuously; messages that wait are interruptions nobody acts on. A spot
 # warning gives 2 minutes, so an oldest message of 60 s already means nodes may go without draining.
 BACKLOG_THRESHOLD = 10
@@ -46,3 +48,8 @@ class InterruptionQueueAlarms(Construct):
             for alarm in self.alarms:
                 alarm.add_alarm_action(actions.SnsAction(topic))
                 alarm.add_ok_action(actions.SnsAction(topic))
+        else:
+            for alarm in self.alarms:
+                acknowledge(alarm, "NIST.800.53.R5-CloudWatchAlarmAction",
+                            "No alarmTopicArn is configured, so the alarm only shows in the CloudWatch console; set "
+                            "alarmTopicArn to have it notify an SNS topic (this acknowledgment then goes away).")

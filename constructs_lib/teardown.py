@@ -10,6 +10,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from .nag import acknowledge, arn_prefix, nag_value
+
 HANDLER_DIR = Path(__file__).resolve().parent / "teardown_handler"
 # Below the 15-minute Lambda limit. The handler derives its deadlines from the invocation's remaining
 # time (8 min drain, 3 min termination, 1 min for launch templates and instance profiles, 1 min to
@@ -108,3 +110,35 @@ class TeardownSafetyNet(Construct):
             properties={"ClusterName": cluster_name},
             service_timeout=SERVICE_TIMEOUT,
         )
+        self._acknowledge(cluster_name)
+
+    def _acknowledge(self, cluster_name: str) -> None:
+        stack = Stack.of(self)
+        acknowledge(self.policy, "AwsSolutions-IAM5[Resource::*]",
+                    "ec2:DescribeInstances, ec2:DescribeLaunchTemplates and iam:ListInstanceProfiles have no "
+                    "resource-level permissions; they only read, and every write below is scoped to this cluster.")
+        for kind in ("instance", "launch-template"):
+            scope = "tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool"
+            acknowledge(
+                self.policy,
+                f"AwsSolutions-IAM5[Resource::{arn_prefix(stack, 'ec2')}:{kind}/*]",
+                f"Karpenter creates these {kind}s at run time, so their ids are unknown to the template; the "
+                f"statement's condition limits it to those {scope}.",
+            )
+        region = nag_value(stack, stack.region)
+        acknowledge(
+            self.policy,
+            f"AwsSolutions-IAM5[Resource::{arn_prefix(stack, 'iam', region=False)}:instance-profile/karpenter/"
+            f"{region}/{cluster_name}/*]",
+            "Karpenter names the instance profiles it creates at run time; the ARN is limited to Karpenter's path "
+            "for this cluster and region.",
+        )
+        for rule, why in (
+            ("LambdaConcurrency", "Runs once, on stack deletion; a reserved concurrency would only cap it."),
+            ("LambdaDLQ", "Invoked synchronously by CloudFormation, which reports its failures."),
+            ("LambdaInsideVPC", "Calls only the EC2 and IAM APIs, never the cluster."),
+        ):
+            acknowledge(self.function, f"NIST.800.53.R5-{rule}", f"The teardown safety net's handler. {why}")
+        acknowledge(self.log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted",
+                    "The teardown handler logs the ids of the instances, launch templates and instance profiles it "
+                    "deletes; no secrets. Retention is one month.")

@@ -1,25 +1,22 @@
-"""Every cdk-nag finding this app acknowledges rather than fixes, with its reason.
+"""cdk-nag findings of aws-cdk-lib's EKS ``Cluster`` machinery, acknowledged next to where the stack
+creates the cluster (every other construct acknowledges its own findings: ``constructs_lib.nag``).
 
 Rules (enforced by tests/test_security_gate.py): exact granular ids; the narrowest construct that
 produces the finding; a stack only when every resource in it is aws-cdk-lib's own provider machinery
 (the EKS cluster-resource and kubectl providers); never the app; a reason a security reviewer can
-check. Findings that depend on configuration are acknowledged only in that configuration.
+check. Resource ids inside finding ids are read from the constructs, never written out.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Sequence
 
 from aws_cdk import Stack
+from aws_cdk import aws_eks as eks
 from constructs import IConstruct
 
-from .security import acknowledge, managed_policy_finding
+from constructs_lib.nag import acknowledge, arn_prefix, logical_id_of, managed_policy_finding
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .cluster_stack import KarpenterClusterStack
-
-# aws-cdk-lib's fixed id of the singleton Lambda behind every AwsCustomResource in a stack.
-AWS_CUSTOM_RESOURCE_HANDLER = "AWS679f53fac002430cb0da5b7982bd2287"
 LAMBDA_BASIC = managed_policy_finding("AWSLambdaBasicExecutionRole", service_role=True)
 LAMBDA_VPC = managed_policy_finding("AWSLambdaVPCAccessExecutionRole", service_role=True)
 
@@ -32,10 +29,10 @@ AWS_MANAGED_FOR_LAMBDA = (
     "AWS managed policy granting CloudWatch Logs (and, in the VPC, ENI) permissions to a Lambda "
     "handler; the AWS-maintained minimum for that purpose."
 )
-EKS_NODE_POLICIES = (
-    "One of the four AWS managed policies EKS requires of worker nodes (WorkerNode, CNI, ECR pull-only, "
-    "SSM core); AWS maintains them as EKS evolves, and no other managed policy is attached."
-)
+# Functions of aws-cdk-lib's cluster-resource provider that its own policies invoke by ARN:* (paths
+# of construct ids inside the provider's nested stack).
+CLUSTER_PROVIDER_INVOKED = (("IsCompleteHandler",), ("OnEventHandler",), ("Provider", "framework-isComplete"),
+                            ("Provider", "framework-onTimeout"))
 
 
 def _child(scope: IConstruct, *path: str) -> IConstruct:
@@ -44,30 +41,18 @@ def _child(scope: IConstruct, *path: str) -> IConstruct:
     return scope
 
 
-def _nag_value(stack: Stack, value: str) -> str:
-    """How cdk-nag writes a pseudo parameter in a finding id: the literal when the stack's environment
-    is known, ``<AWS::Region>`` style when it is not."""
-    resolved = stack.resolve(value)
-    if isinstance(resolved, dict) and "Ref" in resolved:
-        return f"<{resolved['Ref']}>"
-    return str(resolved)
-
-
-def acknowledge_findings(stack: "KarpenterClusterStack", packs: list[str]) -> None:
-    config = stack.config
-    cluster = stack.cluster
-    nist = "NIST80053R5" in packs
-
+def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_access_cidrs: Sequence[str]) -> None:
+    """The findings of ``cluster``'s own resources and of aws-cdk-lib's provider stacks it creates."""
+    stack = Stack.of(cluster)
     # --- aws-cdk-lib's provider nested stacks: everything inside is CDK's machinery ---------------
-    cluster_provider = Stack.of(cluster).node.find_child("@aws-cdk--aws-eks.ClusterResourceProvider")
-    kubectl_provider = Stack.of(cluster).node.find_child("@aws-cdk--aws-eks.KubectlProvider")
+    cluster_provider = stack.node.find_child("@aws-cdk--aws-eks.ClusterResourceProvider")
+    kubectl_provider = stack.node.find_child("@aws-cdk--aws-eks.KubectlProvider")
     for provider in (cluster_provider, kubectl_provider):
         acknowledge(provider, LAMBDA_BASIC, AWS_MANAGED_FOR_LAMBDA + " " + CDK_PROVIDER)
-    for handler in ("IsCompleteHandler7073F4DA", "OnEventHandler42BEBAE0",
-                    "ProviderframeworkisComplete26D7B0CB", "ProviderframeworkonTimeout0B47CA38"):
+    for path in CLUSTER_PROVIDER_INVOKED:
         acknowledge(
             cluster_provider,
-            f"AwsSolutions-IAM5[Resource::<{handler}.Arn>:*]",
+            f"AwsSolutions-IAM5[Resource::<{logical_id_of(_child(cluster_provider, *path))}.Arn>:*]",
             "lambda:InvokeFunction on the provider's own handler and its versions (ARN:*). " + CDK_PROVIDER,
         )
     acknowledge(cluster_provider, "AwsSolutions-SF1",
@@ -75,7 +60,8 @@ def acknowledge_findings(stack: "KarpenterClusterStack", packs: list[str]) -> No
                 "CloudFormation custom-resource error. " + CDK_PROVIDER)
     acknowledge(cluster_provider, "AwsSolutions-SF2",
                 "X-Ray tracing of the provider's internal waiter adds cost and no security value. " + CDK_PROVIDER)
-    acknowledge(kubectl_provider, "AwsSolutions-IAM5[Resource::<Handler886CB40B.Arn>:*]",
+    acknowledge(kubectl_provider,
+                f"AwsSolutions-IAM5[Resource::<{logical_id_of(_child(kubectl_provider, 'Handler'))}.Arn>:*]",
                 "lambda:InvokeFunction on the kubectl handler and its versions (ARN:*). " + CDK_PROVIDER)
     acknowledge(kubectl_provider, "AwsSolutions-L1",
                 "The kubectl handler's Python runtime is pinned by aws-cdk-lib to match its kubectl/helm "
@@ -93,9 +79,10 @@ def acknowledge_findings(stack: "KarpenterClusterStack", packs: list[str]) -> No
     acknowledge(kubectl_role, managed_policy_finding("AmazonEC2ContainerRegistryPullOnly"),
                 "The kubectl handler pulls Helm charts from OCI registries (the Karpenter charts); "
                 "pull-only, no push or list.")
+    has_ecr_public = logical_id_of(_child(cluster, "HasEcrPublic"))
     acknowledge(
         kubectl_role,
-        'AwsSolutions-IAM4[Policy::{"Fn::If":["ClusterHasEcrPublic8EE1114E",{"Fn::Join":["",["arn:",'
+        f'AwsSolutions-IAM4[Policy::{{"Fn::If":["{has_ecr_public}",{{"Fn::Join":["",["arn:",'
         '{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
         '{"Ref":"AWS::NoValue"}]}]',
         "Read-only ECR Public access, attached by CDK only in partitions that have ECR Public, so the "
@@ -104,13 +91,10 @@ def acknowledge_findings(stack: "KarpenterClusterStack", packs: list[str]) -> No
     acknowledge(cluster.role, managed_policy_finding("AmazonEKSClusterPolicy"),
                 "The EKS service role policy: EKS requires exactly this AWS managed policy on the cluster role.")
     creation_policy = _child(cluster, "Resource", "CreationRole", "DefaultPolicy")
-    name = config.cluster_name
-    eks_arn = f"arn:{_nag_value(stack, stack.partition)}:eks:{_nag_value(stack, stack.region)}:" \
-              f"{_nag_value(stack, stack.account)}"
-    for resource in (f"cluster/{name}/*", f"fargateprofile/{name}/*"):
+    for resource in (f"cluster/{cluster_name}/*", f"fargateprofile/{cluster_name}/*"):
         acknowledge(
             creation_policy,
-            f"AwsSolutions-IAM5[Resource::{eks_arn}:{resource}]",
+            f"AwsSolutions-IAM5[Resource::{arn_prefix(stack, 'eks')}:{resource}]",
             f"CDK's cluster-creation role acts on sub-resources of this one cluster ({resource}); their "
             "names are generated by EKS, so they cannot be listed in advance.",
         )
@@ -120,76 +104,16 @@ def acknowledge_findings(stack: "KarpenterClusterStack", packs: list[str]) -> No
         "CDK's cluster-creation role needs ec2:Describe*/iam:GetRole-style calls that have no resource-level "
         "permissions, and eks:CreateCluster before the cluster ARN exists.",
     )
-
-    # --- CDK's AwsCustomResource handler (tags the cluster security group) -----------------------
-    singleton = Stack.of(stack).node.find_child(AWS_CUSTOM_RESOURCE_HANDLER)
-    acknowledge(_child(singleton, "ServiceRole"), LAMBDA_BASIC,
-                AWS_MANAGED_FOR_LAMBDA + " Role of CDK's AwsCustomResource handler.")
-
-    # --- the teardown safety net ---------------------------------------------------------------------
-    teardown_policy = stack.teardown.policy
-    region, account, partition = (_nag_value(stack, v) for v in (stack.region, stack.account, stack.partition))
-    acknowledge(teardown_policy, "AwsSolutions-IAM5[Resource::*]",
-                "ec2:DescribeInstances, ec2:DescribeLaunchTemplates and iam:ListInstanceProfiles have no "
-                "resource-level permissions; they only read, and every write below is scoped to this cluster.")
-    for kind in ("instance", "launch-template"):
-        scope = "tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool"
-        acknowledge(
-            teardown_policy,
-            f"AwsSolutions-IAM5[Resource::arn:{partition}:ec2:{region}:{account}:{kind}/*]",
-            f"Karpenter creates these {kind}s at run time, so their ids are unknown to the template; the "
-            f"statement's condition limits it to those {scope}.",
-        )
-    acknowledge(
-        teardown_policy,
-        f"AwsSolutions-IAM5[Resource::arn:{partition}:iam::{account}:instance-profile/karpenter/{region}/{name}/*]",
-        "Karpenter names the instance profiles it creates at run time; the ARN is limited to Karpenter's path "
-        "for this cluster and region.",
-    )
-
-    # --- controller hosting ----------------------------------------------------------------------
-    hosting = stack.hosting
-    if config.controller_hosting == "fargate":
-        acknowledge(
-            hosting.profile.pod_execution_role,
-            managed_policy_finding("AmazonEKSFargatePodExecutionRolePolicy"),
-            "The AWS managed policy EKS requires for Fargate pod execution (image pulls, logs); "
-            "nothing else is attached.",
-        )
-    else:
-        for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonSSMManagedInstanceCore"):
-            acknowledge(hosting.node_role, managed_policy_finding(policy), EKS_NODE_POLICIES + " (system node group)")
-        acknowledge(hosting.node_role, managed_policy_finding("AmazonEC2ContainerRegistryPullOnly"),
-                    EKS_NODE_POLICIES + " (system node group)")
-
-    # --- Karpenter's own resources (templates/) --------------------------------------------------
-    node_role = stack.karpenter.template.get_resource("KarpenterNodeRole")
-    for policy in ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
-                   "AmazonEC2ContainerRegistryPullOnly", "AmazonSSMManagedInstanceCore"):
-        acknowledge(node_role, managed_policy_finding(policy), EKS_NODE_POLICIES + " (Karpenter nodes)")
-    acknowledge(
-        stack.karpenter.template.get_resource("KarpenterInterruptionQueue"),
-        "AwsSolutions-SQS3",
-        "Interruption notices are only actionable within the 2-minute spot warning (retention is 300 s); "
-        "a dead-letter queue would keep stale notices nobody can act on. Karpenter deletes every message it "
-        "receives, parsed or not.",
-    )
-
-    # --- configuration-dependent ------------------------------------------------------------------
-    if config.endpoint_access == "public-and-private":
+    if public_access_cidrs:
         acknowledge(
             cluster,
             "AwsSolutions-EKS1",
             "The public API endpoint is on because endpointAccess=public-and-private, and reachable only "
-            f"from publicAccessCidrs ({', '.join(config.public_access_cidrs)}). Set endpointAccess=private "
+            f"from publicAccessCidrs ({', '.join(public_access_cidrs)}). Set endpointAccess=private "
             "to turn it off.",
         )
 
-    if nist:
-        _acknowledge_nist(stack, cluster_provider, kubectl_provider, kubectl_role, creation_policy)
-
-
-def _acknowledge_nist(stack, cluster_provider, kubectl_provider, kubectl_role, creation_policy) -> None:
+    # --- NIST 800-53 R5 (registered only when that pack runs) -------------------------------------
     for provider in (cluster_provider, kubectl_provider):
         for rule, why in (
             ("IAMNoInlinePolicy", "CDK attaches the handlers' permissions as inline DefaultPolicies."),
@@ -205,37 +129,3 @@ def _acknowledge_nist(stack, cluster_provider, kubectl_provider, kubectl_role, c
     inline = "CDK attaches this role's permissions as an inline DefaultPolicy scoped to the resources it serves."
     acknowledge(kubectl_role, "NIST.800.53.R5-IAMNoInlinePolicy", inline)
     acknowledge(creation_policy, "NIST.800.53.R5-IAMNoInlinePolicy", inline)
-    if stack.network.created:
-        acknowledge(_child(stack.network.flow_log, "IAMRole"), "NIST.800.53.R5-IAMNoInlinePolicy",
-                    inline + " (delivery of VPC flow logs to their log group)")
-        for subnet in stack.network.vpc.public_subnets:
-            acknowledge(_child(subnet, "DefaultRoute"), "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
-                        "Public subnets exist only for the NAT gateways, which need a route to the internet "
-                        "gateway; nothing else runs there and no instance gets a public IP.")
-    tagger = stack.discovery_tag.resource
-    acknowledge(_child(tagger, "CustomResourcePolicy"), "NIST.800.53.R5-IAMNoInlinePolicy",
-                "Inline policy of the tagging custom resource: ec2:CreateTags/DeleteTags on the cluster "
-                "security group only.")
-    if stack.config.interruption_queue_alarms and not stack.config.alarm_topic_arn:
-        for alarm in stack.queue_alarms.alarms:
-            acknowledge(alarm, "NIST.800.53.R5-CloudWatchAlarmAction",
-                        "No alarmTopicArn is configured, so the alarm only shows in the CloudWatch console; set "
-                        "alarmTopicArn to have it notify an SNS topic (this acknowledgment then goes away).")
-    teardown = stack.teardown
-    for rule, why in (
-        ("LambdaConcurrency", "Runs once, on stack deletion; a reserved concurrency would only cap it."),
-        ("LambdaDLQ", "Invoked synchronously by CloudFormation, which reports its failures."),
-        ("LambdaInsideVPC", "Calls only the EC2 and IAM APIs, never the cluster."),
-    ):
-        acknowledge(teardown.function, f"NIST.800.53.R5-{rule}", f"The teardown safety net's handler. {why}")
-    acknowledge(teardown.log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted",
-                "The teardown handler logs the ids of the instances, launch templates and instance profiles it "
-                "deletes; no secrets. Retention is one month.")
-    singleton = Stack.of(stack).node.find_child(AWS_CUSTOM_RESOURCE_HANDLER)
-    for rule, why in (
-        ("CloudWatchLogGroupEncrypted", "Its log group holds the tagging call's request/response, no secrets."),
-        ("LambdaConcurrency", "Runs once per stack operation; a reserved concurrency would only cap deploys."),
-        ("LambdaDLQ", "Invoked synchronously by CloudFormation, which reports its failures."),
-        ("LambdaInsideVPC", "Calls only the EC2 API (tags on the cluster security group)."),
-    ):
-        acknowledge(singleton, f"NIST.800.53.R5-{rule}", f"CDK's AwsCustomResource handler. {why}")

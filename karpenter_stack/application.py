@@ -9,6 +9,8 @@ from typing import Optional
 
 import aws_cdk as cdk
 
+from constructs_lib.nag import acknowledging
+
 from .cluster_stack import KarpenterClusterStack, stack_name_for
 from .config import load_environments
 from .security import register_packs
@@ -42,9 +44,10 @@ def build(app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = Non
     # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
     # for) every pack any environment enables.
     packs = register_packs(app, sorted({p for c in configs.values() for p in c.additional_nag_packs}))
-    return [
-        KarpenterClusterStack(
-            app, stack_name_for(config.cluster_name), config=config, nag_packs=packs if acknowledge else ()
-        )
-        for config in configs.values()
-    ]
+    # Constructs acknowledge their own findings as they are built; only those of the packs that run
+    # are registered (none when acknowledge=False).
+    with acknowledging(packs if acknowledge else ()):
+        return [
+            KarpenterClusterStack(app, stack_name_for(config.cluster_name), config=config)
+            for config in configs.values()
+        ]

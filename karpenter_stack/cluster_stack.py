@@ -4,36 +4,28 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle, Environment, RemovalPolicy, Stack
+from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle, Environment, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from constructs_lib import manifests
 from constructs_lib.cluster_addons import ManagedAddons, retire_coredns_compute_type_patch
 from constructs_lib.controller_hosting import (
     SYSTEM_TAINT_KEY,
     FargateControllerHosting,
     SystemNodeGroupHosting,
 )
-from constructs_lib.controller_role import ControllerRole
 from constructs_lib.destroy_policy import apply_destroy_policy
-from constructs_lib.discovery_tag import SecurityGroupTag
-from constructs_lib.karpenter_nodes import KarpenterNodes
-from constructs_lib.karpenter_release import KarpenterRelease, controller_values
+from constructs_lib.karpenter import Karpenter, NodeAuthorization
 from constructs_lib.kubectl_timeouts import bound_kubectl_operations
-from constructs_lib import manifests
 from constructs_lib.network import ClusterVpc
-from constructs_lib.queue_alarms import InterruptionQueueAlarms
-from constructs_lib.teardown import TeardownSafetyNet
 
 from . import versions
-from .acknowledgments import acknowledge_findings
+from .acknowledgments import acknowledge_cluster
 from .config import AppConfig, ConfigError
-from .security import batched_acknowledgments
-from .karpenter_infra import KarpenterInfraStack
-from constructs_lib.names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_USERNAME
 
 ALL_LOG_TYPES = [
     eks.ClusterLoggingTypes.API,
@@ -73,9 +65,7 @@ def stack_name_for(cluster_name: str) -> str:
 class KarpenterClusterStack(Stack):
     """An EKS cluster with no default capacity, autoscaled by Karpenter."""
 
-    def __init__(
-        self, scope: Construct, id: str, *, config: AppConfig, nag_packs: Sequence[str] = (), **kwargs: Any
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
         env = Environment(account=config.account, region=config.region) if config.account or config.region else None
         super().__init__(
             scope,
@@ -151,13 +141,7 @@ class KarpenterClusterStack(Stack):
                 "Existing VPC: its subnets belong to whoever manages that VPC. Karpenter selects them by "
                 "id; load-balancer role tags are the VPC owner's to add (README, 'Existing VPC').",
             )
-        self.discovery_tag = SecurityGroupTag(
-            self,
-            "ClusterSecurityGroupDiscoveryTag",
-            security_group_id=self.cluster.cluster_security_group_id,
-            key=DISCOVERY_TAG_KEY,
-            value=name,
-        )
+        acknowledge_cluster(self.cluster, cluster_name=name, public_access_cidrs=config.public_access_cidrs)
 
         check_controller_placement(self.network.vpc.private_subnets, config.controller_hosting)
         if fargate:
@@ -165,7 +149,7 @@ class KarpenterClusterStack(Stack):
                 self, "ControllerHosting", cluster=self.cluster,
                 karpenter_namespace=config.karpenter_namespace, subnets=private,
             )
-            tolerations = None
+            tolerations = []
         else:
             self.hosting = SystemNodeGroupHosting(
                 self, "ControllerHosting", cluster=self.cluster,
@@ -184,97 +168,37 @@ class KarpenterClusterStack(Stack):
             coredns_after=[self.hosting.capacity],
         )
 
-        # The cluster name is passed as a literal, not the cluster's token: IAM and the queue do not
-        # need the cluster to exist, so CloudFormation creates them in parallel with it.
-        self.karpenter = KarpenterInfraStack(
-            self, "Karpenter", cluster_name=name, karpenter_version=config.karpenter_version
-        )
-
-        node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.karpenter.node_role_arn, mutable=False)
-        self.cluster.aws_auth.add_role_mapping(node_role, username=NODE_USERNAME, groups=list(NODE_GROUPS))
-
-        self.spot_service_linked_role: iam.CfnServiceLinkedRole | None = None
-        if config.create_spot_service_linked_role:
-            self.spot_service_linked_role = iam.CfnServiceLinkedRole(
-                self, "SpotServiceLinkedRole", aws_service_name="spot.amazonaws.com"
-            )
-            # One per account, shared with every other spot user: deleting it with this stack would
-            # break spot launches account-wide (and a later create here fails: it already exists).
-            self.spot_service_linked_role.apply_removal_policy(RemovalPolicy.RETAIN)
-
-        self.controller_role = ControllerRole(
+        # Id "Default" adds nothing to the logical ids of what it contains: everything Karpenter adds
+        # keeps the ids it had when the stack built these parts itself, so deployed stacks update in
+        # place (tests/test_logical_ids.py). Another app can give it any id.
+        self.karpenter = Karpenter(
             self,
-            "ControllerRole",
-            cluster=self.cluster,
-            namespace=config.karpenter_namespace,
-            service_account=config.karpenter_service_account,
-            managed_policy_arns=self.karpenter.controller_policy_arns,
-        )
-
-        self.release = KarpenterRelease(
-            self,
-            "KarpenterRelease",
-            cluster=self.cluster,
-            version=config.karpenter_version,
-            namespace=config.karpenter_namespace,
-            values=controller_values(
-                cluster_name=name,
-                interruption_queue=self.karpenter.queue_name,
-                service_account=config.karpenter_service_account,
-                role_arn=self.controller_role.role_arn,
-                dns_policy=self.hosting.controller_dns_policy,
-                tolerations=tolerations,
-                service_monitor=config.service_monitor,
-            ),
-        )
-        # Delete order: the controller goes before the capacity it runs on (the chart already waits
-        # for Fargate profiles on create, not for a node group).
-        self.release.controller_chart.node.add_dependency(self.hosting.capacity)
-        # The controller resolves AWS endpoints through CoreDNS (dnsPolicy ClusterFirst): DNS first on
-        # create, and on delete CoreDNS outlives the controller that drains the nodes.
-        self.release.controller_chart.node.add_dependency(self.addons.coredns)
-
-        # Deleted after Karpenter's objects and before the controller and aws-auth: the controller is
-        # still there to drain, the nodes still authorized, when it waits for them.
-        self.teardown = TeardownSafetyNet(self, "TeardownSafetyNet", cluster_name=name)
-        # Only the custom resource is ordered: its function, role and log group are created in parallel
-        # with the charts (nothing on the create path is there only for the delete order).
-        self.teardown.resource.node.add_dependency(self.release.controller_chart, self.cluster.aws_auth)
-        # ... and while it waits for the last instances, their networking and security group stay.
-        self.teardown.resource.node.add_dependency(*self.addons.addons.values(), self.discovery_tag.resource)
-
-        self.nodes = KarpenterNodes(
-            self,
-            "KarpenterNodes",
+            "Default",
             cluster=self.cluster,
             cluster_name=name,
-            node_role_name=self.karpenter.node_role_name,
+            version=config.karpenter_version,
+            template_file=versions.karpenter_template(config.karpenter_version),
             node_classes=config.node_classes,
             node_pools=config.node_pools,
-            # ... and Karpenter's objects go before the controller that runs their finalizers and before
-            # the aws-auth mapping that lets their nodes stay in the cluster while they drain.
-            # Their nodes need pod networking (vpc-cni, kube-proxy) and the discovery-tagged security
-            # group, so those outlive every node pool and class on delete.
-            depends_on=[*self.release.charts, self.cluster.aws_auth, self.teardown.resource,
-                        *self.addons.addons.values(), self.discovery_tag.resource],
+            node_authorization=NodeAuthorization.AWS_AUTH,
+            namespace=config.karpenter_namespace,
+            service_account=config.karpenter_service_account,
+            controller_after=[self.hosting.capacity, self.addons.coredns],
+            controller_dns_policy=self.hosting.controller_dns_policy,
+            controller_tolerations=tolerations,
+            node_networking=list(self.addons.addons.values()),
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
+            service_monitor=config.service_monitor,
+            spot_service_linked_role=config.create_spot_service_linked_role,
+            interruption_queue_alarms=config.interruption_queue_alarms,
+            alarm_topic_arn=config.alarm_topic_arn,
         )
-
-        if self.spot_service_linked_role is not None:
-            # Spot launches need the role: pools that may launch spot are applied after it exists.
-            for pool in config.node_pools:
-                if "spot" in pool.capacity_types:
-                    self.nodes.node_pools[pool.name].node.add_dependency(self.spot_service_linked_role)
 
         if config.demo_workload:
             # Applied after the node pools exist, so scaling it up has somewhere to go.
             demo = self.cluster.add_manifest("DemoWorkload", manifests.demo_deployment())
-            for pool in self.nodes.node_pools.values():
+            for pool in self.karpenter.node_pools.values():
                 demo.node.add_dependency(pool)
-        if config.interruption_queue_alarms:
-            self.queue_alarms = InterruptionQueueAlarms(
-                self, "InterruptionQueueAlarms", queue_name=self.karpenter.queue_name, topic_arn=config.alarm_topic_arn
-            )
 
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name, description="EKS cluster name")
         CfnOutput(
@@ -288,7 +212,8 @@ class KarpenterClusterStack(Stack):
         )
         CfnOutput(self, "NodeRoleArn", value=self.karpenter.node_role_arn, description="IAM role of Karpenter-launched nodes")
         CfnOutput(
-            self, "ControllerRoleArn", value=self.controller_role.role_arn, description="IRSA role of the Karpenter controller"
+            self, "ControllerRoleArn", value=self.karpenter.controller_role.role_arn,
+            description="IRSA role of the Karpenter controller",
         )
         CfnOutput(
             self, "InterruptionQueueName", value=self.karpenter.queue_name, description="SQS queue of interruption events"
@@ -297,6 +222,3 @@ class KarpenterClusterStack(Stack):
         # CloudFormation waiting an hour.
         apply_destroy_policy(self, retain=config.retain_on_destroy)
         bound_kubectl_operations(self)
-        if nag_packs:
-            with batched_acknowledgments():
-                acknowledge_findings(self, list(nag_packs))

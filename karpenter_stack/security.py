@@ -1,20 +1,20 @@
 """The security gate: cdk-nag packs on every synth, and narrow, explained acknowledgments.
 
-Every acknowledgment goes through :func:`acknowledge`, names one exact (granular) finding id, sits on
-the narrowest construct that produces the finding, and says why it is acceptable here. Fixes are
+Every acknowledgment goes through :func:`constructs_lib.nag.acknowledge`, made by the construct that
+causes the finding; it names one exact (granular) finding id, sits on the narrowest construct that
+produces the finding, and says why it is acceptable here. Fixes are
 preferred: see README, "Security gate", for what is fixed rather than acknowledged.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional
+from typing import Iterable
 
 import cdk_nag
-from aws_cdk import Acknowledgment, App, Stack, Validations
-from constructs import IConstruct
+from aws_cdk import App, Stack, Validations
+
+from constructs_lib.nag import PACK_PREFIXES
 
 # Pack names accepted by the `additionalNagPacks` setting, and AwsSolutions (always on).
 PACKS: dict[str, type[cdk_nag.NagPack]] = {
@@ -34,42 +34,6 @@ def register_packs(app: App, additional: Iterable[str]) -> list[str]:
     for name in names:
         Validations.of(app).add_plugins(PACKS[name](app))
     return names
-
-
-# Inside ``batched_acknowledgments()``: acknowledgments waiting to be registered, per construct.
-_BATCH: ContextVar[Optional[dict[int, tuple[IConstruct, list[Acknowledgment]]]]] = ContextVar("_BATCH", default=None)
-
-
-def acknowledge(scope: IConstruct, finding_id: str, reason: str) -> None:
-    """Acknowledge one finding on one construct (and what it contains)."""
-    if isinstance(scope, App):
-        raise ValueError(f"{finding_id}: acknowledgments never go on the app")
-    if not reason.strip():
-        raise ValueError(f"{finding_id}: an acknowledgment needs a reason")
-    batch = _BATCH.get()
-    if batch is None:
-        Validations.of(scope).acknowledge(Acknowledgment(id=finding_id, reason=reason))
-    else:
-        batch.setdefault(id(scope), (scope, []))[1].append(Acknowledgment(id=finding_id, reason=reason))
-
-
-@contextmanager
-def batched_acknowledgments() -> Iterator[None]:
-    """Registers the acknowledgments made inside it with one call per construct on exit: every call
-    into the jsii runtime costs about a millisecond, and one per finding was ~90 per synth."""
-    token = _BATCH.set({})
-    try:
-        yield
-        for scope, acks in (_BATCH.get() or {}).values():
-            Validations.of(scope).acknowledge(*acks)
-    finally:
-        _BATCH.reset(token)
-
-
-def managed_policy_finding(policy_name: str, service_role: bool = False) -> str:
-    """The granular AwsSolutions-IAM4 id for an AWS managed policy."""
-    path = f"service-role/{policy_name}" if service_role else policy_name
-    return f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{path}]"
 
 
 def is_cdk_provider_stack(stack: Stack) -> bool:
@@ -106,8 +70,7 @@ def findings(app: App, packs: Iterable[str]) -> list[Finding]:
 
 # Rule-id prefixes of the cdk-nag packs (CDK itself records acknowledgments of its own, e.g.
 # CloudFormation-Validate ones, in the same metadata; those are not the gate's).
-NAG_RULE_PREFIXES = ("AwsSolutions-", "NIST.800.53.R5-", "NIST.800.53.R4-", "HIPAA.Security-", "PCI.DSS.321-",
-                     "Serverless-")
+NAG_RULE_PREFIXES = tuple(PACK_PREFIXES.values())
 _ACK_METADATA = "aws:cdk:acknowledged-rules"
 _ACK_PREFIX = "Annotation::"
 

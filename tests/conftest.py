@@ -33,7 +33,7 @@ class Synthesized:
         self.json = self.template.to_json()
         if self.stack.network.lookup_pending:
             return  # nothing but the lookup placeholder was built
-        self.karpenter = Template.from_stack(self.stack.karpenter)
+        self.karpenter = Template.from_stack(self.stack.karpenter.infra)
         self.karpenter_json = self.karpenter.to_json()
 
     @property

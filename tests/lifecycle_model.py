@@ -110,9 +110,10 @@ def depends_transitively(graph: dict[str, set[str]], a: str, b: str) -> bool:
 
 
 def _nested_template_name(resource: dict[str, Any], names: Iterable[str]) -> str:
-    """The nested template of a nested stack resource: its file is named after the construct path."""
+    """The nested template of a nested stack resource: its file is named after the construct path,
+    without components named ``Default`` (as CDK's unique ids)."""
     path = resource["Metadata"]["aws:cdk:path"].split(".NestedStack/")[0]
-    prefix = re.sub(r"[^A-Za-z0-9]", "", path)
+    prefix = re.sub(r"[^A-Za-z0-9]", "", "".join(p for p in path.split("/") if p != "Default"))
     (name,) = [n for n in names if re.fullmatch(re.escape(prefix) + r"[0-9A-F]{8}\.nested\.template", n)]
     return name
 

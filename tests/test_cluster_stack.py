@@ -203,7 +203,7 @@ def _map_roles(synth) -> list[dict]:
 
 def _nested_output_ref(synth, source: dict) -> str:
     """How the parent refers to the Karpenter nested stack's output of ``source``."""
-    stack_id = synth.stack.resolve(synth.stack.karpenter.nested_stack_resource.logical_id)
+    stack_id = synth.stack.resolve(synth.stack.karpenter.infra.nested_stack_resource.logical_id)
     outputs = {name: o for name, o in synth.karpenter_json["Outputs"].items() if o["Value"] == source}
     output = only(outputs)[0]
     return f"${{GetAtt:{stack_id}.Outputs.{output}}}"

@@ -35,8 +35,8 @@ def test_each_environment_is_its_own_stack_and_cluster(stacks):
         assert stack.stack_name == name
         _, cluster = only(resources(template, "Custom::AWSCDK-EKS-Cluster"))
         assert cluster["Properties"]["Config"]["name"] == name
-        nested = cdk.assertions.Template.from_stack(stack.karpenter).to_json()
-        stack_id = stack.resolve(stack.karpenter.nested_stack_resource.logical_id)
+        nested = cdk.assertions.Template.from_stack(stack.karpenter.infra).to_json()
+        stack_id = stack.resolve(stack.karpenter.infra.nested_stack_resource.logical_id)
         assert template.to_json()["Resources"][stack_id]["Properties"]["Parameters"] == {"ClusterName": name}
         assert nested["Resources"]["KarpenterInterruptionQueue"]["Properties"]["QueueName"] == {"Ref": "ClusterName"}
 

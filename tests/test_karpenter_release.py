@@ -21,7 +21,7 @@ def _values(synth) -> dict:
 
 def _nested_source(synth, placeholder: str):
     """The nested-template expression behind ${GetAtt:<nested stack>.Outputs.X}."""
-    stack_id = synth.stack.resolve(synth.stack.karpenter.nested_stack_resource.logical_id)
+    stack_id = synth.stack.resolve(synth.stack.karpenter.infra.nested_stack_resource.logical_id)
     prefix = f"${{GetAtt:{stack_id}.Outputs."
     assert placeholder.startswith(prefix), f"{placeholder} is not an output of the Karpenter nested stack"
     return synth.karpenter_json["Outputs"][placeholder[len(prefix):-1]]["Value"]
@@ -229,7 +229,7 @@ def test_discovery_tag_value_equals_selector_value_equals_cluster_name(default, 
                 for term in obj["spec"]["subnetSelectorTerms"] + obj["spec"]["securityGroupSelectorTerms"]:
                     selectors.add(term["tags"][DISCOVERY_TAG_KEY])
         assert subnet_tags == sg_tags == selectors == {name}
-        assert synth.json["Resources"][synth.stack.resolve(synth.stack.karpenter.nested_stack_resource.logical_id)][
+        assert synth.json["Resources"][synth.stack.resolve(synth.stack.karpenter.infra.nested_stack_resource.logical_id)][
             "Properties"]["Parameters"]["ClusterName"] == name
         assert _values(synth)["settings"]["clusterName"] == name
 

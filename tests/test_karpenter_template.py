@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from karpenter_stack import versions
-from karpenter_stack.karpenter_infra import CONTROLLER_POLICIES, INTERRUPTION_QUEUE, NODE_ROLE
+from constructs_lib.karpenter_infra import CONTROLLER_POLICIES, INTERRUPTION_QUEUE, NODE_ROLE
 
 from tests.conftest import ROOT
 
@@ -219,7 +219,7 @@ def test_nested_stack_includes_the_template_unchanged_and_receives_cluster_name(
     source = load_template("1.14.1")
     for logical_id, res in source["Resources"].items():
         assert nested["Resources"][logical_id]["Type"] == res["Type"]
-    stack_id = default.stack.resolve(default.stack.karpenter.nested_stack_resource.logical_id)
+    stack_id = default.stack.resolve(default.stack.karpenter.infra.nested_stack_resource.logical_id)
     assert default.json["Resources"][stack_id]["Properties"]["Parameters"] == {"ClusterName": "eks-karpenter"}
 
 

@@ -37,7 +37,7 @@ def _lifecycle_nodes(synthesized) -> dict[str, list[str]]:
         "CRD chart": [charts["karpenter-crd"]],
         "controller role": [k for k in resources(template, "AWS::IAM::Role") if k.startswith("ControllerRole")],
         "Karpenter nested stack (node role, policies, queue, rules)": [
-            synthesized.stack.resolve(synthesized.stack.karpenter.nested_stack_resource.logical_id)],
+            synthesized.stack.resolve(synthesized.stack.karpenter.infra.nested_stack_resource.logical_id)],
         "hosting": list(hosting),
         "cluster": list(resources(template, "Custom::AWSCDK-EKS-Cluster")),
         "VPC": list(resources(template, "AWS::EC2::VPC")),
@@ -105,7 +105,7 @@ def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template
     before, after = default.json["Resources"], new.json["Resources"]
     changed = {k for k in before if before[k] != after.get(k)} | (set(after) - set(before))
     charts = {k for k, r in before.items() if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"}
-    nested = default.stack.resolve(default.stack.karpenter.nested_stack_resource.logical_id)
+    nested = default.stack.resolve(default.stack.karpenter.infra.nested_stack_resource.logical_id)
     assert changed == charts | {nested}
     for chart in charts:
         assert {**before[chart]["Properties"], "Version": "1.14.2"} == after[chart]["Properties"]
@@ -120,7 +120,7 @@ def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template
 def test_queue_in_the_chart_is_the_queue_the_five_rules_target(default):
     values = render_json(only({k: r for k, r in resources(default.template, "Custom::AWSCDK-EKS-HelmChart").items()
                                if r["Properties"]["Release"] == "karpenter"})[1]["Properties"]["Values"])
-    stack_id = default.stack.resolve(default.stack.karpenter.nested_stack_resource.logical_id)
+    stack_id = default.stack.resolve(default.stack.karpenter.infra.nested_stack_resource.logical_id)
     output = values["settings"]["interruptionQueue"].removeprefix(f"${{GetAtt:{stack_id}.Outputs.").removesuffix("}")
     queue_source = default.karpenter_json["Outputs"][output]["Value"]
     assert queue_source == {"Fn::GetAtt": ["KarpenterInterruptionQueue", "QueueName"]}

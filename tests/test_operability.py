@@ -56,7 +56,7 @@ def test_service_monitor_switch(ops):
 def test_interruption_queue_alarms_watch_the_karpenter_queue_and_notify_the_topic(ops):
     alarms = {r["Properties"]["MetricName"]: r["Properties"] for r in resources(ops.template, "AWS::CloudWatch::Alarm").values()}
     assert sorted(alarms) == ["ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesVisible"]
-    stack_id = ops.stack.resolve(ops.stack.karpenter.nested_stack_resource.logical_id)
+    stack_id = ops.stack.resolve(ops.stack.karpenter.infra.nested_stack_resource.logical_id)
     for props in alarms.values():
         assert props["Namespace"] == "AWS/SQS"
         (dimension,) = props["Dimensions"]

@@ -113,7 +113,8 @@ def test_an_update_rollback_deletes_what_the_update_created_and_the_safety_net_d
     before = Lifecycle(_without(current, "/TeardownSafetyNet/", "/manifest-NodePool-default/"),
                        "eks-karpenter.template")
     lifecycle = Lifecycle(current, "eks-karpenter.template")
-    order = [lifecycle.nodes[k].path.removeprefix("eks-karpenter/") for k in _rollback_events(lifecycle, before)]
+    order = [lifecycle.nodes[k].path.removeprefix("eks-karpenter/").removeprefix("Default/")
+             for k in _rollback_events(lifecycle, before)]
     assert order[:3] == ["Cluster/manifest-NodePool-default/Resource/Default", "TeardownSafetyNet/Resource/Default",
                          "TeardownSafetyNet/Handler/Resource"]
     assert sorted(order[3:]) == ["TeardownSafetyNet/Logs/Resource", "TeardownSafetyNet/Policy/Resource",

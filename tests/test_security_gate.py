@@ -94,7 +94,7 @@ def test_security_report_command(capsys, monkeypatch):
     assert main([]) == 0
     ok = capsys.readouterr().out
     assert "cdk-nag (AwsSolutions): 38 findings before acknowledgments, 38 acknowledged, 0 unacknowledged" in ok
-    assert re.search(r"AwsSolutions-SQS3 +eks-karpenter/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok)
+    assert re.search(r"AwsSolutions-SQS3 +eks-karpenter/Default/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok)
     assert "cfn-lint (5 templates, rules ignored in .cfnlintrc): 0 errors, 0 other findings" in ok
     assert ok.rstrip().endswith("Security gate: passed")
     # The lint half is proven above; the failing case is about cdk-nag (saves a 3.5 s cfn-lint run).

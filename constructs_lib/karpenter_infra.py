@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Union
+
 from aws_cdk import NestedStack
 from aws_cdk import cloudformation_include as cfn_inc
 from constructs import Construct
 
-from . import versions
-
-# Logical ids in templates/karpenter-<version>.yaml that the app reads. A template for a new
-# Karpenter version must keep them (a test checks every template).
+# Logical ids in the Karpenter template (templates/karpenter-<version>.yaml) that the construct reads.
+# A template for a new Karpenter version must keep them (a test checks every template).
 CLUSTER_NAME_PARAMETER = "ClusterName"
 NODE_ROLE = "KarpenterNodeRole"
 INTERRUPTION_QUEUE = "KarpenterInterruptionQueue"
@@ -30,7 +31,7 @@ class KarpenterInfraStack(NestedStack):
     :attr:`controller_policy_arns`, :attr:`queue_name`, :attr:`queue_arn`.
     """
 
-    def __init__(self, scope: Construct, id: str, *, cluster_name: str, karpenter_version: str) -> None:
+    def __init__(self, scope: Construct, id: str, *, cluster_name: str, template_file: Union[str, Path]) -> None:
         super().__init__(
             scope,
             id,
@@ -38,7 +39,7 @@ class KarpenterInfraStack(NestedStack):
             # the template as written, including its own validation of ClusterName.
             parameters={CLUSTER_NAME_PARAMETER: cluster_name},
         )
-        self.template_path = versions.karpenter_template(karpenter_version)
+        self.template_path = Path(template_file)
         self.template = cfn_inc.CfnInclude(self, "Template", template_file=str(self.template_path))
         node_role = self.template.get_resource(NODE_ROLE)
         queue = self.template.get_resource(INTERRUPTION_QUEUE)

@@ -1,0 +1,234 @@
+"""Everything Karpenter adds to an EKS cluster, as one construct.
+
+Usable from any CDK app with a cluster it creates (``eks.Cluster``) or imports
+(``eks.Cluster.from_cluster_attributes``)::
+
+    karpenter = Karpenter(
+        self, "Karpenter",
+        cluster=cluster, cluster_name="prod",
+        version="1.14.1", template_file="templates/karpenter-1.14.1.yaml",
+        node_classes=[NodeClassSpec(ami_alias="al2023@v20260801")],
+        node_pools=[NodePoolSpec(name="default", capacity_types=["on-demand"])],
+        node_authorization=NodeAuthorization.ACCESS_ENTRY,
+    )
+    karpenter.controller_chart  # handles: node_role, controller_role, queue_name, node_pools, ...
+
+What it builds, and the order CloudFormation creates and deletes it in:
+
+* the nested stack from Karpenter's CloudFormation template (node role, controller policies,
+  interruption queue and its rules), named only by ``cluster_name`` so it is created in parallel
+  with the cluster;
+* the node role's authorization: an aws-auth mapping (a cluster this app owns) or an EKS access
+  entry of type ``EC2_LINUX`` (any cluster whose authentication mode allows access entries);
+* the controller's IRSA role, trusted by the cluster's OIDC provider for one service account;
+* the ``karpenter-crd`` then ``karpenter`` Helm charts (the controller after ``controller_after``:
+  the capacity it runs on and the DNS it resolves AWS endpoints with);
+* the cluster security group's discovery tag (unless security groups are selected by id);
+* the teardown safety net (deleted after Karpenter's objects, before the controller);
+* one EC2NodeClass and one NodePool per spec, after the charts, the node authorization, the safety
+  net and ``node_networking`` (deleted before all of them, so nodes drain while their controller,
+  authorization, pod networking and security group still exist);
+* optionally the spot service-linked role (retained on delete) and alarms on the interruption queue.
+
+Each part acknowledges its own cdk-nag findings (``constructs_lib.nag``).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct, IDependable
+
+from .controller_role import ControllerRole
+from .discovery_tag import SecurityGroupTag
+from .karpenter_infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
+from .karpenter_nodes import KarpenterNodes
+from .karpenter_release import KarpenterRelease, controller_values
+from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
+from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME
+from .node_specs import NodeClassSpec, NodePoolSpec
+from .queue_alarms import InterruptionQueueAlarms
+from .teardown import TeardownSafetyNet
+
+
+class NodeAuthorization(Enum):
+    """How Karpenter's nodes are allowed to join the cluster."""
+
+    AWS_AUTH = "aws-auth"  # a mapping in the aws-auth ConfigMap (needs an eks.Cluster this app owns)
+    ACCESS_ENTRY = "access-entry"  # an EKS access entry (authentication mode API or API_AND_CONFIG_MAP)
+
+
+class Karpenter(Construct):
+    """Karpenter on one EKS cluster. Handles: :attr:`infra` (the nested stack), :attr:`node_role`,
+    :attr:`node_role_name`, :attr:`node_role_arn`, :attr:`queue_name`, :attr:`queue_arn`,
+    :attr:`controller_role`, :attr:`crd_chart`, :attr:`controller_chart`, :attr:`node_classes`,
+    :attr:`node_pools`, :attr:`node_access`, :attr:`teardown`, :attr:`discovery_tag`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: eks.ICluster,
+        cluster_name: str,
+        version: str,
+        template_file: Union[str, Path],
+        node_classes: Sequence[NodeClassSpec],
+        node_pools: Sequence[NodePoolSpec],
+        node_authorization: NodeAuthorization,
+        namespace: str = "kube-system",
+        service_account: str = "karpenter",
+        controller_after: Sequence[IDependable] = (),
+        controller_dns_policy: str = "ClusterFirst",
+        controller_tolerations: Sequence[Mapping[str, str]] = (),
+        node_networking: Sequence[IDependable] = (),
+        subnet_ids: Sequence[str] = (),
+        security_group_ids: Sequence[str] = (),
+        service_monitor: bool = False,
+        spot_service_linked_role: bool = False,
+        interruption_queue_alarms: bool = False,
+        alarm_topic_arn: Optional[str] = None,
+    ) -> None:
+        """
+        :param cluster: the cluster, created or imported (an imported one needs its kubectl role, kubectl
+            layer and OIDC provider).
+        :param cluster_name: the cluster's name as a literal (not the cluster's token): IAM and the queue
+            then do not wait for the cluster.
+        :param template_file: Karpenter's CloudFormation template for ``version``.
+        :param node_authorization: aws-auth mapping or EKS access entry for the node role.
+        :param controller_after: what the controller needs before it starts and must outlive it on
+            delete (the capacity it runs on, CoreDNS).
+        :param node_networking: what Karpenter's nodes need while they exist (vpc-cni, kube-proxy,
+            CoreDNS add-ons): created before and deleted after every node class and pool.
+        :param subnet_ids: select node subnets by id; unset: by the discovery tag.
+        :param security_group_ids: select node security groups by id; unset: the cluster security group,
+            tagged for discovery by this construct.
+        """
+        super().__init__(scope, id)
+        self.cluster = cluster
+
+        self.discovery_tag: Optional[SecurityGroupTag] = None
+        if not security_group_ids:
+            self.discovery_tag = SecurityGroupTag(
+                self,
+                "ClusterSecurityGroupDiscoveryTag",
+                security_group_id=cluster.cluster_security_group_id,
+                key=DISCOVERY_TAG_KEY,
+                value=cluster_name,
+            )
+
+        self.infra = KarpenterInfraStack(self, "Karpenter", cluster_name=cluster_name, template_file=template_file)
+        self.node_role_name = self.infra.node_role_name
+        self.node_role_arn = self.infra.node_role_arn
+        self.queue_name = self.infra.queue_name
+        self.queue_arn = self.infra.queue_arn
+        self.node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.node_role_arn, mutable=False)
+        self._acknowledge_template()
+
+        self.node_access: IDependable
+        if node_authorization is NodeAuthorization.AWS_AUTH:
+            if not isinstance(cluster, eks.Cluster):
+                raise ValueError("node_authorization AWS_AUTH needs an eks.Cluster this app creates; an imported "
+                                 "cluster's aws-auth ConfigMap is not this app's to manage: use ACCESS_ENTRY")
+            cluster.aws_auth.add_role_mapping(self.node_role, username=NODE_USERNAME, groups=list(NODE_GROUPS))
+            self.node_access = cluster.aws_auth
+        else:
+            # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.
+            self.node_access = eks.AccessEntry(
+                self, "NodeAccessEntry", cluster=cluster, principal=self.node_role_arn,
+                access_entry_type=eks.AccessEntryType.EC2_LINUX, access_policies=[],
+            )
+
+        self.spot_service_linked_role: Optional[iam.CfnServiceLinkedRole] = None
+        if spot_service_linked_role:
+            self.spot_service_linked_role = iam.CfnServiceLinkedRole(
+                self, "SpotServiceLinkedRole", aws_service_name="spot.amazonaws.com"
+            )
+            # One per account, shared with every other spot user: deleting it with this stack would
+            # break spot launches account-wide (and a later create here fails: it already exists).
+            self.spot_service_linked_role.apply_removal_policy(RemovalPolicy.RETAIN)
+
+        self.controller_role = ControllerRole(
+            self,
+            "ControllerRole",
+            cluster=cluster,
+            namespace=namespace,
+            service_account=service_account,
+            managed_policy_arns=self.infra.controller_policy_arns,
+        )
+
+        values: dict[str, Any] = controller_values(
+            cluster_name=cluster_name,
+            interruption_queue=self.queue_name,
+            service_account=service_account,
+            role_arn=self.controller_role.role_arn,
+            dns_policy=controller_dns_policy,
+            tolerations=[dict(t) for t in controller_tolerations] or None,
+            service_monitor=service_monitor,
+        )
+        self.release = KarpenterRelease(
+            self, "KarpenterRelease", cluster=cluster, version=version, namespace=namespace, values=values
+        )
+        self.crd_chart = self.release.crd_chart
+        self.controller_chart = self.release.controller_chart
+        if controller_after:
+            # Create: the controller starts on its capacity with DNS. Delete: it goes first, so it is
+            # never left without a host or a resolver while it drains nodes.
+            self.controller_chart.node.add_dependency(*controller_after)
+
+        # Deleted after Karpenter's objects and before the controller and the node authorization: the
+        # controller is still there to drain, the nodes still authorized, when it waits for them.
+        self.teardown = TeardownSafetyNet(self, "TeardownSafetyNet", cluster_name=cluster_name)
+        # Only the custom resource is ordered: its function, role and log group are created in parallel
+        # with the charts (nothing on the create path is there only for the delete order).
+        self.teardown.resource.node.add_dependency(self.controller_chart, self.node_access)
+        # ... and while it waits for the last instances, their networking and security group stay.
+        node_needs = [*node_networking, *([self.discovery_tag.resource] if self.discovery_tag else [])]
+        if node_needs:
+            self.teardown.resource.node.add_dependency(*node_needs)
+
+        self.nodes = KarpenterNodes(
+            self,
+            "KarpenterNodes",
+            cluster=cluster,
+            cluster_name=cluster_name,
+            node_role_name=self.node_role_name,
+            node_classes=node_classes,
+            node_pools=node_pools,
+            # Karpenter's objects go before the controller that runs their finalizers, the authorization
+            # that lets their nodes stay in the cluster while they drain, the pod networking and the
+            # security group those nodes use.
+            depends_on=[*self.release.charts, self.node_access, self.teardown.resource, *node_needs],
+            subnet_ids=subnet_ids,
+            security_group_ids=security_group_ids,
+        )
+        self.node_classes = self.nodes.node_classes
+        self.node_pools = self.nodes.node_pools
+        if self.spot_service_linked_role is not None:
+            # Spot launches need the role: pools that may launch spot are applied after it exists.
+            for pool in node_pools:
+                if "spot" in pool.capacity_types:
+                    self.node_pools[pool.name].node.add_dependency(self.spot_service_linked_role)
+
+        self.queue_alarms: Optional[InterruptionQueueAlarms] = None
+        if interruption_queue_alarms:
+            self.queue_alarms = InterruptionQueueAlarms(
+                self, "InterruptionQueueAlarms", queue_name=self.queue_name, topic_arn=alarm_topic_arn
+            )
+
+    def _acknowledge_template(self) -> None:
+        node_role = self.infra.template.get_resource(NODE_ROLE)
+        for policy in NODE_MANAGED_POLICIES:
+            acknowledge(node_role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (Karpenter nodes)")
+        acknowledge(
+            self.infra.template.get_resource(INTERRUPTION_QUEUE),
+            "AwsSolutions-SQS3",
+            "Interruption notices are only actionable within the 2-minute spot warning (retention is 300 s); "
+            "a dead-letter queue would keep stale notices nobody can act on. Karpenter deletes every message it "
+            "receives, parsed or not.",
+        )

@@ -1,0 +1,95 @@
+"""cdk-nag acknowledgments, made by the constructs that cause the findings.
+
+Each construct acknowledges the findings of its own resources right where it creates them, by exact
+(granular) finding id, on the narrowest construct, with a reason a security reviewer can check.
+Outside :func:`acknowledging` every acknowledgment is registered as made (a construct used in
+another app). Inside it, only findings of the given packs are registered -- an acknowledgment of a
+pack that does not run would be stale -- and with one call into jsii per construct on exit.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterable, Iterator, Optional
+
+from aws_cdk import Acknowledgment, App, Stack, Validations
+from constructs import IConstruct
+
+# Finding-id prefix of each cdk-nag pack (the app's pack names).
+PACK_PREFIXES = {
+    "AwsSolutions": "AwsSolutions-",
+    "NIST80053R5": "NIST.800.53.R5-",
+    "NIST80053R4": "NIST.800.53.R4-",
+    "HIPAASecurity": "HIPAA.Security-",
+    "PCIDSS321": "PCI.DSS.321-",
+    "Serverless": "Serverless-",
+}
+
+EKS_NODE_POLICIES_REASON = (
+    "One of the four AWS managed policies EKS requires of worker nodes (WorkerNode, CNI, ECR pull-only, "
+    "SSM core); AWS maintains them as EKS evolves, and no other managed policy is attached."
+)
+
+
+class _Batch:
+    def __init__(self, packs: Iterable[str]) -> None:
+        self.prefixes = tuple(PACK_PREFIXES[p] for p in packs)
+        self.pending: dict[int, tuple[IConstruct, list[Acknowledgment]]] = {}
+
+
+_BATCH: ContextVar[Optional[_Batch]] = ContextVar("_BATCH", default=None)
+
+
+def acknowledge(scope: IConstruct, finding_id: str, reason: str) -> None:
+    """Acknowledge one finding on one construct (and what it contains)."""
+    if isinstance(scope, App):
+        raise ValueError(f"{finding_id}: acknowledgments never go on the app")
+    if not reason.strip():
+        raise ValueError(f"{finding_id}: an acknowledgment needs a reason")
+    batch = _BATCH.get()
+    if batch is None:
+        Validations.of(scope).acknowledge(Acknowledgment(id=finding_id, reason=reason))
+    elif finding_id.startswith(batch.prefixes):
+        batch.pending.setdefault(id(scope), (scope, []))[1].append(Acknowledgment(id=finding_id, reason=reason))
+
+
+@contextmanager
+def acknowledging(packs: Iterable[str]) -> Iterator[None]:
+    """Register only the acknowledgments of ``packs`` made inside it (none for no packs), with one
+    call per construct on exit: every call into the jsii runtime costs about a millisecond."""
+    token = _BATCH.set(_Batch(packs))
+    try:
+        yield
+        for scope, acks in (_BATCH.get() or _Batch(())).pending.values():
+            Validations.of(scope).acknowledge(*acks)
+    finally:
+        _BATCH.reset(token)
+
+
+def managed_policy_finding(policy_name: str, service_role: bool = False) -> str:
+    """The granular AwsSolutions-IAM4 id for an AWS managed policy."""
+    path = f"service-role/{policy_name}" if service_role else policy_name
+    return f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{path}]"
+
+
+def nag_value(stack: Stack, value: str) -> str:
+    """How cdk-nag writes a pseudo parameter in a finding id: the literal when the stack's environment
+    is known, ``<AWS::Region>`` style when it is not."""
+    resolved = stack.resolve(value)
+    if isinstance(resolved, dict) and "Ref" in resolved:
+        return f"<{resolved['Ref']}>"
+    return str(resolved)
+
+
+def arn_prefix(stack: Stack, service: str, *, region: bool = True) -> str:
+    """``arn:<partition>:<service>:<region>:<account>`` as it appears in finding ids."""
+    where = nag_value(stack, stack.region) if region else ""
+    return f"arn:{nag_value(stack, stack.partition)}:{service}:{where}:{nag_value(stack, stack.account)}"
+
+
+def logical_id_of(construct: IConstruct) -> str:
+    """The CloudFormation logical id of a construct's resource, as cdk-nag writes it in finding ids
+    (found through the construct, never written out)."""
+    resource = construct.node.default_child or construct
+    return Stack.of(resource).resolve(Stack.of(resource).get_logical_id(resource))  # type: ignore[arg-type]
