@@ -15,82 +15,82 @@ TODAY = date(2026, 11, 21)
 POOL = {"name": "p"}
 
 CASES = {
-    "typo": ({"kubernetesVerison": "1.35"}, "kubernetesVerison: unknown setting; did you mean 'kubernetesVersion'?"),
+    "typo": ({"kubernetesVerison": "1.35"}, "kubernetesVerison: unknown setting; did you mean 'kubernetesVersion'? (from -c)"),
     "cluster name rules": ({"clusterName": "-x"},
                            "clusterName = \"-x\": must start with a letter or digit and contain only letters, digits, "
-                           "'-' and '_'"),
+                           "'-' and '_' (from -c)"),
     "derived name too long": ({"clusterName": "c" * 47},
                               f"clusterName = \"{'c' * 47}\": must be at most 46 characters so that "
-                              "KarpenterNodeRole-<cluster> fits IAM's 64-character limit (got 47)"),
+                              "KarpenterNodeRole-<cluster> fits IAM's 64-character limit (got 47) (from -c)"),
     "unknown kubernetes version": ({"kubernetesVersion": "2.0"},
-                                   "kubernetesVersion '2.0' is not of the form 1.NN (e.g. 1.36)"),
+                                   "kubernetesVersion '2.0' is not of the form 1.NN (e.g. 1.36) (from -c)"),
     "past extended support": ({"kubernetesVersion": "1.30"},
                               "kubernetesVersion '1.30' is past the end of EKS extended support (2026-07-23) and can "
-                              "no longer be created; use 1.31 or newer"),
+                              "no longer be created; use 1.31 or newer (from -c)"),
     "layer package missing": ({"kubernetesVersion": "1.33"},
                               "kubernetesVersion '1.33' needs the kubectl layer package "
                               "aws-cdk.lambda-layer-kubectl-v33, which is not installed; run: pip install "
-                              "aws-cdk.lambda-layer-kubectl-v33==2.2.2"),
+                              "aws-cdk.lambda-layer-kubectl-v33==2.2.2 (from -c)"),
     "karpenter version without template": ({"karpenterVersion": "1.15.0"},
                                            "karpenterVersion '1.15.0' has no CloudFormation template "
-                                           "(templates/karpenter-1.15.0.yaml); versions with a template: 1.14.1"),
+                                           "(templates/karpenter-1.15.0.yaml); versions with a template: 1.14.1 (from -c)"),
     "unbounded drain": ({"nodePools": [{"terminationGracePeriod": "Never"}]},
                         "nodePools[0].terminationGracePeriod = \"Never\": must be a duration like 30s, 5m or 1m30s "
-                        "(no 'Never': a drain must end)"),
+                        "(no 'Never': a drain must end) (from -c)"),
     "drain longer than a destroy can wait": ({"nodePools": [{"terminationGracePeriod": "1h"}]},
                                              "nodePools[0].terminationGracePeriod = \"1h\": is 3600 s; at most 12m, so "
                                              "that deleting a node class (drain, then instance termination) fits the "
-                                             "15-minute kubectl handler on destroy"),
+                                             "15-minute kubectl handler on destroy (from -c)"),
     "pinned AMI older than the Kubernetes version": (
         {"nodeClasses": [{"amiAlias": "al2023@v20260301"}]},
         "nodeClasses[0].amiAlias 'al2023@v20260301' has no AMI for Kubernetes 1.36: EKS-optimized AMIs for 1.36 "
-        "start with its EKS release (2026-04-22 at the earliest); pin al2023@v20260422 or later, or al2023@latest"),
+        "start with its EKS release (2026-04-22 at the earliest); pin al2023@v20260422 or later, or al2023@latest (from -c)"),
     "pinned AMI older than an upgrade's target": (
         {"kubernetesVersion": "1.35", "nodeClasses": [{}, {"name": "b", "amiAlias": "al2023@v20251231"}]},
         "nodeClasses[1].amiAlias 'al2023@v20251231' has no AMI for Kubernetes 1.35: EKS-optimized AMIs for 1.35 "
-        "start with its EKS release (2026-01-28); pin al2023@v20260128 or later, or al2023@latest"),
+        "start with its EKS release (2026-01-28); pin al2023@v20260128 or later, or al2023@latest (from -c)"),
     "AMI alias that is no date": ({"nodeClasses": [{"amiAlias": "al2023@v20261399"}]},
-                                  "nodeClasses[0].amiAlias 'al2023@v20261399': v20261399 is not a date (vYYYYMMDD)"),
+                                  "nodeClasses[0].amiAlias 'al2023@v20261399': v20261399 is not a date (vYYYYMMDD) (from -c)"),
     "Amazon Linux 2 past its last Kubernetes version": (
         {"nodeClasses": [{"amiAlias": "al2@latest"}]},
         "nodeClasses[0].amiAlias 'al2@latest': EKS publishes no Amazon Linux 2 AMIs for Kubernetes 1.36 (the last "
-        "is 1.32); use al2023 or bottlerocket"),
-    "duplicate pools": ({"nodePools": [POOL, POOL]}, "nodePools has duplicate names: p"),
+        "is 1.32); use al2023 or bottlerocket (from -c)"),
+    "duplicate pools": ({"nodePools": [POOL, POOL]}, "nodePools has duplicate names: p (from -c)"),
     "unknown node class": ({"nodePools": [{"name": "p", "nodeClass": "gpu"}]},
-                           "nodePools 'p' refers to nodeClass 'gpu', which is not in nodeClasses (default)"),
+                           "nodePools 'p' refers to nodeClass 'gpu', which is not in nodeClasses (default) (from -c)"),
     "operator": ({"nodePools": [{"requirements": [{"key": "a", "operator": "Has"}]}]},
                  "nodePools[0].requirements[0].operator = \"Has\": Input should be 'In', 'NotIn', 'Exists', "
-                 "'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte'"),
+                 "'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte' (from -c)"),
     "restricted label": ({"nodePools": [{"labels": {"kubernetes.io/hostname": "a"}}]},
                          "nodePools[0].labels: 'kubernetes.io/hostname' is a label key Karpenter restricts "
-                         "(karpenter.sh/* other than karpenter.sh/capacity-type, kubernetes.io/hostname)"),
+                         "(karpenter.sh/* other than karpenter.sh/capacity-type, kubernetes.io/hostname) (from -c)"),
     "duration": ({"nodePools": [{"consolidateAfter": "soon"}]},
-                 "nodePools[0].consolidateAfter = \"soon\": must be a duration like 30s, 15m, 720h, 1h30m, or Never"),
+                 "nodePools[0].consolidateAfter = \"soon\": must be a duration like 30s, 15m, 720h, 1h30m, or Never (from -c)"),
     "budget": ({"nodePools": [{"budgets": [{"nodes": "ten"}]}]},
-               "nodePools[0].budgets[0].nodes = \"ten\": must be a whole number or a percentage 0%-100%"),
+               "nodePools[0].budgets[0].nodes = \"ten\": must be a whole number or a percentage 0%-100% (from -c)"),
     "weight": ({"nodePools": [{"weight": 101}]},
-               "nodePools[0].weight = 101: Input should be less than or equal to 100"),
+               "nodePools[0].weight = 101: Input should be less than or equal to 100 (from -c)"),
     "quantity": ({"nodePools": [{"limits": {"memory": "1TB"}}]},
-                 "nodePools[0].limits: limit memory '1TB' must be a Kubernetes quantity such as 100, 500m, 64Gi or 1.5"),
+                 "nodePools[0].limits: limit memory '1TB' must be a Kubernetes quantity such as 100, 500m, 64Gi or 1.5 (from -c)"),
     "ami alias family": ({"nodeClasses": [{"amiAlias": "ubuntu@latest"}]},
                          "nodeClasses[0].amiAlias = \"ubuntu@latest\": must be family@version with family al2, "
                          "al2023, bottlerocket, windows2019, windows2022 or windows2025 and version 'latest' or a "
-                         "pinned vYYYYMMDD"),
+                         "pinned vYYYYMMDD (from -c)"),
     "hop limit": ({"nodeClasses": [{"metadataHopLimit": 65}]},
-                  "nodeClasses[0].metadataHopLimit = 65: Input should be less than or equal to 64"),
+                  "nodeClasses[0].metadataHopLimit = 65: Input should be less than or equal to 64 (from -c)"),
     "volume size": ({"nodeClasses": [{"rootVolumeSizeGib": 20000}]},
-                    "nodeClasses[0].rootVolumeSizeGib = 20000: Input should be less than or equal to 16384"),
+                    "nodeClasses[0].rootVolumeSizeGib = 20000: Input should be less than or equal to 16384 (from -c)"),
     "cidr": ({"vpcCidr": "10.0.0.0/33"},
-             "vpcCidr = \"10.0.0.0/33\": '10.0.0.0/33' is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)"),
-    "nat gateways": ({"natGateways": 3}, "natGateways (3) cannot exceed maxAzs (2)"),
+             "vpcCidr = \"10.0.0.0/33\": '10.0.0.0/33' is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero) (from -c)"),
+    "nat gateways": ({"natGateways": 3}, "natGateways (3) cannot exceed maxAzs (2) (from -c)"),
     "vpc id": ({"vpcId": "vpc-xyz", "account": "1" * 12, "region": "eu-west-1"},
-               "vpcId = \"vpc-xyz\": must look like vpc-0123456789abcdef0"),
+               "vpcId = \"vpc-xyz\": must look like vpc-0123456789abcdef0 (from -c)"),
     "namespace": ({"karpenterNamespace": "Karpenter"},
                   "karpenterNamespace = \"Karpenter\": must be a Kubernetes name: lowercase a-z, 0-9 and '-', at "
-                  "most 63 characters"),
+                  "most 63 characters (from -c)"),
     "service account": ({"karpenterServiceAccount": "karpenter_sa"},
                         "karpenterServiceAccount = \"karpenter_sa\": must be a Kubernetes name: lowercase a-z, 0-9 "
-                        "and '-', at most 63 characters"),
+                        "and '-', at most 63 characters (from -c)"),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 import pytest
@@ -15,9 +16,14 @@ TODAY = date(2026, 11, 21)
 
 
 def error_of(**context) -> str:
+    """The message of loading ``context`` as ``cdk.json``'s, each line without the layer it names (here
+    always cdk.json, or the built-in default for a value nobody wrote; layers: test_errors_name_the_layer)."""
     with pytest.raises(ConfigError) as info:
         load_config(context, today=TODAY)
-    return str(info.value)
+    lines = str(info.value).split("\n")
+    for line in lines:
+        assert line.endswith((" (from cdk.json)", " (from built-in default)")), line
+    return "\n".join(re.sub(r" \(from (cdk\.json|built-in default)\)$", "", line) for line in lines)
 
 
 def test_cdk_json_is_a_short_starting_point_that_changes_no_default():
@@ -40,6 +46,37 @@ def test_a_value_the_user_wrote_is_never_replaced_by_the_profile():
     assert [p.name for p in config.node_pools] == ["system", "default"]
     bare = load_config({"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY)
     assert (bare.nat_gateways, bare.deletion_protection) == (2, True)
+
+
+def test_errors_name_the_layer_each_setting_came_from():
+    from karpenter_stack.config import load_environments
+
+    file_context = {"clusterName": "c", "profile": "production",
+                    "nodeClasses": [{"name": "x", "amiAlias": "al2023@v20260801"}],
+                    "environments": {"prod": {"vpcCidr": "10.0.0.0/8"}}}
+
+    def error(context: dict, file: dict = file_context) -> list[str]:
+        with pytest.raises(ConfigError) as info:
+            load_environments({**file, **context}, today=TODAY, file_context=file)
+        return str(info.value).split("\n")
+
+    # a -c flag, an environment's override, what the profile filled in, cdk.json's own value
+    assert error({"karpenterNamespace": "Karpenter"}) == [
+        'environments.prod.karpenterNamespace = "Karpenter": must be a Kubernetes name: lowercase a-z, 0-9 and '
+        "'-', at most 63 characters (from -c)",
+        'environments.prod.vpcCidr = "10.0.0.0/8": must be an IPv4 CIDR with a prefix length from /16 to /24 '
+        "(from environments.prod)",
+    ]
+    assert error({"environments": {"prod": {}}}) == [
+        "environments.prod.nodePools 'system' refers to nodeClass 'default', which is not in nodeClasses (x) "
+        "(from profile production)",
+    ]
+    assert error({}, {"clusterName": "-c"}) == [
+        'clusterName = "-c": must start with a letter or digit and contain only letters, digits, \'-\' and \'_\' '
+        "(from cdk.json)"]
+    assert error({"nodePools": "[{"}) == [
+        "nodePools: '[{' is not valid JSON (Expecting property name enclosed in double quotes); expected a JSON "
+        "list (from -c)"]
 
 
 def test_command_line_flags_beat_environment_overrides_which_beat_cdk_json():

@@ -73,13 +73,14 @@ def test_production_profile_refuses_unpinned_amis():
         load_config({"profile": "production"}, today=TODAY)
     assert str(info.value) == (
         "nodeClasses[0].amiAlias 'al2023@latest': the production profile needs a pinned AMI (e.g. "
-        "al2023@v20260801), so node images change only when this setting does")
+        "al2023@v20260801), so node images change only when this setting does (from built-in default)")
 
 
 def test_environment_errors_name_the_environment():
     with pytest.raises(ConfigError) as info:
         load_environments({"environments": {"prod": {"natGateway": 2}}}, today=TODAY)
-    assert str(info.value) == "environments.prod.natGateway: unknown setting; did you mean 'natGateways'?"
+    assert str(info.value) == ("environments.prod.natGateway: unknown setting; did you mean 'natGateways'? "
+                               "(from environments.prod)")
     with pytest.raises(ConfigError) as info:
         load_environments({"environments": {"prod": {"kubernetesVersion": "1.30"}}}, today=TODAY)
     assert str(info.value).startswith("environments.prod.kubernetesVersion '1.30' is past the end of EKS")

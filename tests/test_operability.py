@@ -74,11 +74,12 @@ def test_alarm_topic_needs_the_alarms():
 
     with pytest.raises(ConfigError) as info:
         load_config({"alarmTopicArn": TOPIC})
-    assert str(info.value) == "alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true"
+    assert str(info.value) == ("alarmTopicArn is set but interruptionQueueAlarms is false; set "
+                               "interruptionQueueAlarms=true (from cdk.json)")
     with pytest.raises(ConfigError) as info:
         load_config({"interruptionQueueAlarms": True, "alarmTopicArn": "karpenter-alerts"})
     assert str(info.value) == (
-        "alarmTopicArn = \"karpenter-alerts\": must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>")
+        "alarmTopicArn = \"karpenter-alerts\": must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic> (from cdk.json)")
 
 
 def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any
+import re
+from typing import Any, Mapping
 
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
@@ -24,6 +25,28 @@ from .model import AppConfig
 
 class ConfigError(Exception):
     """Invalid configuration. ``str(err)`` is the message to show the user."""
+
+
+# Names of the layers a setting can come from, as error messages show them.
+FLAG = "-c"
+CDK_JSON = "cdk.json"
+BUILT_IN = "built-in default"
+_LEADING_KEY = re.compile(r"[A-Za-z]+")
+_SETTINGS = {to_camel(name) for name in AppConfig.model_fields}
+
+
+def with_origins(message: str, prefix: str, origins: Mapping[str, str]) -> str:
+    """Each line of ``message`` that starts with a setting (after ``prefix``) ends with the layer that
+    setting came from: ``(from -c)``, ``(from cdk.json)``, ``(from environments.prod)``,
+    ``(from profile production)`` or ``(from built-in default)``."""
+    lines = []
+    for line in message.split("\n"):
+        body = line[len(prefix):] if line.startswith(prefix) else line
+        key = _LEADING_KEY.match(body)
+        if key and (key.group() in origins or key.group() in _SETTINGS):
+            line += f" (from {origins.get(key.group(), BUILT_IN)})"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def format_location(loc: tuple[Any, ...]) -> str:

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
 from .. import versions
-from .errors import ConfigError, format_errors, unknown_key
+from .errors import CDK_JSON, FLAG, ConfigError, format_errors, unknown_key, with_origins
 from .model import DEFAULT_CLUSTER_NAME, AppConfig
 
 # Context keys the CDK itself may put in context without a prefix.
@@ -34,13 +34,14 @@ def _is_ours(key: str) -> bool:
     return ":" not in key and not key.startswith("@") and key not in _CDK_OWN_KEYS
 
 
-def _parse_cli_value(key: str, value: Any) -> Any:
+def _parse_cli_value(key: str, value: Any, origin: str) -> Any:
     if key in _JSON_KEYS and isinstance(value, str):
         try:
             return json.loads(value)
         except json.JSONDecodeError as err:
-            kind = "an object" if key == "addonVersions" else "a list"
-            raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON {kind}") from None
+            kind = "object" if key == "addonVersions" else "list"
+            raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON {kind} "
+                              f"(from {origin})") from None
     if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region", "alarmTopicArn"):
         return None
     return value
@@ -97,28 +98,33 @@ def load_environments(
 
     ``file_context`` is what ``cdk.json`` holds: a key of ``context`` whose value differs from it (or
     that it lacks) came from a ``-c`` flag and overrides even an environment's own setting. Without it
-    every key counts as ``cdk.json``'s."""
+    every key counts as ``cdk.json``'s. Every error line names the layer its setting came from."""
     ours = {k: v for k, v in context.items() if _is_ours(k)}
     environments = _parse_environments(ours.pop("environments", None))
+    from_file = {k: v for k, v in (file_context or {}).items() if _is_ours(k)}
+    flags = {k for k in ours
+             if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))}
+    origins = {k: FLAG if k in flags else CDK_JSON for k in ours}
     unknown = sorted(k for k in ours if k not in CONTEXT_KEYS)
     if unknown:
-        raise ConfigError("\n".join(unknown_key(k, k, [*CONTEXT_KEYS, "environments"]) for k in unknown))
-    shared = {k: _parse_cli_value(k, v) for k, v in ours.items()}
+        raise ConfigError(with_origins(
+            "\n".join(unknown_key(k, k, [*CONTEXT_KEYS, "environments"]) for k in unknown), "", origins))
+    shared = {k: _parse_cli_value(k, v, origins[k]) for k, v in ours.items()}
     if not environments:
-        return {"": _validate(shared, today, prefix="")}
-    from_file = {k: v for k, v in (file_context or {}).items() if _is_ours(k)}
-    flags = {k: v for k, v in shared.items()
-             if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))}
+        return {"": _validate(shared, today, prefix="", origins=origins)}
     configs: dict[str, AppConfig] = {}
     for name, overrides in environments.items():
         if not _ENV_NAME.match(name):
             raise ConfigError(f"environments: '{name}' is not a valid environment name (lowercase letters, digits "
                               "and '-', starting with a letter, at most 20 characters)")
+        layer = f"environments.{name}"
         # Each environment's cluster is named <shared clusterName>-<environment> unless it names its own.
         raw = {**shared, "clusterName": f"{shared.get('clusterName', DEFAULT_CLUSTER_NAME)}-{name}",
-               **{k: _parse_cli_value(k, v) for k, v in overrides.items()},
-               **{k: v for k, v in flags.items() if k != "clusterName"}}
-        configs[name] = _validate(raw, today, prefix=f"environments.{name}.")
+               **{k: _parse_cli_value(k, v, layer) for k, v in overrides.items()},
+               **{k: shared[k] for k in flags if k != "clusterName"}}
+        env_origins = {**origins, "clusterName": layer, **{k: layer for k in overrides},
+                       **{k: FLAG for k in flags if k != "clusterName"}}
+        configs[name] = _validate(raw, today, prefix=f"{layer}.", origins=env_origins)
     names = [c.cluster_name for c in configs.values()]
     if len(set(names)) != len(names):
         raise ConfigError(f"environments: cluster names must differ, got {', '.join(names)}")
@@ -138,13 +144,19 @@ def _parse_environments(value: Any) -> dict[str, dict[str, Any]]:
     return value
 
 
-def _validate(raw: dict[str, Any], today: Optional[date], prefix: str) -> AppConfig:
+def _validate(raw: dict[str, Any], today: Optional[date], prefix: str, origins: Mapping[str, str]) -> AppConfig:
     # The profile sits below every layer a user writes: it fills only keys none of them contains.
-    raw = {**_profile_defaults(raw), **raw}
+    profile = _profile_defaults(raw)
+    origins = {**{k: f"profile {raw['profile']}" for k in profile if k not in raw}, **origins}
+    raw = {**profile, **raw}
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(with_origins(message, prefix, origins))
+
     try:
         config = AppConfig.model_validate(raw)
     except ValidationError as err:
-        raise ConfigError(format_errors(err, prefix)) from None
+        raise fail(format_errors(err, prefix)) from None
     try:
         versions.eks_kubernetes_version(config.kubernetes_version)
         warning = versions.check_eks_support(config.kubernetes_version, today or date.today())
@@ -153,11 +165,11 @@ def _validate(raw: dict[str, Any], today: Optional[date], prefix: str) -> AppCon
         versions.KubectlLayer.for_version(config.kubernetes_version).load()
         versions.addon_versions(config.kubernetes_version, dict(config.addon_versions))
     except versions.VersionError as err:
-        raise ConfigError(prefix + str(err)) from None
+        raise fail(prefix + str(err)) from None
     for i, node_class in enumerate(config.node_classes):
         try:
             versions.check_ami_alias(node_class.ami_alias, config.kubernetes_version)
         except versions.VersionError as err:
-            raise ConfigError(f"{prefix}nodeClasses[{i}].{err}") from None
+            raise fail(f"{prefix}nodeClasses[{i}].{err}") from None
     config._warnings = (prefix + warning,) if warning else ()
     return config
