@@ -11,6 +11,9 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
 
 CDK := cdk --no-notices
+# CONTEXT=<file>: a JSON object of settings (e.g. examples/existing-cluster.json), passed as -c flags.
+CDK_ARGS += $(if $(CONTEXT),$(shell $(PYTHON) scripts/context_flags.py $(CONTEXT)))
+ARGS += $(if $(CONTEXT),$(shell $(PYTHON) scripts/context_flags.py $(CONTEXT)))
 NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Iterable, Iterator, Optional
 
-from aws_cdk import Acknowledgment, App, Stack, Validations
+from aws_cdk import Acknowledgment, App, CfnElement, Stack, Validations
 from constructs import IConstruct
 
 # Finding-id prefix of each cdk-nag pack (the app's pack names).
@@ -91,5 +91,9 @@ def arn_prefix(stack: Stack, service: str, *, region: bool = True) -> str:
 def logical_id_of(construct: IConstruct) -> str:
     """The CloudFormation logical id of a construct's resource, as cdk-nag writes it in finding ids
     (found through the construct, never written out)."""
-    resource = construct.node.default_child or construct
-    return Stack.of(resource).resolve(Stack.of(resource).get_logical_id(resource))  # type: ignore[arg-type]
+    resource = construct
+    while not isinstance(resource, CfnElement):  # e.g. HelmChart -> CustomResource -> CfnResource
+        resource = resource.node.default_child
+        if resource is None:
+            raise ValueError(f"{construct.node.path} has no CloudFormation resource")
+    return Stack.of(resource).resolve(Stack.of(resource).get_logical_id(resource))

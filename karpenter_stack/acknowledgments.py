@@ -29,6 +29,33 @@ AWS_MANAGED_FOR_LAMBDA = (
     "AWS managed policy granting CloudWatch Logs (and, in the VPC, ENI) permissions to a Lambda "
     "handler; the AWS-maintained minimum for that purpose."
 )
+ECR_PUBLIC = (
+    "Read-only ECR Public access, attached by CDK only in partitions that have ECR Public, so the "
+    "kubectl handler can log in to public.ecr.aws where the Karpenter charts are published."
+)
+KUBECTL_IN_VPC = (
+    "The kubectl handler runs in the cluster's private subnets to reach the private API "
+    "endpoint; this AWS managed policy is the minimum for a Lambda's VPC network interfaces."
+)
+# NIST 800-53 R5 findings of the providers' handlers, with why they do not apply.
+NIST_HANDLERS = (
+    ("IAMNoInlinePolicy", "CDK attaches the handlers' permissions as inline DefaultPolicies."),
+    ("LambdaConcurrency", "Handlers run once per CloudFormation operation; a reserved concurrency "
+                          "would only cap deploys."),
+    ("LambdaDLQ", "Handlers are invoked synchronously by the provider framework, which reports "
+                  "failures to CloudFormation; a DLQ would never receive anything."),
+)
+NIST_LOGS = ("CloudWatchLogGroupEncrypted", "The handlers' log groups hold provisioning logs, no secrets.")
+NIST_OUTSIDE_VPC = ("LambdaInsideVPC", "The handlers reach the cluster's public endpoint and the EKS API, so "
+                                       "they need no VPC.")
+
+
+def _ecr_public_finding(condition: str) -> str:
+    return (f'AwsSolutions-IAM4[Policy::{{"Fn::If":["{condition}",{{"Fn::Join":["",["arn:",'
+            '{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
+            '{"Ref":"AWS::NoValue"}]}]')
+
+
 # Functions of aws-cdk-lib's cluster-resource provider that its own policies invoke by ARN:* (paths
 # of construct ids inside the provider's nested stack).
 CLUSTER_PROVIDER_INVOKED = (("IsCompleteHandler",), ("OnEventHandler",), ("Provider", "framework-isComplete"),
@@ -66,10 +93,7 @@ def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_acces
     acknowledge(kubectl_provider, "AwsSolutions-L1",
                 "The kubectl handler's Python runtime is pinned by aws-cdk-lib to match its kubectl/helm "
                 "layer; it moves with aws-cdk-lib upgrades. " + CDK_PROVIDER)
-    acknowledge(kubectl_provider, LAMBDA_VPC,
-                "The kubectl handler runs in the cluster's private subnets to reach the private API "
-                "endpoint; this AWS managed policy is the minimum for a Lambda's VPC network interfaces. "
-                + CDK_PROVIDER)
+    acknowledge(kubectl_provider, LAMBDA_VPC, KUBECTL_IN_VPC + " " + CDK_PROVIDER)
 
     # --- roles aws-cdk-lib's Cluster creates in our stack ----------------------------------------
     kubectl_role = _child(cluster, "KubectlHandlerRole")
@@ -79,15 +103,7 @@ def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_acces
     acknowledge(kubectl_role, managed_policy_finding("AmazonEC2ContainerRegistryPullOnly"),
                 "The kubectl handler pulls Helm charts from OCI registries (the Karpenter charts); "
                 "pull-only, no push or list.")
-    has_ecr_public = logical_id_of(_child(cluster, "HasEcrPublic"))
-    acknowledge(
-        kubectl_role,
-        f'AwsSolutions-IAM4[Policy::{{"Fn::If":["{has_ecr_public}",{{"Fn::Join":["",["arn:",'
-        '{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
-        '{"Ref":"AWS::NoValue"}]}]',
-        "Read-only ECR Public access, attached by CDK only in partitions that have ECR Public, so the "
-        "kubectl handler can log in to public.ecr.aws where the Karpenter charts are published.",
-    )
+    acknowledge(kubectl_role, _ecr_public_finding(logical_id_of(_child(cluster, "HasEcrPublic"))), ECR_PUBLIC)
     acknowledge(cluster.role, managed_policy_finding("AmazonEKSClusterPolicy"),
                 "The EKS service role policy: EKS requires exactly this AWS managed policy on the cluster role.")
     creation_policy = _child(cluster, "Resource", "CreationRole", "DefaultPolicy")
@@ -115,17 +131,32 @@ def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_acces
 
     # --- NIST 800-53 R5 (registered only when that pack runs) -------------------------------------
     for provider in (cluster_provider, kubectl_provider):
-        for rule, why in (
-            ("IAMNoInlinePolicy", "CDK attaches the handlers' permissions as inline DefaultPolicies."),
-            ("CloudWatchLogGroupEncrypted", "The handlers' log groups hold provisioning logs, no secrets."),
-            ("LambdaConcurrency", "Handlers run once per CloudFormation operation; a reserved concurrency "
-                                  "would only cap deploys."),
-            ("LambdaDLQ", "Handlers are invoked synchronously by the provider framework, which reports "
-                          "failures to CloudFormation; a DLQ would never receive anything."),
-        ):
+        for rule, why in (*NIST_HANDLERS, NIST_LOGS):
             acknowledge(provider, f"NIST.800.53.R5-{rule}", f"{why} {CDK_PROVIDER}")
     acknowledge(cluster_provider, "NIST.800.53.R5-LambdaInsideVPC",
                 "The cluster handler calls only the EKS and IAM APIs, never the cluster endpoint. " + CDK_PROVIDER)
     inline = "CDK attaches this role's permissions as an inline DefaultPolicy scoped to the resources it serves."
     acknowledge(kubectl_role, "NIST.800.53.R5-IAMNoInlinePolicy", inline)
     acknowledge(creation_policy, "NIST.800.53.R5-IAMNoInlinePolicy", inline)
+
+
+def acknowledge_imported_cluster(cluster: eks.ICluster, *, private_endpoint: bool) -> None:
+    """The findings of aws-cdk-lib's kubectl provider for an imported cluster (a nested stack and a
+    handler role in the importing stack)."""
+    provider = eks.KubectlProvider.get_or_create(Stack.of(cluster), cluster)  # the nested stack CDK made for it
+    handler = _child(provider, "Handler")
+    acknowledge(provider, LAMBDA_BASIC, AWS_MANAGED_FOR_LAMBDA + " " + CDK_PROVIDER)
+    acknowledge(provider, f"AwsSolutions-IAM5[Resource::<{logical_id_of(handler)}.Arn>:*]",
+                "lambda:InvokeFunction on the kubectl handler and its versions (ARN:*). " + CDK_PROVIDER)
+    acknowledge(handler, "AwsSolutions-L1",
+                "The kubectl handler's Python runtime is pinned by aws-cdk-lib to match its kubectl/helm "
+                "layer; it moves with aws-cdk-lib upgrades. " + CDK_PROVIDER)
+    role = _child(handler, "ServiceRole")
+    acknowledge(role, managed_policy_finding("AmazonEC2ContainerRegistryPullOnly"),
+                "The kubectl handler pulls Helm charts from OCI registries (the Karpenter charts); "
+                "pull-only, no push or list.")
+    acknowledge(role, _ecr_public_finding(logical_id_of(_child(handler, "HasEcrPublic"))), ECR_PUBLIC)
+    if private_endpoint:
+        acknowledge(provider, LAMBDA_VPC, KUBECTL_IN_VPC + " " + CDK_PROVIDER)
+    for rule, why in (*NIST_HANDLERS, NIST_LOGS, *(() if private_endpoint else (NIST_OUTSIDE_VPC,))):
+        acknowledge(provider, f"NIST.800.53.R5-{rule}", f"{why} {CDK_PROVIDER}")

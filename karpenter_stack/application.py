@@ -13,6 +13,7 @@ from constructs_lib.nag import acknowledging
 
 from .cluster_stack import KarpenterClusterStack, stack_name_for
 from .config import load_environments
+from .existing_cluster_stack import KarpenterOnExistingClusterStack
 from .security import register_packs
 
 
@@ -33,7 +34,9 @@ def cdk_json_context(path: Path = CDK_JSON) -> dict:
     return json.loads(path.read_text()).get("context", {}) if path.is_file() else {}
 
 
-def build(app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = None) -> list[KarpenterClusterStack]:
+def build(
+    app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = None
+) -> list[KarpenterClusterStack | KarpenterOnExistingClusterStack]:
     """Validate the app's context, register the cdk-nag packs and add one cluster stack per
     environment (one stack when no environments are configured). Raises ConfigError before creating
     anything if any environment's configuration is invalid.
@@ -48,6 +51,8 @@ def build(app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = Non
     # are registered (none when acknowledge=False).
     with acknowledging(packs if acknowledge else ()):
         return [
-            KarpenterClusterStack(app, stack_name_for(config.cluster_name), config=config)
+            (KarpenterOnExistingClusterStack if config.existing_cluster else KarpenterClusterStack)(
+                app, stack_name_for(config.cluster_name), config=config
+            )
             for config in configs.values()
         ]

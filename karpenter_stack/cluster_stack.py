@@ -80,7 +80,7 @@ class KarpenterClusterStack(Stack):
         self.config = config
         name = config.cluster_name
         for warning in config.warnings:
-            Annotations.of(self).add_warning_v2("eks-karpenter:kubernetes-version", warning)
+            Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
 
         self.network = ClusterVpc(
             self,

@@ -13,6 +13,7 @@ from typing import Iterable
 
 import cdk_nag
 from aws_cdk import App, Stack, Validations
+from aws_cdk import aws_eks as eks
 
 from constructs_lib.nag import PACK_PREFIXES
 
@@ -37,8 +38,11 @@ def register_packs(app: App, additional: Iterable[str]) -> list[str]:
 
 
 def is_cdk_provider_stack(stack: Stack) -> bool:
-    """Nested stacks aws-cdk-lib creates for its own providers (no resource of ours inside)."""
-    return stack.nested_stack_parent is not None and stack.node.id.startswith("@aws-cdk--")
+    """Nested stacks aws-cdk-lib creates for its own providers (no resource of ours inside): the EKS
+    cluster-resource and kubectl providers of a created cluster, the kubectl provider of an imported one."""
+    return stack.nested_stack_parent is not None and (
+        stack.node.id.startswith("@aws-cdk--") or isinstance(stack, eks.KubectlProvider)
+    )
 
 
 @dataclass(frozen=True)

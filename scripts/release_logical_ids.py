@@ -1,4 +1,5 @@
-"""Record the logical ids (and types) of every resource of the default and production configurations,
+"""Record the logical ids (and types) of every resource of the default, production and existing-cluster
+configurations,
 nested stacks included, as the baseline that tests/test_logical_ids.py holds later versions to.
 
 Run when cutting a release (`make release-ids`), never to make a failing test pass: a logical id that
@@ -17,11 +18,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from karpenter_stack.application import build, new_app  # noqa: E402
-from tests.conftest import CDK_JSON_CONTEXT, PRODUCTION  # noqa: E402
+from tests.conftest import CDK_JSON_CONTEXT, EXISTING, PRODUCTION  # noqa: E402
 from tests.lifecycle_model import Lifecycle  # noqa: E402
 
 BASELINE = ROOT / "tests" / "release" / "logical-ids.json"
-CONFIGURATIONS = {"default": {}, "production": PRODUCTION}
+CONFIGURATIONS = {"default": {}, "production": PRODUCTION, "existing": EXISTING}
 
 
 def logical_ids_of(templates: dict[str, dict]) -> dict[str, str]:

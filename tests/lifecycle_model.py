@@ -110,10 +110,13 @@ def depends_transitively(graph: dict[str, set[str]], a: str, b: str) -> bool:
 
 
 def _nested_template_name(resource: dict[str, Any], names: Iterable[str]) -> str:
-    """The nested template of a nested stack resource: its file is named after the construct path,
-    without components named ``Default`` (as CDK's unique ids)."""
+    """The nested template of a nested stack resource: its file is named after the construct path as
+    CDK's unique ids are (components named ``Default`` dropped, a component repeating the one before it
+    written once)."""
     path = resource["Metadata"]["aws:cdk:path"].split(".NestedStack/")[0]
-    prefix = re.sub(r"[^A-Za-z0-9]", "", "".join(p for p in path.split("/") if p != "Default"))
+    components = [p for p in path.split("/") if p != "Default"]
+    kept = [p for i, p in enumerate(components) if i == 0 or p != components[i - 1]]
+    prefix = re.sub(r"[^A-Za-z0-9]", "", "".join(kept))
     (name,) = [n for n in names if re.fullmatch(re.escape(prefix) + r"[0-9A-F]{8}\.nested\.template", n)]
     return name
 

@@ -9,7 +9,7 @@ import pytest
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
-from tests.conftest import CDK_JSON_CONTEXT
+from tests.conftest import CDK_JSON_CONTEXT, EXISTING
 
 TODAY = date(2026, 11, 21)
 POOL = {"name": "p"}
@@ -91,6 +91,36 @@ CASES = {
     "service account": ({"karpenterServiceAccount": "karpenter_sa"},
                         "karpenterServiceAccount = \"karpenter_sa\": must be a Kubernetes name: lowercase a-z, 0-9 "
                         "and '-', at most 63 characters (from -c)"),
+    # Karpenter on an existing cluster
+    "created-cluster settings with an existing cluster": (
+        {**EXISTING, "controllerHosting": "nodegroup", "natGateways": 2},
+        "controllerHosting: applies only to a cluster this app creates; remove it when existingCluster is set "
+        "(from -c)\nnatGateways: applies only to a cluster this app creates; remove it when existingCluster is set "
+        "(from -c)"),
+    "existing cluster without access entries": (
+        {**EXISTING, "existingCluster": {**EXISTING["existingCluster"], "authenticationMode": "CONFIG_MAP"}},
+        "existingCluster.authenticationMode = \"CONFIG_MAP\": Karpenter's nodes join through an EKS access entry, "
+        "which a CONFIG_MAP cluster ignores (and this app does not edit the aws-auth ConfigMap of a cluster it does "
+        "not own); switch the cluster to API_AND_CONFIG_MAP first (aws eks update-cluster-config --access-config "
+        "authenticationMode=API_AND_CONFIG_MAP; it cannot be switched back) (from -c)"),
+    "existing cluster's kubectl role is no role ARN": (
+        {**EXISTING, "existingCluster": {**EXISTING["existingCluster"], "kubectlRoleArn": "eks-cluster-admin"}},
+        "existingCluster.kubectlRoleArn = \"eks-cluster-admin\": must be an IAM role ARN like "
+        "arn:aws:iam::<account>:role/<name> (from -c)"),
+    "existing cluster's OIDC provider is no EKS provider": (
+        {**EXISTING, "existingCluster": {**EXISTING["existingCluster"],
+                                         "openIdConnectProviderArn": "arn:aws:iam::111122223333:oidc-provider/x"}},
+        "existingCluster.openIdConnectProviderArn = \"arn:aws:iam::111122223333:oidc-provider/x\": must be an EKS "
+        "OIDC provider ARN like arn:aws:iam::<account>:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID> "
+        "(from -c)"),
+    "existing cluster with one subnet": (
+        {**EXISTING, "existingCluster": {**EXISTING["existingCluster"], "subnetIds": ["subnet-0123456789abcdef0"]}},
+        "existingCluster.subnetIds = [\"subnet-0123456789abcdef0\"]: List should have at least 2 items after "
+        "validation, not 1 (from -c)"),
+    "existing cluster missing its security group": (
+        {**EXISTING, "existingCluster": {k: v for k, v in EXISTING["existingCluster"].items()
+                                         if k != "clusterSecurityGroupId"}},
+        "existingCluster.clusterSecurityGroupId: required, and not set (from -c)"),
 }
 
 

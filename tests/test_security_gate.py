@@ -12,7 +12,7 @@ import pytest
 from karpenter_stack.application import build, new_app
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
 from tests.cfn import kubernetes_objects, only, render, resources
-from tests.conftest import ALTERNATIVE, CDK_JSON_CONTEXT, ROOT, synth
+from tests.conftest import ALTERNATIVE, CDK_JSON_CONTEXT, EXISTING, ROOT, synth
 
 NIST = {"additionalNagPacks": ["NIST80053R5"]}
 PUBLIC = {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.7/32"]}
@@ -25,6 +25,9 @@ GATED = {
     "nist-alternative-public": {**ALTERNATIVE, **NIST, **PUBLIC},
     # the operability switches, alarms without a topic (their NIST alarm-action finding is acknowledged)
     "nist-operability": {**NIST, "demoWorkload": True, "serviceMonitor": True, "interruptionQueueAlarms": True},
+    # an imported cluster: CDK's kubectl provider for it, in the VPC (private endpoint) and outside it
+    "existing-nist": {**EXISTING, **NIST},
+    "existing-public-endpoint": {**EXISTING, "existingCluster": {**EXISTING["existingCluster"], "privateEndpoint": False}},
 }
 
 

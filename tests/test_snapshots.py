@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
-CONFIGURATIONS = ["default", "production"]
+# configuration -> templates (main + nested)
+CONFIGURATIONS = {"default": 4, "production": 4, "existing": 3}
 
 
 def _templates(synthesized) -> dict[str, dict]:
@@ -22,19 +23,20 @@ def json_snapshot(snapshot):
     return snapshot.use_extension(JSONSnapshotExtension)
 
 
-@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+@pytest.mark.parametrize("configuration", sorted(CONFIGURATIONS))
 def test_templates_match_their_snapshots(configuration, request, json_snapshot):
     templates = _templates(request.getfixturevalue(configuration))
-    assert len(templates) == 4, sorted(templates)
+    assert len(templates) == CONFIGURATIONS[configuration], sorted(templates)
     for name, template in templates.items():
         assert template == json_snapshot(name=name)
 
 
-@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+@pytest.mark.parametrize("configuration", sorted(CONFIGURATIONS))
 def test_snapshots_hold_no_machine_specific_values(configuration, request):
     templates = _templates(request.getfixturevalue(configuration))
     for name, template in templates.items():
         text = json.dumps(template)
         assert str(Path.home()) not in text and "/tmp" not in text and "/work/" not in text, name
     # construct paths, as in `cdk synth` output: stable, and what a reviewer navigates by
-    assert "aws:cdk:path" in json.dumps(templates["eks-karpenter.template"])
+    synthesized = request.getfixturevalue(configuration)
+    assert "aws:cdk:path" in json.dumps(templates[f"{synthesized.stack.stack_name}.template"])

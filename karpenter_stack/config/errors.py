@@ -20,7 +20,7 @@ from constructs_lib.node_specs import (
     TaintSpec,
 )
 
-from .model import AppConfig
+from .model import AppConfig, ExistingClusterConfig
 
 
 class ConfigError(Exception):
@@ -61,6 +61,7 @@ def format_location(loc: tuple[Any, ...]) -> str:
 
 # Which model a nested key belongs to, to suggest the closest known key for a typo.
 NESTED_MODELS: dict[str, type[CamelModel]] = {
+    "existingCluster": ExistingClusterConfig,
     "nodeClasses": NodeClassSpec,
     "nodePools": NodePoolSpec,
     "budgets": DisruptionBudgetSpec,
@@ -83,40 +84,19 @@ def unknown_key(setting: str, key: str, known: list[str]) -> str:
     return f"{setting}: unknown setting; {hint}"
 
 
-def _format_errors(err: ValidationError, prefix: str = "") -> str:
-    lines = []
-    for error in err.errors():
-        setting = prefix + format_location(error["loc"]) if error["loc"] else ""
-        if error["type"] == "extra_forbidden":
-            lines.append(unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"])))
-            continue
-        message = error["msg"].removeprefix("Value error, ")
-        if not setting:  # a cross-field rule: its message names the settings itself
-            lines.append(prefix + message)
-            continue
-        if isinstance(error.get("input"), dict) and error["type"] == "value_error":
-            lines.append(f"{setting}: {message}")  # a rule across fields of one entry
-            continue
-        lines.append(f"{setting} = {json.dumps(error.get('input'))}: {message}")
-    return "\n".join(lines)
-
-
-def unknown_key(setting: str, key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known settings: {', '.join(sorted(known))}"
-    return f"{setting}: unknown setting; {hint}"
-
-
 def format_errors(err: ValidationError, prefix: str = "") -> str:
     lines = []
     for error in err.errors():
         setting = prefix + format_location(error["loc"]) if error["loc"] else ""
+        if error["type"] == "missing":  # the input is the enclosing object: name the setting only
+            lines.append(f"{setting}: required, and not set")
+            continue
         if error["type"] == "extra_forbidden":
             lines.append(unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"])))
             continue
         message = error["msg"].removeprefix("Value error, ")
         if not setting:  # a cross-field rule: its message names the settings itself
-            lines.append(prefix + message)
+            lines += [prefix + line for line in message.split("\n")]
             continue
         if isinstance(error.get("input"), dict) and error["type"] == "value_error":
             lines.append(f"{setting}: {message}")  # a rule across fields of one entry

@@ -15,17 +15,18 @@ from datetime import date
 from typing import Any, Mapping, Optional
 
 from pydantic import ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from .. import versions
 from .errors import CDK_JSON, FLAG, ConfigError, format_errors, unknown_key, with_origins
-from .model import DEFAULT_CLUSTER_NAME, AppConfig
+from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig
 
 # Context keys the CDK itself may put in context without a prefix.
 _CDK_OWN_KEYS = {"acknowledged-issue-numbers"}
 
 CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
-_JSON_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions"}
+_JSON_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions", "existingCluster"}
+_OBJECT_KEYS = {"addonVersions", "existingCluster"}
 
 
 def _is_ours(key: str) -> bool:
@@ -39,10 +40,10 @@ def _parse_cli_value(key: str, value: Any, origin: str) -> Any:
         try:
             return json.loads(value)
         except json.JSONDecodeError as err:
-            kind = "object" if key == "addonVersions" else "list"
+            kind = "object" if key in _OBJECT_KEYS else "list"
             raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON {kind} "
                               f"(from {origin})") from None
-    if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region", "alarmTopicArn"):
+    if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region", "alarmTopicArn", "existingCluster"):
         return None
     return value
 
@@ -59,13 +60,16 @@ SYSTEM_POOL = {
 def _profile_defaults(raw: Mapping[str, Any]) -> dict[str, Any]:
     if raw.get("profile") != "production":
         return {}
-    return {
+    profile = {
         "deletionProtection": True,
         "terminationProtection": True,
         "retainOnDestroy": True,
         "natGateways": raw.get("maxAzs", AppConfig.model_fields["max_azs"].default),
         "nodePools": [SYSTEM_POOL, {"name": "default"}],
     }
+    if raw.get("existingCluster") is not None:  # no cluster or network of ours to protect or size
+        profile = {k: v for k, v in profile.items() if to_snake(k) not in CREATED_CLUSTER_ONLY}
+    return profile
 
 
 def _without_nones(value: Any) -> Any:
@@ -171,5 +175,12 @@ def _validate(raw: dict[str, Any], today: Optional[date], prefix: str, origins: 
             versions.check_ami_alias(node_class.ami_alias, config.kubernetes_version)
         except versions.VersionError as err:
             raise fail(f"{prefix}nodeClasses[{i}].{err}") from None
-    config._warnings = (prefix + warning,) if warning else ()
+    warnings = [warning] if warning else []
+    if config.existing_cluster is not None and config.existing_cluster.authentication_mode is None:
+        warnings.append(
+            "existingCluster.authenticationMode is not set: Karpenter's nodes join through an EKS access entry, "
+            "which needs authentication mode API or API_AND_CONFIG_MAP (a CONFIG_MAP cluster fails the deploy at "
+            "the access entry); set it to what `aws eks describe-cluster` reports to check it at synth"
+        )
+    config._warnings = tuple(prefix + w for w in warnings)
     return config

@@ -13,6 +13,7 @@ import re
 from typing import Literal, Optional
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic.alias_generators import to_camel
 
 from constructs_lib.node_specs import CamelModel, NodeClassSpec, NodePoolSpec, optional_match
 
@@ -26,6 +27,84 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$")
 _ADDON_VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
+_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
+_SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8}([0-9a-f]{9})?$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
+_OIDC_PROVIDER_ARN = re.compile(
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:oidc-provider/oidc\.eks\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/id/[A-Za-z0-9]+$"
+)
+# Settings that shape a cluster this app creates; with existingCluster nobody may set them.
+CREATED_CLUSTER_ONLY = ("vpc_id", "vpc_cidr", "max_azs", "nat_gateways", "endpoint_access", "public_access_cidrs",
+                        "controller_hosting", "system_node_instance_type", "deletion_protection", "addon_versions")
+
+
+class ExistingClusterConfig(CamelModel):
+    """An EKS cluster this app does not create: Karpenter is installed onto it."""
+
+    kubectl_role_arn: str = Field(
+        description="IAM role CDK's kubectl handler assumes to install the charts and objects; it needs cluster-admin "
+                    "(an access entry with AmazonEKSClusterAdminPolicy) and must trust this account.",
+    )
+    open_id_connect_provider_arn: str = Field(
+        description="The cluster's IAM OIDC provider (arn:...:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>): "
+                    "the controller's IRSA role trusts it.",
+    )
+    cluster_security_group_id: str = Field(
+        description="The cluster security group EKS created; Karpenter's nodes join it (selected by id, never tagged)."
+    )
+    vpc_id: str = Field(description="The cluster's VPC.")
+    subnet_ids: list[str] = Field(
+        min_length=2, description="Private subnets (at least 2 zones) Karpenter launches nodes into, selected by id."
+    )
+    private_endpoint: bool = Field(
+        False, description="The API endpoint is private only: CDK's kubectl handler then runs in subnetIds, in the "
+                           "cluster security group."
+    )
+    authentication_mode: Optional[Literal["API", "API_AND_CONFIG_MAP", "CONFIG_MAP"]] = Field(
+        None, description="The cluster's authentication mode, when known; nodes join through an EKS access entry, "
+                          "so CONFIG_MAP is refused (unset: a synth warning)."
+    )
+
+    @field_validator("kubectl_role_arn")
+    @classmethod
+    def _role(cls, value: str) -> str:
+        return optional_match(value, _ROLE_ARN, "must be an IAM role ARN like arn:aws:iam::<account>:role/<name>")
+
+    @field_validator("open_id_connect_provider_arn")
+    @classmethod
+    def _oidc(cls, value: str) -> str:
+        return optional_match(value, _OIDC_PROVIDER_ARN, "must be an EKS OIDC provider ARN like arn:aws:iam::<account>:"
+                              "oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>")
+
+    @field_validator("cluster_security_group_id")
+    @classmethod
+    def _security_group(cls, value: str) -> str:
+        return optional_match(value, _SECURITY_GROUP_ID, "must look like sg-0123456789abcdef0")
+
+    @field_validator("vpc_id")
+    @classmethod
+    def _vpc(cls, value: str) -> str:
+        return optional_match(value, _VPC_ID, "must look like vpc-0123456789abcdef0")
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnets(cls, value: list[str]) -> list[str]:
+        for subnet in value:
+            optional_match(subnet, _SUBNET_ID, f"'{subnet}' must look like subnet-0123456789abcdef0")
+        _unique("subnetIds", value)
+        return value
+
+    @field_validator("authentication_mode")
+    @classmethod
+    def _mode(cls, value: Optional[str]) -> Optional[str]:
+        if value == "CONFIG_MAP":
+            raise ValueError(
+                "Karpenter's nodes join through an EKS access entry, which a CONFIG_MAP cluster ignores (and this app "
+                "does not edit the aws-auth ConfigMap of a cluster it does not own); switch the cluster to "
+                "API_AND_CONFIG_MAP first (aws eks update-cluster-config --access-config "
+                "authenticationMode=API_AND_CONFIG_MAP; it cannot be switched back)"
+            )
+        return value
 
 
 class AppConfig(CamelModel):
@@ -95,6 +174,13 @@ class AppConfig(CamelModel):
             "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni is EKS's default."
         ),
     )
+    existing_cluster: Optional[ExistingClusterConfig] = Field(
+        None,
+        description=(
+            "Install Karpenter onto this existing EKS cluster (named clusterName, running kubernetesVersion) instead of "
+            "creating one: no VPC, cluster, hosting or add-ons are created, and the settings that shape them are refused."
+        ),
+    )
     node_classes: list[NodeClassSpec] = Field(
         default_factory=lambda: [NodeClassSpec()], min_length=1, description="EC2NodeClasses to apply."
     )
@@ -157,6 +243,12 @@ class AppConfig(CamelModel):
 
     @model_validator(mode="after")
     def _cross_field(self) -> "AppConfig":
+        if self.existing_cluster is not None:
+            created_only = sorted(to_camel(f) for f in self.model_fields_set & set(CREATED_CLUSTER_ONLY))
+            if created_only:
+                raise ValueError("\n".join(
+                    f"{key}: applies only to a cluster this app creates; remove it when existingCluster is set"
+                    for key in created_only))
         if self.endpoint_access == "public-and-private" and not self.public_access_cidrs:
             raise ValueError("endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)")
         if self.endpoint_access == "private" and self.public_access_cidrs:

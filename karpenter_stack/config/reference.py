@@ -18,7 +18,7 @@ from constructs_lib.node_specs import (
 )
 
 from .errors import NESTED_MODELS
-from .model import AppConfig
+from .model import AppConfig, ExistingClusterConfig
 
 
 def default_context() -> dict[str, Any]:
@@ -38,6 +38,7 @@ def reference_markdown() -> str:
     """The configuration reference as Markdown tables (the README embeds this; a test keeps it current)."""
     sections: list[tuple[str, type[CamelModel]]] = [
         ("Settings (context keys)", AppConfig),
+        ("`existingCluster` keys (Karpenter on a cluster this app does not create)", ExistingClusterConfig),
         ("`nodeClasses[]` entries", NodeClassSpec),
         ("`nodePools[]` entries", NodePoolSpec),
         ("`nodePools[].requirements[]` entries", RequirementSpec),
@@ -54,7 +55,7 @@ def reference_markdown() -> str:
         out += [f"#### {title}", "", "| key | default | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
             key = to_camel(name)
-            if model is AppConfig and key in NESTED_MODELS:
+            if model is AppConfig and isinstance(defaults.get(key), list) and key in NESTED_MODELS:
                 default_text = "one entry with the defaults below"
             elif field.is_required():
                 default_text = "required"

@@ -1,0 +1,99 @@
+"""Karpenter on an existing cluster (``existingCluster``): the README's worked example, synthesized as
+`make synth CONTEXT=examples/existing-cluster.json` does."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+from karpenter_stack.application import build, new_app
+from karpenter_stack.config import load_config
+from tests.cfn import depends_on, kubernetes_objects, only, render_json, resources
+from tests.conftest import CDK_JSON_CONTEXT, EXISTING, ROOT
+
+TODAY = date(2026, 11, 21)
+CLUSTER = EXISTING["existingCluster"]
+
+
+def test_only_karpenter_is_built_nothing_of_the_cluster(existing):
+    types = {r["Type"] for r in existing.json["Resources"].values()}
+    assert not types & {"AWS::EC2::VPC", "Custom::AWSCDK-EKS-Cluster", "AWS::EKS::Nodegroup", "AWS::EKS::Addon",
+                        "Custom::AWSCDK-EKS-FargateProfile", "AWS::KMS::Key", "Custom::AWS"}
+    assert existing.stack.template_options.description == "Karpenter 1.14.1 on existing EKS cluster shared-prod"
+    assert sorted(existing.json["Outputs"]) == ["ControllerRoleArn", "InterruptionQueueName", "NodeRoleArn"]
+
+
+def test_nodes_join_through_an_access_entry_and_use_the_clusters_subnets_and_group_by_id(existing):
+    _, entry = only(resources(existing.template, "AWS::EKS::AccessEntry"))
+    assert (entry["Properties"]["Type"], entry["Properties"]["ClusterName"]) == ("EC2_LINUX", "shared-prod")
+    objects = kubernetes_objects(existing.template)
+    assert sorted(objects) == ["EC2NodeClass/default", "NodePool/default"]  # no aws-auth ConfigMap
+    spec = objects["EC2NodeClass/default"]["spec"]
+    assert spec["subnetSelectorTerms"] == [{"id": s} for s in CLUSTER["subnetIds"]]
+    assert spec["securityGroupSelectorTerms"] == [{"id": CLUSTER["clusterSecurityGroupId"]}]
+
+
+def test_kubectl_runs_in_the_clusters_subnets_for_a_private_endpoint(existing):
+    (name,) = [p for p in Path(existing.app.outdir).glob("*KubectlProvider*.nested.template.json")]
+    nested = json.loads(name.read_text())
+    functions = [r["Properties"] for r in nested["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    assert len(functions) == 2  # the kubectl handler and its provider framework's onEvent
+    for function in functions:
+        assert function["VpcConfig"] == {"SecurityGroupIds": [CLUSTER["clusterSecurityGroupId"]],
+                                         "SubnetIds": CLUSTER["subnetIds"]}
+
+
+def test_the_controller_runs_on_the_clusters_own_nodes_and_trusts_its_oidc_provider(existing):
+    charts = resources(existing.template, "Custom::AWSCDK-EKS-HelmChart")
+    (values,) = [render_json(c["Properties"]["Values"]) for c in charts.values() if c["Properties"]["Release"] == "karpenter"]
+    assert values["settings"]["clusterName"] == "shared-prod"
+    assert "tolerations" not in values and values["dnsPolicy"] == "ClusterFirst"
+    roles = resources(existing.template, "AWS::IAM::Role")
+    federated = [r for r in roles.values()
+                 if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Federated")]
+    (role,) = federated
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Federated"] == \
+        CLUSTER["openIdConnectProviderArn"]
+
+
+def test_delete_order_keeps_the_access_entry_until_the_nodes_are_gone(existing):
+    entry, _ = only(resources(existing.template, "AWS::EKS::AccessEntry"))
+    teardown, _ = only(resources(existing.template, "Custom::KarpenterTeardown"))
+    objects = kubernetes_objects(existing.template)
+    for key in ("EC2NodeClass/default", "NodePool/default"):
+        assert {entry, teardown} <= set(depends_on(existing.json, objects[key]["_logicalId"]))
+    assert entry in depends_on(existing.json, teardown)
+
+
+def test_the_production_profile_protects_the_stack_and_leaves_the_cluster_alone():
+    config = load_config({**EXISTING, "profile": "production",
+                          "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY)
+    assert (config.termination_protection, config.retain_on_destroy) == (True, True)
+    assert (config.deletion_protection, config.nat_gateways) == (False, 1)  # not set: no cluster of ours
+
+
+def test_an_unknown_authentication_mode_is_a_warning_naming_what_would_fail():
+    unknown = {**EXISTING, "existingCluster": {k: v for k, v in CLUSTER.items() if k != "authenticationMode"}}
+    app = new_app(context={**CDK_JSON_CONTEXT, **unknown})
+    (stack,) = build(app, today=TODAY)
+    warnings = [m.data for m in stack.node.metadata if m.type == "aws:cdk:warning"]
+    assert warnings == [
+        "existingCluster.authenticationMode is not set: Karpenter's nodes join through an EKS access entry, which "
+        "needs authentication mode API or API_AND_CONFIG_MAP (a CONFIG_MAP cluster fails the deploy at the access "
+        "entry); set it to what `aws eks describe-cluster` reports to check it at synth "
+        "[ack: eks-karpenter:configuration]"]
+
+
+def test_the_example_file_becomes_cli_flags_that_round_trip():
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "context_flags.py"),
+                          str(ROOT / "examples" / "existing-cluster.json")],
+                         capture_output=True, text=True, check=True).stdout
+    words = shlex.split(out)
+    assert words[::2] == ["-c"] * len(EXISTING)
+    flags = dict(w.split("=", 1) for w in words[1::2])
+    assert list(flags) == list(EXISTING)
+    assert {k: v if k in ("clusterName", "kubernetesVersion") else json.loads(v) for k, v in flags.items()} == EXISTING

@@ -1,0 +1,125 @@
+"""The Karpenter construct on a bare stack with an imported cluster, as another CDK app would use it:
+typed props in, handles out, its own order, no app configuration involved."""
+
+from __future__ import annotations
+
+import re
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Template
+
+from constructs_lib.karpenter import Karpenter, NodeAuthorization
+from constructs_lib.nag import logical_id_of
+from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
+from karpenter_stack import versions
+from tests.bare import CLUSTER_NAME, OIDC_PROVIDER_ARN, SECURITY_GROUP_ID, bare_stack, imported_cluster
+from tests.cfn import depends_on, kubernetes_objects, only, render_json, resources
+
+SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
+
+
+def _karpenter(stack: cdk.Stack, **options) -> Karpenter:
+    return Karpenter(
+        stack,
+        "Karpenter",
+        cluster=imported_cluster(stack),
+        cluster_name=CLUSTER_NAME,
+        version="1.14.1",
+        template_file=versions.karpenter_template("1.14.1"),
+        node_classes=[NodeClassSpec(name="general")],
+        node_pools=[NodePoolSpec(name="spot", node_class="general", capacity_types=["spot"]),
+                    NodePoolSpec(name="steady", node_class="general", capacity_types=["on-demand"])],
+        **options,
+    )
+
+
+@pytest.fixture(scope="module")
+def built():
+    stack = bare_stack()
+    karpenter = _karpenter(stack, node_authorization=NodeAuthorization.ACCESS_ENTRY, subnet_ids=SUBNETS,
+                           security_group_ids=[SECURITY_GROUP_ID], spot_service_linked_role=True,
+                           interruption_queue_alarms=True)
+    template = Template.from_stack(stack)
+    return stack, karpenter, template, template.to_json()
+
+
+def test_handles_lead_to_the_resources_they_name(built):
+    stack, karpenter, template, _ = built
+    assert sorted(karpenter.node_pools) == ["spot", "steady"] and sorted(karpenter.node_classes) == ["general"]
+    # nested-stack outputs of the template's queue and node role
+    assert re.fullmatch(r"Outputs\.BareKarpenterTemplateKarpenterInterruptionQueue[0-9A-F]{8}QueueName",
+                        stack.resolve(karpenter.queue_name)["Fn::GetAtt"][1])
+    assert re.fullmatch(r"Outputs\.BareKarpenterTemplateKarpenterNodeRole[0-9A-F]{8}Arn",
+                        stack.resolve(karpenter.node_role_arn)["Fn::GetAtt"][1])
+    role_id = logical_id_of(karpenter.controller_role.role)
+    assert template.to_json()["Resources"][role_id]["Type"] == "AWS::IAM::Role"
+    assert karpenter.discovery_tag is None  # security groups selected by id: nothing of the cluster tagged
+    assert len(karpenter.queue_alarms.alarms) == 2
+
+
+def test_nodes_join_through_an_ec2_linux_access_entry(built):
+    stack, karpenter, template, _ = built
+    _, entry = only(resources(template, "AWS::EKS::AccessEntry"))
+    assert entry["Properties"]["Type"] == "EC2_LINUX"
+    assert entry["Properties"]["AccessPolicies"] == []  # EKS refuses access policies on EC2 entries
+    assert entry["Properties"]["ClusterName"] == CLUSTER_NAME
+    assert stack.resolve(karpenter.node_role_arn) == entry["Properties"]["PrincipalArn"]
+    assert "ConfigMap/aws-auth" not in kubernetes_objects(template)
+
+
+def test_node_classes_select_the_given_subnets_and_security_groups_by_id(built):
+    _, _, template, _ = built
+    spec = kubernetes_objects(template)["EC2NodeClass/general"]["spec"]
+    assert spec["subnetSelectorTerms"] == [{"id": s} for s in SUBNETS]
+    assert spec["securityGroupSelectorTerms"] == [{"id": SECURITY_GROUP_ID}]
+
+
+def test_the_controller_role_trusts_the_imported_oidc_provider_for_one_service_account(built):
+    stack, karpenter, template, json_ = built
+    role = json_["Resources"][logical_id_of(karpenter.controller_role.role)]
+    (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Federated": OIDC_PROVIDER_ARN}
+    assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
+    conditions = json_["Resources"][logical_id_of(karpenter.controller_role.node.find_child("TrustConditions"))]
+    value = render_json(conditions["Properties"]["Value"])
+    issuer = "oidc.eks.eu-west-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"
+    assert value == {f"{issuer}:aud": "sts.amazonaws.com", f"{issuer}:sub": "system:serviceaccount:kube-system:karpenter"}
+
+
+def test_order_objects_after_the_charts_authorization_and_safety_net(built):
+    stack, karpenter, template, json_ = built
+    crd, controller = (logical_id_of(c) for c in (karpenter.crd_chart, karpenter.controller_chart))
+    entry = logical_id_of(karpenter.node_access)
+    teardown = logical_id_of(karpenter.teardown.resource)
+    assert set(depends_on(json_, teardown)) == {controller, entry}
+    for name, manifest in karpenter.node_classes.items():
+        assert set(depends_on(json_, logical_id_of(manifest))) == {crd, controller, entry, teardown}
+    general = logical_id_of(karpenter.node_classes["general"])
+    slr = logical_id_of(karpenter.spot_service_linked_role)
+    assert set(depends_on(json_, logical_id_of(karpenter.node_pools["spot"]))) == {crd, controller, entry, teardown,
+                                                                                 general, slr}
+    assert set(depends_on(json_, logical_id_of(karpenter.node_pools["steady"]))) == {crd, controller, entry, teardown,
+                                                                                   general}
+    assert json_["Resources"][slr]["DeletionPolicy"] == "Retain"
+
+
+def test_without_security_group_ids_the_clusters_group_is_tagged_for_discovery():
+    stack = bare_stack()
+    karpenter = _karpenter(stack, node_authorization=NodeAuthorization.ACCESS_ENTRY)
+    template = Template.from_stack(stack)
+    _, tag = only(resources(template, "Custom::AWS"))
+    create = render_json(tag["Properties"]["Create"])
+    assert create["parameters"] == {"Resources": [SECURITY_GROUP_ID],
+                                    "Tags": [{"Key": "karpenter.sh/discovery", "Value": CLUSTER_NAME}]}
+    spec = kubernetes_objects(template)["EC2NodeClass/general"]["spec"]
+    assert spec["securityGroupSelectorTerms"] == spec["subnetSelectorTerms"] == [
+        {"tags": {"karpenter.sh/discovery": CLUSTER_NAME}}]
+    teardown = logical_id_of(karpenter.teardown.resource)
+    assert logical_id_of(karpenter.discovery_tag.resource) in depends_on(template.to_json(), teardown)
+
+
+def test_an_imported_clusters_aws_auth_is_refused():
+    stack = bare_stack()
+    with pytest.raises(ValueError, match="node_authorization AWS_AUTH needs an eks.Cluster this app creates"):
+        _karpenter(stack, node_authorization=NodeAuthorization.AWS_AUTH)
