@@ -28,6 +28,8 @@ class FargateControllerHosting(Construct):
 
     # Where CoreDNS runs decides the controller's dnsPolicy: here CoreDNS is up before any node.
     controller_dns_policy = "ClusterFirst"
+    # Fargate schedules by profile selector, not by taints.
+    controller_tolerations: tuple[dict[str, str], ...] = ()
 
     def __init__(
         self,
@@ -62,6 +64,7 @@ class SystemNodeGroupHosting(Construct):
     """A managed node group of two small nodes in two AZs, tainted for system pods only."""
 
     controller_dns_policy = "ClusterFirst"
+    controller_tolerations: tuple[dict[str, str], ...] = ({"key": SYSTEM_TAINT_KEY, "operator": "Exists"},)
 
     def __init__(
         self,

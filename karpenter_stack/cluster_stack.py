@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle, Environment, Stack
+from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -13,18 +13,13 @@ from constructs import Construct
 
 from constructs_lib import manifests
 from constructs_lib.cluster_addons import ManagedAddons, retire_coredns_compute_type_patch
-from constructs_lib.controller_hosting import (
-    SYSTEM_TAINT_KEY,
-    FargateControllerHosting,
-    SystemNodeGroupHosting,
-)
-from constructs_lib.destroy_policy import apply_destroy_policy
+from constructs_lib.controller_hosting import FargateControllerHosting, SystemNodeGroupHosting
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
-from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib.network import ClusterVpc
 
 from . import versions
 from .acknowledgments import acknowledge_cluster
+from .base_stack import AppStack
 from .config import AppConfig, ConfigError
 
 ALL_LOG_TYPES = [
@@ -62,44 +57,48 @@ def stack_name_for(cluster_name: str) -> str:
     return cluster_name.replace("_", "-")
 
 
-class KarpenterClusterStack(Stack):
-    """An EKS cluster with no default capacity, autoscaled by Karpenter."""
+class KarpenterClusterStack(AppStack):
+    """An EKS cluster with no default capacity, autoscaled by Karpenter: network -> cluster ->
+    controller hosting (and the add-ons that run there) -> Karpenter."""
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
-        env = Environment(account=config.account, region=config.region) if config.account or config.region else None
         super().__init__(
-            scope,
-            id,
-            env=env,
+            scope, id, config=config,
             description=f"EKS cluster {config.cluster_name} autoscaled by Karpenter {config.karpenter_version}",
-            # Refuses DeleteStack up front; EKS deletion protection alone fails only once everything
-            # else in the stack is already gone (the cluster is deleted last).
-            termination_protection=config.termination_protection,
             **kwargs,
         )
-        self.config = config
-        name = config.cluster_name
-        for warning in config.warnings:
-            Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
-
-        self.network = ClusterVpc(
-            self,
-            "Network",
-            cluster_name=name,
-            vpc_id=config.vpc_id,
-            cidr=config.vpc_cidr,
-            max_azs=config.max_azs,
-            nat_gateways=config.nat_gateways,
-        )
+        self.network = self._network()
         if self.network.lookup_pending:
             # The CLI looks the VPC up and runs the app again; this pass's template is never
             # deployed, but must not be empty (CloudFormation validation rejects that).
             CfnWaitConditionHandle(self, "AwaitingVpcLookup")
             return
-        private = self.network.private_subnets
+        self.cluster = self._cluster()
+        self.hosting, self.addons = self._controller_hosting()
+        self.karpenter = self._karpenter()
+        if config.demo_workload:
+            # Applied after the node pools exist, so scaling it up has somewhere to go.
+            demo = self.cluster.add_manifest("DemoWorkload", manifests.demo_deployment())
+            demo.node.add_dependency(*self.karpenter.node_pools.values())
+        self._cluster_outputs()
+        self.add_karpenter_outputs(self.karpenter)
+        self.finish()
 
+    def _network(self) -> ClusterVpc:
+        config = self.config
+        return ClusterVpc(
+            self,
+            "Network",
+            cluster_name=config.cluster_name,
+            vpc_id=config.vpc_id,
+            cidr=config.vpc_cidr,
+            max_azs=config.max_azs,
+            nat_gateways=config.nat_gateways,
+        )
+
+    def _cluster(self) -> eks.Cluster:
+        config, name = self.config, self.config.cluster_name
         layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
-        fargate = config.controller_hosting == "fargate"
         # Role an operator assumes for kubectl (mapped to system:masters); anyone in the account
         # who is allowed sts:AssumeRole on it.
         self.admin_role = iam.Role(
@@ -115,20 +114,20 @@ class KarpenterClusterStack(Stack):
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster {name}",
             enable_key_rotation=True,
         )
-        self.cluster = eks.Cluster(
+        cluster = eks.Cluster(
             self,
             "Cluster",
             cluster_name=name,
             version=versions.eks_kubernetes_version(config.kubernetes_version),
             kubectl_layer=layer_class(self, "KubectlLayer"),
             vpc=self.network.vpc,
-            vpc_subnets=[private],
+            vpc_subnets=[self.network.private_subnets],
             default_capacity=0,
             cluster_logging=ALL_LOG_TYPES,
             endpoint_access=endpoint_access(config),
             secrets_encryption_key=self.secrets_key,
             deletion_protection=config.deletion_protection or None,
-            # EC2 = no patch: CoreDNS's compute type is the managed add-on's configuration below.
+            # EC2 = no patch: CoreDNS's compute type is the managed add-on's configuration.
             core_dns_compute_type=eks.CoreDnsComputeType.EC2,
             masters_role=self.admin_role,
             output_cluster_name=False,
@@ -136,46 +135,51 @@ class KarpenterClusterStack(Stack):
             output_masters_role_arn=False,
         )
         if not self.network.created:
-            Annotations.of(self.cluster).acknowledge_warning(
+            Annotations.of(cluster).acknowledge_warning(
                 "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
                 "Existing VPC: its subnets belong to whoever manages that VPC. Karpenter selects them by "
                 "id; load-balancer role tags are the VPC owner's to add (README, 'Existing VPC').",
             )
-        acknowledge_cluster(self.cluster, cluster_name=name, public_access_cidrs=config.public_access_cidrs)
+        acknowledge_cluster(cluster, cluster_name=name, public_access_cidrs=config.public_access_cidrs)
+        return cluster
 
+    def _controller_hosting(self) -> tuple[FargateControllerHosting | SystemNodeGroupHosting, ManagedAddons]:
+        """Capacity for the controller and CoreDNS, and the managed add-ons (CoreDNS runs there)."""
+        config = self.config
         check_controller_placement(self.network.vpc.private_subnets, config.controller_hosting)
+        fargate = config.controller_hosting == "fargate"
+        hosting: FargateControllerHosting | SystemNodeGroupHosting
         if fargate:
-            self.hosting: FargateControllerHosting | SystemNodeGroupHosting = FargateControllerHosting(
+            hosting = FargateControllerHosting(
                 self, "ControllerHosting", cluster=self.cluster,
-                karpenter_namespace=config.karpenter_namespace, subnets=private,
+                karpenter_namespace=config.karpenter_namespace, subnets=self.network.private_subnets,
             )
-            tolerations = []
-        else:
-            self.hosting = SystemNodeGroupHosting(
-                self, "ControllerHosting", cluster=self.cluster,
-                instance_type=config.system_node_instance_type, subnets=private,
-            )
-            tolerations = [{"key": SYSTEM_TAINT_KEY, "operator": "Exists"}]
-
-        if fargate:
             retire_coredns_compute_type_patch(self.cluster)
-        self.addons = ManagedAddons(
+        else:
+            hosting = SystemNodeGroupHosting(
+                self, "ControllerHosting", cluster=self.cluster,
+                instance_type=config.system_node_instance_type, subnets=self.network.private_subnets,
+            )
+        addons = ManagedAddons(
             self,
             "Addons",
             cluster=self.cluster,
             versions=versions.addon_versions(config.kubernetes_version, dict(config.addon_versions)),
             coredns_on_fargate=fargate,
-            coredns_after=[self.hosting.capacity],
+            coredns_after=[hosting.capacity],
         )
+        return hosting, addons
 
+    def _karpenter(self) -> Karpenter:
+        config = self.config
         # Id "Default" adds nothing to the logical ids of what it contains: everything Karpenter adds
         # keeps the ids it had when the stack built these parts itself, so deployed stacks update in
         # place (tests/test_logical_ids.py). Another app can give it any id.
-        self.karpenter = Karpenter(
+        return Karpenter(
             self,
             "Default",
             cluster=self.cluster,
-            cluster_name=name,
+            cluster_name=config.cluster_name,
             version=config.karpenter_version,
             template_file=versions.karpenter_template(config.karpenter_version),
             node_classes=config.node_classes,
@@ -185,7 +189,7 @@ class KarpenterClusterStack(Stack):
             service_account=config.karpenter_service_account,
             controller_after=[self.hosting.capacity, self.addons.coredns],
             controller_dns_policy=self.hosting.controller_dns_policy,
-            controller_tolerations=tolerations,
+            controller_tolerations=self.hosting.controller_tolerations,
             node_networking=list(self.addons.addons.values()),
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
             service_monitor=config.service_monitor,
@@ -194,12 +198,7 @@ class KarpenterClusterStack(Stack):
             alarm_topic_arn=config.alarm_topic_arn,
         )
 
-        if config.demo_workload:
-            # Applied after the node pools exist, so scaling it up has somewhere to go.
-            demo = self.cluster.add_manifest("DemoWorkload", manifests.demo_deployment())
-            for pool in self.karpenter.node_pools.values():
-                demo.node.add_dependency(pool)
-
+    def _cluster_outputs(self) -> None:
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name, description="EKS cluster name")
         CfnOutput(
             self,
@@ -210,15 +209,3 @@ class KarpenterClusterStack(Stack):
             ),
             description="Run this to point kubectl at the cluster (as the cluster admin role)",
         )
-        CfnOutput(self, "NodeRoleArn", value=self.karpenter.node_role_arn, description="IAM role of Karpenter-launched nodes")
-        CfnOutput(
-            self, "ControllerRoleArn", value=self.karpenter.controller_role.role_arn,
-            description="IRSA role of the Karpenter controller",
-        )
-        CfnOutput(
-            self, "InterruptionQueueName", value=self.karpenter.queue_name, description="SQS queue of interruption events"
-        )
-        # Once everything is built: what a destroy keeps, and no kubectl operation that can leave
-        # CloudFormation waiting an hour.
-        apply_destroy_policy(self, retain=config.retain_on_destroy)
-        bound_kubectl_operations(self)

@@ -4,22 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Annotations, CfnOutput, Environment, Stack
+from aws_cdk import Annotations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from constructs_lib.destroy_policy import apply_destroy_policy
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
-from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 
 from . import versions
 from .acknowledgments import acknowledge_imported_cluster
-from .config import AppConfig
+from .base_stack import AppStack
+from .config import AppConfig, ExistingClusterConfig
 
 
-class KarpenterOnExistingClusterStack(Stack):
+class KarpenterOnExistingClusterStack(AppStack):
     """Imports the cluster (name, kubectl role, OIDC provider, VPC, subnets, security group) and adds
     the same :class:`Karpenter` construct as the cluster stack. Differences, because the cluster is not
     this app's: nodes join through an EKS access entry (never the cluster's aws-auth ConfigMap); node
@@ -30,52 +29,17 @@ class KarpenterOnExistingClusterStack(Stack):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
         existing = config.existing_cluster
         assert existing is not None, "build() chooses this stack only with existingCluster"
-        env = Environment(account=config.account, region=config.region) if config.account or config.region else None
         super().__init__(
-            scope,
-            id,
-            env=env,
+            scope, id, config=config,
             description=f"Karpenter {config.karpenter_version} on existing EKS cluster {config.cluster_name}",
-            termination_protection=config.termination_protection,
             **kwargs,
         )
-        self.config = config
-        name = config.cluster_name
-        for warning in config.warnings:
-            Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
-
-        layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
-        # Only CDK's kubectl handler uses the VPC (with a private endpoint it runs in the given subnets).
-        vpc = ec2.Vpc.from_vpc_attributes(
-            self, "ExistingVpc", vpc_id=existing.vpc_id, availability_zones=self.availability_zones
-        )
-        private = existing.private_endpoint
-        self.cluster = eks.Cluster.from_cluster_attributes(
-            self,
-            "ExistingCluster",
-            cluster_name=name,
-            kubectl_role_arn=existing.kubectl_role_arn,
-            kubectl_layer=layer_class(self, "KubectlLayer"),
-            open_id_connect_provider=iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
-                self, "ExistingOidcProvider", existing.open_id_connect_provider_arn
-            ),
-            cluster_security_group_id=existing.cluster_security_group_id,
-            vpc=vpc,
-            kubectl_private_subnet_ids=list(existing.subnet_ids) if private else None,
-            kubectl_security_group_id=existing.cluster_security_group_id if private else None,
-        )
-        for subnet in self.cluster.kubectl_private_subnets or []:
-            Annotations.of(subnet).acknowledge_warning(
-                "@aws-cdk/aws-ec2:noSubnetRouteTableId",
-                "Only CDK's kubectl handler uses these subnets, to place its network interfaces; nothing reads "
-                "their route tables.",
-            )
-
+        self.cluster = self._import_cluster(existing)
         self.karpenter = Karpenter(
             self,
             "Karpenter",
             cluster=self.cluster,
-            cluster_name=name,
+            cluster_name=config.cluster_name,
             version=config.karpenter_version,
             template_file=versions.karpenter_template(config.karpenter_version),
             node_classes=config.node_classes,
@@ -90,12 +54,35 @@ class KarpenterOnExistingClusterStack(Stack):
             interruption_queue_alarms=config.interruption_queue_alarms,
             alarm_topic_arn=config.alarm_topic_arn,
         )
-        acknowledge_imported_cluster(self.cluster, private_endpoint=private)
+        self.add_karpenter_outputs(self.karpenter)
+        self.finish()
 
-        CfnOutput(self, "NodeRoleArn", value=self.karpenter.node_role_arn, description="IAM role of Karpenter-launched nodes")
-        CfnOutput(self, "ControllerRoleArn", value=self.karpenter.controller_role.role_arn,
-                  description="IRSA role of the Karpenter controller")
-        CfnOutput(self, "InterruptionQueueName", value=self.karpenter.queue_name,
-                  description="SQS queue of interruption events")
-        apply_destroy_policy(self, retain=config.retain_on_destroy)
-        bound_kubectl_operations(self)
+    def _import_cluster(self, existing: ExistingClusterConfig) -> eks.ICluster:
+        layer_class = versions.KubectlLayer.for_version(self.config.kubernetes_version).load()
+        # Only CDK's kubectl handler uses the VPC (with a private endpoint it runs in the given subnets).
+        vpc = ec2.Vpc.from_vpc_attributes(
+            self, "ExistingVpc", vpc_id=existing.vpc_id, availability_zones=self.availability_zones
+        )
+        private = existing.private_endpoint
+        cluster = eks.Cluster.from_cluster_attributes(
+            self,
+            "ExistingCluster",
+            cluster_name=self.config.cluster_name,
+            kubectl_role_arn=existing.kubectl_role_arn,
+            kubectl_layer=layer_class(self, "KubectlLayer"),
+            open_id_connect_provider=iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+                self, "ExistingOidcProvider", existing.open_id_connect_provider_arn
+            ),
+            cluster_security_group_id=existing.cluster_security_group_id,
+            vpc=vpc,
+            kubectl_private_subnet_ids=list(existing.subnet_ids) if private else None,
+            kubectl_security_group_id=existing.cluster_security_group_id if private else None,
+        )
+        for subnet in cluster.kubectl_private_subnets or []:
+            Annotations.of(subnet).acknowledge_warning(
+                "@aws-cdk/aws-ec2:noSubnetRouteTableId",
+                "Only CDK's kubectl handler uses these subnets, to place its network interfaces; nothing reads "
+                "their route tables.",
+            )
+        acknowledge_imported_cluster(cluster, private_endpoint=private)
+        return cluster

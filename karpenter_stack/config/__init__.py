@@ -6,7 +6,7 @@ What the rest of the app uses is re-exported here.
 
 from .errors import ConfigError
 from .layers import CONTEXT_KEYS, load_config, load_environments
-from .model import DEFAULT_CLUSTER_NAME, MAX_CLUSTER_NAME_LENGTH, AppConfig
+from .model import DEFAULT_CLUSTER_NAME, MAX_CLUSTER_NAME_LENGTH, AppConfig, ExistingClusterConfig
 from .reference import default_context, reference_markdown
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "CONTEXT_KEYS",
     "ConfigError",
     "DEFAULT_CLUSTER_NAME",
+    "ExistingClusterConfig",
     "MAX_CLUSTER_NAME_LENGTH",
     "default_context",
     "load_config",

@@ -1,0 +1,48 @@
+"""What the app's two stacks share: environment, protection, configuration warnings, Karpenter's
+outputs, and the passes that run once everything is built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Annotations, CfnOutput, Environment, Stack
+from constructs import Construct
+
+from constructs_lib.destroy_policy import apply_destroy_policy
+from constructs_lib.karpenter import Karpenter
+from constructs_lib.kubectl_timeouts import bound_kubectl_operations
+
+from .config import AppConfig
+
+
+class AppStack(Stack):
+    """A stack built from one environment's :class:`AppConfig`."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, description: str, **kwargs: Any) -> None:
+        env = Environment(account=config.account, region=config.region) if config.account or config.region else None
+        super().__init__(
+            scope,
+            id,
+            env=env,
+            description=description,
+            # Refuses DeleteStack up front; EKS deletion protection alone fails only once everything
+            # else in the stack is already gone (the cluster is deleted last).
+            termination_protection=config.termination_protection,
+            **kwargs,
+        )
+        self.config = config
+        for warning in config.warnings:
+            Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
+
+    def add_karpenter_outputs(self, karpenter: Karpenter) -> None:
+        CfnOutput(self, "NodeRoleArn", value=karpenter.node_role_arn, description="IAM role of Karpenter-launched nodes")
+        CfnOutput(self, "ControllerRoleArn", value=karpenter.controller_role.role_arn,
+                  description="IRSA role of the Karpenter controller")
+        CfnOutput(self, "InterruptionQueueName", value=karpenter.queue_name,
+                  description="SQS queue of interruption events")
+
+    def finish(self) -> None:
+        """Once everything is built: what a destroy keeps, and no kubectl operation that can leave
+        CloudFormation waiting an hour."""
+        apply_destroy_policy(self, retain=self.config.retain_on_destroy)
+        bound_kubectl_operations(self)
