@@ -1,0 +1,101 @@
+"""Package boundaries: constructs_lib is the lower layer (it never imports the app), no module imports
+itself back through others, and no CDK-generated logical id is written out in the code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGES = ("constructs_lib", "karpenter_stack")
+# A CDK logical id: a construct-path name followed by its 8-hex-digit path hash (Cluster9EE0221C), or
+# the fixed uuid-based id of a singleton (AWS679f53fac002430cb0da5b7982bd2287).
+GENERATED_ID = re.compile(r"\b[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*[0-9A-F]{8}\b|[0-9a-f]{32}")
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if "teardown_handler" in path.parts:  # Lambda code, shipped on its own
+                continue
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The app's own modules that ``name`` imports (absolute or relative)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {m for m in found if m.split(".")[0] in PACKAGES}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {m for m in _imports(name, path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def test_the_construct_library_never_imports_the_app():
+    graph = _graph()
+    assert len(graph) > 20
+    assert {name: sorted(m for m in deps if m.startswith("karpenter_stack"))
+            for name, deps in graph.items() if name.startswith("constructs_lib")} == {
+        name: [] for name in graph if name.startswith("constructs_lib")}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    # a package's __init__ re-exporting its modules is not a cycle of theirs
+    edges = {n: {d for d in deps if not n.startswith(d + ".")} for n, deps in graph.items()}
+    state: dict[str, str] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for dep in sorted(edges.get(node, ())):
+            if state.get(dep) == "open":
+                cycles.append([*trail[trail.index(dep):], dep])
+            elif dep not in state:
+                visit(dep, [*trail, dep])
+        state[node] = "done"
+
+    for name in sorted(edges):
+        if name not in state:
+            visit(name, [name])
+    return cycles
+
+
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_the_checks_find_a_cycle_when_there_is_one(tmp_path, monkeypatch):
+    package = tmp_path / "constructs_lib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from . import b\n")
+    (package / "b.py").write_text("from .a import thing\n")
+    monkeypatch.setattr("tests.test_architecture.ROOT", tmp_path)
+    assert _cycles(_graph()) == [["constructs_lib.a", "constructs_lib.b", "constructs_lib.a"]]
+
+
+def test_no_generated_logical_id_is_written_out_in_the_code():
+    hits = {f"{path.relative_to(ROOT)}:{i}": m.group()
+            for path in _modules().values()
+            for i, line in enumerate(path.read_text().splitlines(), 1)
+            for m in [GENERATED_ID.search(line)] if m}
+    assert hits == {}
+    assert GENERATED_ID.search('"IsCompleteHandler7073F4DA"') and GENERATED_ID.search("AWS679f53fac002430cb0da5b7982bd2287")
+    assert not GENERATED_ID.search("al2023@v20260801")
