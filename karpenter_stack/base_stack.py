@@ -12,6 +12,7 @@ from constructs_lib.destroy_policy import apply_destroy_policy
 from constructs_lib.karpenter import Karpenter
 from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 
+from . import versions
 from .config import AppConfig
 
 
@@ -33,6 +34,24 @@ class AppStack(Stack):
         self.config = config
         for warning in config.warnings:
             Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
+
+    def karpenter_options(self) -> dict[str, Any]:
+        """The Karpenter construct's props that come straight from the configuration (each stack adds
+        the cluster, how nodes are authorized and what they are placed by)."""
+        config = self.config
+        return dict(
+            cluster_name=config.cluster_name,
+            version=config.karpenter_version,
+            template_file=versions.karpenter_template(config.karpenter_version),
+            node_classes=config.node_classes,
+            node_pools=config.node_pools,
+            namespace=config.karpenter_namespace,
+            service_account=config.karpenter_service_account,
+            service_monitor=config.service_monitor,
+            spot_service_linked_role=config.create_spot_service_linked_role,
+            interruption_queue_alarms=config.interruption_queue_alarms,
+            alarm_topic_arn=config.alarm_topic_arn,
+        )
 
     def add_karpenter_outputs(self, karpenter: Karpenter) -> None:
         CfnOutput(self, "NodeRoleArn", value=karpenter.node_role_arn, description="IAM role of Karpenter-launched nodes")

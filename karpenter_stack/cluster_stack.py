@@ -171,7 +171,6 @@ class KarpenterClusterStack(AppStack):
         return hosting, addons
 
     def _karpenter(self) -> Karpenter:
-        config = self.config
         # Id "Default" adds nothing to the logical ids of what it contains: everything Karpenter adds
         # keeps the ids it had when the stack built these parts itself, so deployed stacks update in
         # place (tests/test_logical_ids.py). Another app can give it any id.
@@ -179,23 +178,13 @@ class KarpenterClusterStack(AppStack):
             self,
             "Default",
             cluster=self.cluster,
-            cluster_name=config.cluster_name,
-            version=config.karpenter_version,
-            template_file=versions.karpenter_template(config.karpenter_version),
-            node_classes=config.node_classes,
-            node_pools=config.node_pools,
             node_authorization=NodeAuthorization.AWS_AUTH,
-            namespace=config.karpenter_namespace,
-            service_account=config.karpenter_service_account,
             controller_after=[self.hosting.capacity, self.addons.coredns],
             controller_dns_policy=self.hosting.controller_dns_policy,
             controller_tolerations=self.hosting.controller_tolerations,
             node_networking=list(self.addons.addons.values()),
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
-            service_monitor=config.service_monitor,
-            spot_service_linked_role=config.create_spot_service_linked_role,
-            interruption_queue_alarms=config.interruption_queue_alarms,
-            alarm_topic_arn=config.alarm_topic_arn,
+            **self.karpenter_options(),
         )
 
     def _cluster_outputs(self) -> None:

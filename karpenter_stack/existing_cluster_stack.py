@@ -39,20 +39,10 @@ class KarpenterOnExistingClusterStack(AppStack):
             self,
             "Karpenter",
             cluster=self.cluster,
-            cluster_name=config.cluster_name,
-            version=config.karpenter_version,
-            template_file=versions.karpenter_template(config.karpenter_version),
-            node_classes=config.node_classes,
-            node_pools=config.node_pools,
             node_authorization=NodeAuthorization.ACCESS_ENTRY,
-            namespace=config.karpenter_namespace,
-            service_account=config.karpenter_service_account,
             subnet_ids=existing.subnet_ids,
             security_group_ids=[existing.cluster_security_group_id],
-            service_monitor=config.service_monitor,
-            spot_service_linked_role=config.create_spot_service_linked_role,
-            interruption_queue_alarms=config.interruption_queue_alarms,
-            alarm_topic_arn=config.alarm_topic_arn,
+            **self.karpenter_options(),
         )
         self.add_karpenter_outputs(self.karpenter)
         self.finish()

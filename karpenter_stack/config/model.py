@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import Literal, Optional
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from constructs_lib.node_specs import CamelModel, NodeClassSpec, NodePoolSpec, optional_match
@@ -33,6 +33,14 @@ _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+
 _OIDC_PROVIDER_ARN = re.compile(
     r"^arn:aws[a-z-]*:iam::[0-9]{12}:oidc-provider/oidc\.eks\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/id/[A-Za-z0-9]+$"
 )
+# existingCluster field -> the form AWS gives it, and the message naming that form.
+_ID_FORMATS = {
+    "kubectl_role_arn": (_ROLE_ARN, "must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"),
+    "open_id_connect_provider_arn": (_OIDC_PROVIDER_ARN, "must be an EKS OIDC provider ARN like arn:aws:iam::"
+                                     "<account>:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>"),
+    "cluster_security_group_id": (_SECURITY_GROUP_ID, "must look like sg-0123456789abcdef0"),
+    "vpc_id": (_VPC_ID, "must look like vpc-0123456789abcdef0"),
+}
 # Settings that shape a cluster this app creates; with existingCluster nobody may set them.
 CREATED_CLUSTER_ONLY = ("vpc_id", "vpc_cidr", "max_azs", "nat_gateways", "endpoint_access", "public_access_cidrs",
                         "controller_hosting", "system_node_instance_type", "deletion_protection", "addon_versions")
@@ -65,26 +73,11 @@ class ExistingClusterConfig(CamelModel):
                           "so CONFIG_MAP is refused (unset: a synth warning)."
     )
 
-    @field_validator("kubectl_role_arn")
+    @field_validator(*_ID_FORMATS)
     @classmethod
-    def _role(cls, value: str) -> str:
-        return optional_match(value, _ROLE_ARN, "must be an IAM role ARN like arn:aws:iam::<account>:role/<name>")
-
-    @field_validator("open_id_connect_provider_arn")
-    @classmethod
-    def _oidc(cls, value: str) -> str:
-        return optional_match(value, _OIDC_PROVIDER_ARN, "must be an EKS OIDC provider ARN like arn:aws:iam::<account>:"
-                              "oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>")
-
-    @field_validator("cluster_security_group_id")
-    @classmethod
-    def _security_group(cls, value: str) -> str:
-        return optional_match(value, _SECURITY_GROUP_ID, "must look like sg-0123456789abcdef0")
-
-    @field_validator("vpc_id")
-    @classmethod
-    def _vpc(cls, value: str) -> str:
-        return optional_match(value, _VPC_ID, "must look like vpc-0123456789abcdef0")
+    def _id_format(cls, value: str, info: ValidationInfo) -> str:
+        pattern, message = _ID_FORMATS[info.field_name]
+        return optional_match(value, pattern, message)
 
     @field_validator("subnet_ids")
     @classmethod
