@@ -11,9 +11,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
 
 CDK := cdk --no-notices
-# CONTEXT=<file>: a JSON object of settings (e.g. examples/existing-cluster.json), passed as -c flags.
-CDK_ARGS += $(if $(CONTEXT),$(shell $(PYTHON) scripts/context_flags.py $(CONTEXT)))
-ARGS += $(if $(CONTEXT),$(shell $(PYTHON) scripts/context_flags.py $(CONTEXT)))
+# CONTEXT_FILE=<file>: a JSON object of settings (e.g. examples/existing-cluster.json), passed as -c flags.
+CONTEXT_ARGS = $(if $(CONTEXT_FILE),$(shell $(PYTHON) scripts/context_flags.py $(CONTEXT_FILE)))
 NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
@@ -22,7 +21,7 @@ DEV_STAMP := $(VENV)/.dev-installed
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	rm -rf cdk.out  # the CLI never removes old templates; start from nothing
-	$(CDK) synth --quiet $(CDK_ARGS)
+	$(CDK) synth --quiet $(CDK_ARGS) $(CONTEXT_ARGS)
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
 test: $(DEV_STAMP) $(NODE_STAMP)
@@ -32,7 +31,7 @@ setup: $(DEV_STAMP) $(NODE_STAMP)
 
 # Any other CDK command with the project's toolchain, e.g. make cdk ARGS="deploy --all"
 cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
-	$(CDK) $(ARGS)
+	$(CDK) $(ARGS) $(CONTEXT_ARGS)
 
 # Regenerate the README's configuration reference and acknowledgment table from the code.
 docs: $(RUNTIME_STAMP) $(NODE_STAMP)

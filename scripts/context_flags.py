@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Print a JSON file of context settings as CDK CLI flags: ``-c 'key=value' ...``.
 
-Used by ``make synth CONTEXT=examples/existing-cluster.json`` (and ``make cdk``): each top-level key
+Used by ``make synth CONTEXT_FILE=examples/existing-cluster.json`` (and ``make cdk``): each top-level key
 becomes one ``-c`` flag, objects and lists as compact JSON, single-quoted for the shell.
 """
 

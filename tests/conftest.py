@@ -107,7 +107,7 @@ def production() -> Synthesized:
     return synth(**PRODUCTION)
 
 
-# Karpenter on an existing cluster: the README's worked example, as `make synth CONTEXT=...` runs it.
+# Karpenter on an existing cluster: the README's worked example, as `make synth CONTEXT_FILE=...` runs it.
 EXISTING: dict[str, Any] = json.loads((ROOT / "examples" / "existing-cluster.json").read_text())
 
 

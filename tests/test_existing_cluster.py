@@ -1,5 +1,5 @@
 """Karpenter on an existing cluster (``existingCluster``): the README's worked example, synthesized as
-`make synth CONTEXT=examples/existing-cluster.json` does."""
+`make synth CONTEXT_FILE=examples/existing-cluster.json` does."""
 
 from __future__ import annotations
 
