@@ -25,7 +25,7 @@ class ControllerRole(Construct):
         scope: Construct,
         id: str,
         *,
-        cluster: eks.Cluster,
+        cluster: eks.ICluster,
         namespace: str,
         service_account: str,
         managed_policy_arns: Sequence[str],

@@ -1,0 +1,79 @@
+"""The construct library's parts, each on a bare stack (no app, no configuration): what a user of one
+construct gets from its props."""
+
+from __future__ import annotations
+
+from aws_cdk.assertions import Template
+
+from constructs_lib.karpenter_release import CONTROLLER_RESOURCES, KarpenterRelease
+from constructs_lib.nag import logical_id_of
+from constructs_lib.network import ClusterVpc
+from constructs_lib.queue_alarms import InterruptionQueueAlarms
+from constructs_lib.teardown import TeardownSafetyNet
+from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
+from tests.cfn import depends_on, only, render_json, resources
+
+TOPIC = "arn:aws:sns:eu-west-1:111122223333:karpenter-alerts"
+
+
+def test_cluster_vpc_tags_private_subnets_for_discovery_and_load_balancers():
+    stack = bare_stack()
+    network = ClusterVpc(stack, "Network", cluster_name=CLUSTER_NAME, vpc_id=None, cidr="10.1.0.0/16", max_azs=2,
+                         nat_gateways=1)
+    template = Template.from_stack(stack)
+    assert network.created and not network.lookup_pending
+    subnets = resources(template, "AWS::EC2::Subnet")
+    tags = {k: {t["Key"]: t["Value"] for t in s["Properties"]["Tags"]} for k, s in subnets.items()}
+    private = {k: t for k, t in tags.items() if t["aws-cdk:subnet-type"] == "Private"}
+    public = {k: t for k, t in tags.items() if t["aws-cdk:subnet-type"] == "Public"}
+    assert len(private) == len(public) == 2
+    assert all(t["karpenter.sh/discovery"] == CLUSTER_NAME and t["kubernetes.io/role/internal-elb"] == "1"
+               for t in private.values())
+    assert all("karpenter.sh/discovery" not in t and t["kubernetes.io/role/elb"] == "1" for t in public.values())
+    assert len(resources(template, "AWS::EC2::NatGateway")) == 1
+    _, flow_log = only(resources(template, "AWS::EC2::FlowLog"))
+    assert flow_log["Properties"]["TrafficType"] == "ALL"
+
+
+def test_queue_alarms_notify_the_topic_on_alarm_and_ok():
+    stack = bare_stack()
+    InterruptionQueueAlarms(stack, "Alarms", queue_name="q", topic_arn=TOPIC)
+    alarms = resources(Template.from_stack(stack), "AWS::CloudWatch::Alarm")
+    assert sorted(a["Properties"]["MetricName"] for a in alarms.values()) == [
+        "ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesVisible"]
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == alarm["Properties"]["OKActions"] == [TOPIC]
+        assert alarm["Properties"]["Dimensions"] == [{"Name": "QueueName", "Value": "q"}]
+
+
+def test_teardown_safety_net_writes_only_to_this_clusters_karpenter_resources():
+    stack = bare_stack()
+    net = TeardownSafetyNet(stack, "Teardown", cluster_name=CLUSTER_NAME)
+    template = Template.from_stack(stack)
+    _, policy = only(resources(template, "AWS::IAM::ManagedPolicy"))
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    owned = {"aws:ResourceTag/kubernetes.io/cluster/bare": "owned"}
+    for sid in ("TerminateThisClustersKarpenterInstances", "DeleteThisClustersLaunchTemplates"):
+        assert statements[sid]["Condition"] == {"StringEquals": owned,
+                                                "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
+    assert statements["ReadOwnStackStatus"]["Resource"] == {"Ref": "AWS::StackId"}
+    _, resource = only(resources(template, "Custom::KarpenterTeardown"))
+    assert resource["Properties"]["ServiceTimeout"] == "900"
+    assert depends_on(template.to_json(), logical_id_of(net.resource)) == []  # the user orders it
+
+
+def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_given_values():
+    stack = bare_stack()
+    values = {"settings": {"clusterName": CLUSTER_NAME}, "controller": {"resources": CONTROLLER_RESOURCES}}
+    release = KarpenterRelease(stack, "Release", cluster=imported_cluster(stack), version="1.14.1",
+                               namespace="karpenter", values=values)
+    template = Template.from_stack(stack)
+    charts = resources(template, "Custom::AWSCDK-EKS-HelmChart")
+    crd, controller = (charts[logical_id_of(c)]["Properties"] for c in (release.crd_chart, release.controller_chart))
+    assert (crd["Chart"], crd["Repository"], crd["CreateNamespace"], "Wait" in crd) == (
+        "karpenter-crd", "oci://public.ecr.aws/karpenter/karpenter-crd", True, False)  # no pods to wait for
+    assert (controller["Chart"], controller["SkipCrds"], controller["Wait"], controller["Namespace"]) == (
+        "karpenter", True, True, "karpenter")
+    assert render_json(controller["Values"]) == values
+    assert depends_on(template.to_json(), logical_id_of(release.controller_chart)) == [logical_id_of(release.crd_chart)]
+
