@@ -72,6 +72,13 @@ def kubernetes_objects(template: Template) -> dict[str, dict[str, Any]]:
     return objects
 
 
+def controller_values(template: Template) -> dict[str, Any]:
+    """The values the ``karpenter`` chart is installed with."""
+    (chart,) = [r for r in resources(template, "Custom::AWSCDK-EKS-HelmChart").values()
+                if r["Properties"]["Release"] == "karpenter"]
+    return render_json(chart["Properties"]["Values"])
+
+
 def depends_on(template_json: dict[str, Any], logical_id: str) -> list[str]:
     deps = template_json["Resources"][logical_id].get("DependsOn", [])
     return [deps] if isinstance(deps, str) else list(deps)

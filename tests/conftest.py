@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from aws_cdk.assertions import Template  # noqa: E402
 from karpenter_stack.application import build, new_app  # noqa: E402
 
 CDK_JSON_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+# The date the EKS support calendar is checked against in tests (results must not depend on the day).
+TODAY = date(2026, 11, 21)
 
 
 class Synthesized:

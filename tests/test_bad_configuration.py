@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date
 from pathlib import Path
 
 import pytest
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
-from tests.conftest import CDK_JSON_CONTEXT, EXISTING
+from tests.conftest import CDK_JSON_CONTEXT, EXISTING, TODAY
 
-TODAY = date(2026, 11, 21)
 POOL = {"name": "p"}
 
 CASES = {

@@ -9,10 +9,9 @@ import pytest
 
 from karpenter_stack import versions
 from karpenter_stack.config import AppConfig, ConfigError, default_context, load_config
-from tests.conftest import CDK_JSON_CONTEXT
+from tests.conftest import CDK_JSON_CONTEXT, TODAY
 
 
-TODAY = date(2026, 11, 21)
 
 
 def error_of(**context) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import date
 
 import aws_cdk as cdk
 import pytest
@@ -12,9 +11,8 @@ import pytest
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config, load_environments
 from tests.cfn import kubernetes_objects, only, resources
-from tests.conftest import CDK_JSON_CONTEXT, ROOT
+from tests.conftest import CDK_JSON_CONTEXT, ROOT, TODAY
 
-TODAY = date(2026, 11, 21)
 PINNED = [{"name": "default", "amiAlias": "al2023@v20260801"}]
 ENVIRONMENTS = {
     "dev": {},

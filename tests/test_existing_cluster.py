@@ -7,15 +7,13 @@ import json
 import shlex
 import subprocess
 import sys
-from datetime import date
 from pathlib import Path
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import load_config
-from tests.cfn import depends_on, kubernetes_objects, only, render_json, resources
-from tests.conftest import CDK_JSON_CONTEXT, EXISTING, ROOT
+from tests.cfn import controller_values, depends_on, kubernetes_objects, only, resources
+from tests.conftest import CDK_JSON_CONTEXT, EXISTING, ROOT, TODAY
 
-TODAY = date(2026, 11, 21)
 CLUSTER = EXISTING["existingCluster"]
 
 
@@ -48,8 +46,7 @@ def test_kubectl_runs_in_the_clusters_subnets_for_a_private_endpoint(existing):
 
 
 def test_the_controller_runs_on_the_clusters_own_nodes_and_trusts_its_oidc_provider(existing):
-    charts = resources(existing.template, "Custom::AWSCDK-EKS-HelmChart")
-    (values,) = [render_json(c["Properties"]["Values"]) for c in charts.values() if c["Properties"]["Release"] == "karpenter"]
+    values = controller_values(existing.template)
     assert values["settings"]["clusterName"] == "shared-prod"
     assert "tolerations" not in values and values["dnsPolicy"] == "ClusterFirst"
     roles = resources(existing.template, "AWS::IAM::Role")

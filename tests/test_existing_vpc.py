@@ -38,7 +38,7 @@ ENV = {"vpcId": VPC_ID, "account": ACCOUNT, "region": "eu-west-1"}
 
 
 @pytest.fixture(scope="module")
-def existing():
+def looked_up():
     return synth(**ENV, **{LOOKUP_KEY: LOOKUP_RESULT})
 
 
@@ -49,21 +49,21 @@ def test_before_the_lookup_only_a_placeholder_is_synthesized_and_the_lookup_requ
     assert [m["key"] for m in manifest["missing"]] == [LOOKUP_KEY]
 
 
-def test_no_vpc_is_created_and_the_cluster_uses_the_existing_private_subnets(existing):
-    existing.template.resource_count_is("AWS::EC2::VPC", 0)
-    existing.template.resource_count_is("AWS::EC2::Subnet", 0)
-    _, cluster = next(iter(resources(existing.template, "Custom::AWSCDK-EKS-Cluster").items()))
+def test_no_vpc_is_created_and_the_cluster_uses_the_existing_private_subnets(looked_up):
+    looked_up.template.resource_count_is("AWS::EC2::VPC", 0)
+    looked_up.template.resource_count_is("AWS::EC2::Subnet", 0)
+    _, cluster = next(iter(resources(looked_up.template, "Custom::AWSCDK-EKS-Cluster").items()))
     assert cluster["Properties"]["Config"]["resourcesVpcConfig"]["subnetIds"] == PRIVATE
 
 
-def test_node_class_selects_the_existing_subnets_by_id(existing):
-    spec = kubernetes_objects(existing.template)["EC2NodeClass/default"]["spec"]
+def test_node_class_selects_the_existing_subnets_by_id(looked_up):
+    spec = kubernetes_objects(looked_up.template)["EC2NodeClass/default"]["spec"]
     assert spec["subnetSelectorTerms"] == [{"id": PRIVATE[0]}, {"id": PRIVATE[1]}]
     assert spec["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "eks-karpenter"}}]
 
 
-def test_stack_is_bound_to_the_configured_environment(existing):
-    assert (existing.stack.account, existing.stack.region) == (ACCOUNT, "eu-west-1")
+def test_stack_is_bound_to_the_configured_environment(looked_up):
+    assert (looked_up.stack.account, looked_up.stack.region) == (ACCOUNT, "eu-west-1")
 
 
 def test_a_vpc_whose_private_subnets_share_one_zone_is_refused():

@@ -4,7 +4,7 @@ across AWS, Helm and Kubernetes."""
 from __future__ import annotations
 
 from constructs_lib.names import DISCOVERY_TAG_KEY
-from tests.cfn import depends_on, kubernetes_objects, render_json, resources
+from tests.cfn import controller_values, depends_on, kubernetes_objects, render_json, resources
 
 
 def _charts(synth) -> dict[str, tuple[str, dict]]:
@@ -14,9 +14,6 @@ def _charts(synth) -> dict[str, tuple[str, dict]]:
         for lid, res in resources(synth.template, "Custom::AWSCDK-EKS-HelmChart").items()
     }
 
-
-def _values(synth) -> dict:
-    return render_json(_charts(synth)["karpenter"][1]["Values"])
 
 
 def _nested_source(synth, placeholder: str):
@@ -58,7 +55,7 @@ def test_kube_system_is_not_created_but_a_custom_namespace_is(default, alternati
 
 def test_controller_values(default):
     controller_role = next(k for k in resources(default.template, "AWS::IAM::Role") if k.startswith("ControllerRole"))
-    values = _values(default)
+    values = controller_values(default.template)
     queue = values["settings"].pop("interruptionQueue")
     assert values == {
         "serviceAccount": {
@@ -82,9 +79,9 @@ def test_controller_values(default):
 def test_nodegroup_hosting_tolerates_the_system_taint(alternative):
     _, nodegroup = next(iter(resources(alternative.template, "AWS::EKS::Nodegroup").items()))
     taint_keys = {t["Key"] for t in nodegroup["Properties"]["Taints"]}
-    assert _values(alternative)["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+    assert controller_values(alternative.template)["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
     assert taint_keys == {"CriticalAddonsOnly"}
-    assert _values(alternative)["dnsPolicy"] == "ClusterFirst"
+    assert controller_values(alternative.template)["dnsPolicy"] == "ClusterFirst"
 
 
 # --- manifests ---------------------------------------------------------------------------------
@@ -186,7 +183,7 @@ def test_every_node_pool_depends_on_its_node_class(alternative):
 # --- names that cross boundaries ---------------------------------------------------------------
 
 def test_queue_in_helm_values_is_the_nested_templates_queue(default):
-    source = _nested_source(default, _values(default)["settings"]["interruptionQueue"])
+    source = _nested_source(default, controller_values(default.template)["settings"]["interruptionQueue"])
     assert source == {"Fn::GetAtt": ["KarpenterInterruptionQueue", "QueueName"]}
     assert default.karpenter_json["Resources"]["KarpenterInterruptionQueue"]["Properties"]["QueueName"] == {
         "Ref": "ClusterName"}
@@ -194,7 +191,7 @@ def test_queue_in_helm_values_is_the_nested_templates_queue(default):
 
 def test_service_account_in_helm_values_is_the_irsa_subject(default, alternative):
     for synth in (default, alternative):
-        values = _values(synth)
+        values = controller_values(synth.template)
         namespace = _charts(synth)["karpenter"][1]["Namespace"]
         _, cfn_json = next(iter(resources(synth.template, "Custom::AWSCDKCfnJson").items()))
         conditions = render_json(cfn_json["Properties"]["Value"])
@@ -231,7 +228,7 @@ def test_discovery_tag_value_equals_selector_value_equals_cluster_name(default, 
         assert subnet_tags == sg_tags == selectors == {name}
         assert synth.json["Resources"][synth.stack.resolve(synth.stack.karpenter.infra.nested_stack_resource.logical_id)][
             "Properties"]["Parameters"]["ClusterName"] == name
-        assert _values(synth)["settings"]["clusterName"] == name
+        assert controller_values(synth.template)["settings"]["clusterName"] == name
 
 
 def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():

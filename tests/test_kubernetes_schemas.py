@@ -9,7 +9,7 @@ import json
 import pytest
 
 from karpenter_stack import versions
-from tests.cfn import kubernetes_objects, render_json, resources
+from tests.cfn import controller_values, kubernetes_objects
 from tests.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
 
 # configuration -> kinds of the objects it applies (aws-auth is a ConfigMap; an existing cluster's nodes
@@ -30,11 +30,6 @@ def _karpenter_objects(synthesized) -> dict[str, dict]:
     return {k: o for k, o in _objects(synthesized).items() if o["apiVersion"].startswith("karpenter")}
 
 
-def _values(synthesized) -> dict:
-    charts = resources(synthesized.template, "Custom::AWSCDK-EKS-HelmChart").values()
-    (controller,) = [c for c in charts if c["Properties"]["Release"] == "karpenter"]
-    return render_json(controller["Properties"]["Values"])
-
 
 def _check(obj: dict, synthesized) -> list[str]:
     return object_violations(obj, synthesized.config.karpenter_version, synthesized.config.kubernetes_version)
@@ -51,7 +46,7 @@ def test_every_applied_object_matches_its_schema(configuration, request):
 @pytest.mark.parametrize("configuration", sorted(CONFIGURATIONS))
 def test_controller_values_use_only_keys_the_chart_reads(configuration, request):
     synthesized = request.getfixturevalue(configuration)
-    assert values_violations(_values(synthesized), synthesized.config.karpenter_version) == []
+    assert values_violations(controller_values(synthesized.template), synthesized.config.karpenter_version) == []
 
 
 def test_unknown_field_is_reported_with_object_path_and_rule(default):
@@ -88,7 +83,7 @@ def test_core_objects_are_checked_against_the_kubernetes_api_schema(default):
 
 
 def test_helm_value_typo_is_reported(default):
-    values = copy.deepcopy(_values(default))
+    values = copy.deepcopy(controller_values(default.template))
     values["settings"]["interruptionqueue"] = values["settings"].pop("interruptionQueue")
     assert values_violations(values, "1.14.1") == [
         "karpenter chart values: settings: additionalProperties rule: Additional properties are not allowed "

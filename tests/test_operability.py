@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.cfn import kubernetes_objects, render, render_json, resources
+from tests.cfn import controller_values, kubernetes_objects, render, resources
 from tests.conftest import ROOT, synth
 from tests.kubernetes_schemas import object_violations, values_violations
 from tests.test_lifecycle import dependency_graph, depends_transitively
@@ -19,15 +19,10 @@ def ops():
     return synth(**OPS)
 
 
-def _values(synthesized) -> dict:
-    (chart,) = [r for r in resources(synthesized.template, "Custom::AWSCDK-EKS-HelmChart").values()
-                if r["Properties"]["Release"] == "karpenter"]
-    return render_json(chart["Properties"]["Values"])
-
 
 def test_switches_are_off_by_default(default):
     assert "Deployment/inflate" not in kubernetes_objects(default.template)
-    assert "serviceMonitor" not in _values(default)
+    assert "serviceMonitor" not in controller_values(default.template)
     default.template.resource_count_is("AWS::CloudWatch::Alarm", 0)
 
 
@@ -48,7 +43,7 @@ def test_demo_workload_is_a_zero_replica_pause_deployment_applied_after_the_node
 
 
 def test_service_monitor_switch(ops):
-    values = _values(ops)
+    values = controller_values(ops.template)
     assert values["serviceMonitor"] == {"enabled": True}
     assert values_violations(values, ops.config.karpenter_version) == []
 
