@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from .nag import acknowledge
+from .nag import acknowledge, registers
 
 AWS_MANAGED_FOR_LAMBDA = (
     "AWS managed policy granting CloudWatch Logs permissions to a Lambda handler; the AWS-maintained "
@@ -70,6 +70,8 @@ class SecurityGroupTag(Construct):
                     "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
                     "AWSLambdaBasicExecutionRole]",
                     AWS_MANAGED_FOR_LAMBDA + " Role of CDK's AwsCustomResource handler.")
+        if not registers("NIST80053R5"):
+            return
         acknowledge(self.resource.node.find_child("CustomResourcePolicy"), "NIST.800.53.R5-IAMNoInlinePolicy",
                     "Inline policy of the tagging custom resource: ec2:CreateTags/DeleteTags on the cluster "
                     "security group only.")

@@ -54,6 +54,13 @@ def acknowledge(scope: IConstruct, finding_id: str, reason: str) -> None:
         batch.pending.setdefault(id(scope), (scope, []))[1].append(Acknowledgment(id=finding_id, reason=reason))
 
 
+def registers(pack: str) -> bool:
+    """Whether acknowledgments of ``pack`` are registered here: lets a construct skip looking up the
+    scopes of findings of a pack that does not run (each lookup is a call into jsii)."""
+    batch = _BATCH.get()
+    return batch is None or PACK_PREFIXES[pack] in batch.prefixes
+
+
 @contextmanager
 def acknowledging(packs: Iterable[str]) -> Iterator[None]:
     """Register only the acknowledgments of ``packs`` made inside it (none for no packs), with one
@@ -82,10 +89,15 @@ def nag_value(stack: Stack, value: str) -> str:
     return str(resolved)
 
 
-def arn_prefix(stack: Stack, service: str, *, region: bool = True) -> str:
+def pseudo_values(stack: Stack) -> tuple[str, str, str]:
+    """Partition, region and account as cdk-nag writes them in finding ids (resolve once, reuse)."""
+    return nag_value(stack, stack.partition), nag_value(stack, stack.region), nag_value(stack, stack.account)
+
+
+def arn_prefix(pseudo: tuple[str, str, str], service: str, *, regional: bool = True) -> str:
     """``arn:<partition>:<service>:<region>:<account>`` as it appears in finding ids."""
-    where = nag_value(stack, stack.region) if region else ""
-    return f"arn:{nag_value(stack, stack.partition)}:{service}:{where}:{nag_value(stack, stack.account)}"
+    partition, region, account = pseudo
+    return f"arn:{partition}:{service}:{region if regional else ''}:{account}"
 
 
 def logical_id_of(construct: IConstruct) -> str:
@@ -96,4 +108,4 @@ def logical_id_of(construct: IConstruct) -> str:
         resource = resource.node.default_child
         if resource is None:
             raise ValueError(f"{construct.node.path} has no CloudFormation resource")
-    return Stack.of(resource).resolve(Stack.of(resource).get_logical_id(resource))
+    return resource.stack.resolve(resource.logical_id)

@@ -10,7 +10,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from .nag import acknowledge, arn_prefix, nag_value
+from .nag import acknowledge, arn_prefix, pseudo_values
 
 HANDLER_DIR = Path(__file__).resolve().parent / "teardown_handler"
 # Below the 15-minute Lambda limit. The handler derives its deadlines from the invocation's remaining
@@ -113,7 +113,7 @@ class TeardownSafetyNet(Construct):
         self._acknowledge(cluster_name)
 
     def _acknowledge(self, cluster_name: str) -> None:
-        stack = Stack.of(self)
+        pseudo = pseudo_values(Stack.of(self))
         acknowledge(self.policy, "AwsSolutions-IAM5[Resource::*]",
                     "ec2:DescribeInstances, ec2:DescribeLaunchTemplates and iam:ListInstanceProfiles have no "
                     "resource-level permissions; they only read, and every write below is scoped to this cluster.")
@@ -121,15 +121,14 @@ class TeardownSafetyNet(Construct):
             scope = "tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool"
             acknowledge(
                 self.policy,
-                f"AwsSolutions-IAM5[Resource::{arn_prefix(stack, 'ec2')}:{kind}/*]",
+                f"AwsSolutions-IAM5[Resource::{arn_prefix(pseudo, 'ec2')}:{kind}/*]",
                 f"Karpenter creates these {kind}s at run time, so their ids are unknown to the template; the "
                 f"statement's condition limits it to those {scope}.",
             )
-        region = nag_value(stack, stack.region)
         acknowledge(
             self.policy,
-            f"AwsSolutions-IAM5[Resource::{arn_prefix(stack, 'iam', region=False)}:instance-profile/karpenter/"
-            f"{region}/{cluster_name}/*]",
+            f"AwsSolutions-IAM5[Resource::{arn_prefix(pseudo, 'iam', regional=False)}:instance-profile/karpenter/"
+            f"{pseudo[1]}/{cluster_name}/*]",
             "Karpenter names the instance profiles it creates at run time; the ARN is limited to Karpenter's path "
             "for this cluster and region.",
         )
