@@ -14,13 +14,14 @@ sys.path.insert(0, str(ROOT))
 
 from karpenter_stack.config import reference_markdown  # noqa: E402
 
+PUBLIC_CIDRS = ["203.0.113.0/24", "198.51.100.7/32"]  # documentation ranges (RFC 5737)
 EXISTING = json.loads((ROOT / "examples" / "existing-cluster.json").read_text())
 # Configurations whose acknowledgments the README lists, each with the setting that brings its own.
 ACKNOWLEDGMENT_CONFIGS = [
     ("always", {}),
     ("controllerHosting=nodegroup", {"controllerHosting": "nodegroup"}),
     ("endpointAccess=public-and-private",
-     {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]}),
+     {"endpointAccess": "public-and-private", "publicAccessCidrs": PUBLIC_CIDRS}),
     ("additionalNagPacks includes NIST80053R5", {"additionalNagPacks": ["NIST80053R5"]}),
     ("existingCluster", EXISTING),
     ("existingCluster, NIST80053R5", {**EXISTING, "additionalNagPacks": ["NIST80053R5"]}),
@@ -69,7 +70,7 @@ def acknowledgments_markdown(built: Callable[[dict[str, Any]], Any] = _built) ->
             # the Karpenter construct's id differs between the two stacks; its acknowledgments do not
             scope = re.sub(rf"^{re.escape(stack.karpenter.node.path)}/", "<Karpenter>/", ack.path)
             scope = scope.removeprefix(stack.node.path + "/")
-            reason = ack.reason.replace("203.0.113.0/24", "<publicAccessCidrs>").replace("|", "\\|")
+            reason = ack.reason.replace(", ".join(PUBLIC_CIDRS), "<publicAccessCidrs>").replace("|", "\\|")
             rows.setdefault((ack.rule, scope), (when, reason))
     lines = ["| finding | acknowledged on | when | reason |", "|---|---|---|---|"]
     for (rule, scope), (when, reason) in sorted(rows.items(), key=lambda r: (r[0][1], r[0][0])):

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -69,6 +70,26 @@ def nag_section(context: dict) -> tuple[str, int, cdk.App]:
         len(open_findings), app
 
 
+def lint_each(paths: Iterable[Path]) -> dict[str, list[str]]:
+    """One cfn-lint run (with the project's .cfnlintrc) over all the files -- its start-up costs about a
+    second, so callers pay it once: file -> its findings in cfn-lint's parseable format (``[]`` when
+    clean)."""
+    paths = [str(p) for p in paths]
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *paths],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    if result.stderr.strip():
+        raise RuntimeError(f"cfn-lint failed: {result.stderr.strip()}")
+    findings: dict[str, list[str]] = {p: [] for p in paths}
+    for line in result.stdout.splitlines():
+        path = next((p for p in paths if line.startswith(p + ":")), None)
+        if path is None:  # parseable output names the file first
+            raise RuntimeError(f"unexpected cfn-lint output: {line}")
+        findings[path].append(line)
+    return findings
+
+
 def lint_section(app: cdk.App) -> tuple[str, int]:
     outdir = Path(app.outdir)
     try:
@@ -76,18 +97,14 @@ def lint_section(app: cdk.App) -> tuple[str, int]:
     except RuntimeError:
         pass  # unacknowledged findings are reported above; the templates are written regardless
     files = sorted(outdir.glob("*.template.json")) + sorted((ROOT / "templates").glob("*.yaml"))
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *map(str, files)],
-        capture_output=True, text=True, cwd=ROOT,
-    )
     rows = []
     errors = 0
-    for line in result.stdout.splitlines():
-        # parseable: file:line:col:endline:endcol:rule:message
-        parts = line.split(":", 6)
-        if len(parts) == 7:
-            rows.append([Path(parts[0]).name, parts[5], parts[6][:100]])
-            errors += parts[5].startswith("E")
+    for path, lines in lint_each(files).items():
+        for line in lines:
+            # parseable: file:line:col:endline:endcol:rule:message
+            parts = line[len(path) + 1:].split(":", 5)
+            rows.append([Path(path).name, parts[4], parts[5][:100]])
+            errors += parts[4].startswith("E")
     header = f"cfn-lint ({len(files)} templates, rules ignored in .cfnlintrc): {errors} errors, {len(rows) - errors} other findings"
     return header + ("\n\n" + _table(["template", "rule", "message"], rows) if rows else ""), errors
 

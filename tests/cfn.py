@@ -4,10 +4,7 @@ rendered with readable placeholders, nested-stack outputs followed to their sour
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from aws_cdk.assertions import Template
 
@@ -82,24 +79,3 @@ def controller_values(template: Template) -> dict[str, Any]:
 def depends_on(template_json: dict[str, Any], logical_id: str) -> list[str]:
     deps = template_json["Resources"][logical_id].get("DependsOn", [])
     return [deps] if isinstance(deps, str) else list(deps)
-
-
-def lint_each(paths: Iterable[Path]) -> dict[str, list[str]]:
-    """One cfn-lint run (with the project's .cfnlintrc) over all the files -- its start-up costs about a
-    second, so the suite pays it once: file -> its findings (``[]`` when clean)."""
-    root = Path(__file__).resolve().parent.parent
-    paths = [str(p) for p in paths]
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *paths],
-        capture_output=True,
-        text=True,
-        cwd=root,
-    )
-    findings: dict[str, list[str]] = {p: [] for p in paths}
-    for line in result.stdout.splitlines():
-        path = next((p for p in paths if line.startswith(p + ":")), None)
-        assert path is not None, line  # parseable output names the file first
-        findings[path].append(line)
-    assert (result.returncode == 0) == (not any(findings.values())), result.stdout + result.stderr
-    assert not result.stderr.strip(), result.stderr
-    return findings

@@ -110,6 +110,9 @@ def production() -> Synthesized:
     return synth(**PRODUCTION)
 
 
+# A template cfn-lint must refuse (an unknown property): tests/test_synth_lint.py.
+BROKEN_TEMPLATE = ROOT / "tests" / "data" / "broken-template.yaml"
+
 # Karpenter on an existing cluster: the README's worked example, as `make synth CONTEXT_FILE=...` runs it.
 EXISTING: dict[str, Any] = json.loads((ROOT / "examples" / "existing-cluster.json").read_text())
 
@@ -122,10 +125,11 @@ def existing() -> Synthesized:
 @pytest.fixture(scope="session")
 def lint_findings(default, alternative, existing) -> dict[str, list[str]]:
     """cfn-lint findings of every synthesized template of the default, alternative and existing-cluster
-    configurations and of templates/, from one cfn-lint run."""
-    from tests.cfn import lint_each
+    configurations, of templates/ and of a deliberately broken template (proving findings are
+    reported), from one cfn-lint run."""
+    from scripts.security_report import lint_each
 
     files = [*(path for synthesized in (default, alternative, existing)
                for path in sorted(Path(synthesized.app.outdir).glob("*.template.json"))),
-             *sorted((ROOT / "templates").glob("*.yaml"))]
+             *sorted((ROOT / "templates").glob("*.yaml")), BROKEN_TEMPLATE]
     return lint_each(files)

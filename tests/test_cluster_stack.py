@@ -279,11 +279,9 @@ def test_irsa_subject_follows_namespace_and_service_account(alternative):
 
 # --- spot service-linked role ------------------------------------------------------------------
 
-def test_spot_service_linked_role_is_opt_in(default):
-    from tests.conftest import synth
-
+def test_spot_service_linked_role_is_opt_in(default, alternative):
     default.template.resource_count_is("AWS::IAM::ServiceLinkedRole", 0)
-    synth(createSpotServiceLinkedRole=True).template.has_resource_properties(
+    alternative.template.has_resource_properties(
         "AWS::IAM::ServiceLinkedRole", {"AWSServiceName": "spot.amazonaws.com"}
     )
 

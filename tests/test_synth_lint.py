@@ -21,10 +21,9 @@ def test_synthesized_templates_lint_clean(fixture, request, lint_findings):
     assert {t: lint_findings[t] for t in templates} == {t: [] for t in templates}
 
 
-def test_the_lint_helper_reports_findings_per_file(tmp_path):
-    from tests.cfn import lint_each
+def test_the_lint_run_reports_findings_per_file(lint_findings):
+    from tests.conftest import BROKEN_TEMPLATE
 
-    broken = tmp_path / "broken.yaml"
-    broken.write_text("Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n    Properties:\n      Nonsense: 1\n")
-    findings = lint_each([broken])
-    assert len(findings[str(broken)]) == 1 and ":E3002:" in findings[str(broken)][0]
+    (finding,) = lint_findings[str(BROKEN_TEMPLATE)]
+    assert finding.startswith(f"{BROKEN_TEMPLATE}:5:7:") and ":E3002:" in finding and "Nonsense" in finding
+    assert sum(1 for lines in lint_findings.values() if lines) == 1  # only that file has findings
