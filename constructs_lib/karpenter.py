@@ -111,15 +111,11 @@ class Karpenter(Construct):
         """
         super().__init__(scope, id)
         self.cluster = cluster
-
         self.discovery_tag: Optional[SecurityGroupTag] = None
         if not security_group_ids:
             self.discovery_tag = SecurityGroupTag(
-                self,
-                "ClusterSecurityGroupDiscoveryTag",
-                security_group_id=cluster.cluster_security_group_id,
-                key=DISCOVERY_TAG_KEY,
-                value=cluster_name,
+                self, "ClusterSecurityGroupDiscoveryTag",
+                security_group_id=cluster.cluster_security_group_id, key=DISCOVERY_TAG_KEY, value=cluster_name,
             )
 
         self.infra = KarpenterInfraStack(self, "Karpenter", cluster_name=cluster_name, template_file=template_file)
@@ -129,20 +125,7 @@ class Karpenter(Construct):
         self.queue_arn = self.infra.queue_arn
         self.node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.node_role_arn, mutable=False)
         self._acknowledge_template()
-
-        self.node_access: IDependable
-        if node_authorization is NodeAuthorization.AWS_AUTH:
-            if not isinstance(cluster, eks.Cluster):
-                raise ValueError("node_authorization AWS_AUTH needs an eks.Cluster this app creates; an imported "
-                                 "cluster's aws-auth ConfigMap is not this app's to manage: use ACCESS_ENTRY")
-            cluster.aws_auth.add_role_mapping(self.node_role, username=NODE_USERNAME, groups=list(NODE_GROUPS))
-            self.node_access = cluster.aws_auth
-        else:
-            # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.
-            self.node_access = eks.AccessEntry(
-                self, "NodeAccessEntry", cluster=cluster, principal=self.node_role_arn,
-                access_entry_type=eks.AccessEntryType.EC2_LINUX, access_policies=[],
-            )
+        self.node_access = self._authorize_nodes(node_authorization)
 
         self.spot_service_linked_role: Optional[iam.CfnServiceLinkedRole] = None
         if spot_service_linked_role:
@@ -154,25 +137,20 @@ class Karpenter(Construct):
             self.spot_service_linked_role.apply_removal_policy(RemovalPolicy.RETAIN)
 
         self.controller_role = ControllerRole(
-            self,
-            "ControllerRole",
-            cluster=cluster,
-            namespace=namespace,
-            service_account=service_account,
+            self, "ControllerRole", cluster=cluster, namespace=namespace, service_account=service_account,
             managed_policy_arns=self.infra.controller_policy_arns,
         )
-
-        values: dict[str, Any] = controller_values(
-            cluster_name=cluster_name,
-            interruption_queue=self.queue_name,
-            service_account=service_account,
-            role_arn=self.controller_role.role_arn,
-            dns_policy=controller_dns_policy,
-            tolerations=[dict(t) for t in controller_tolerations] or None,
-            service_monitor=service_monitor,
-        )
         self.release = KarpenterRelease(
-            self, "KarpenterRelease", cluster=cluster, version=version, namespace=namespace, values=values
+            self, "KarpenterRelease", cluster=cluster, version=version, namespace=namespace,
+            values=controller_values(
+                cluster_name=cluster_name,
+                interruption_queue=self.queue_name,
+                service_account=service_account,
+                role_arn=self.controller_role.role_arn,
+                dns_policy=controller_dns_policy,
+                tolerations=[dict(t) for t in controller_tolerations] or None,
+                service_monitor=service_monitor,
+            ),
         )
         self.crd_chart = self.release.crd_chart
         self.controller_chart = self.release.controller_chart
@@ -181,17 +159,9 @@ class Karpenter(Construct):
             # never left without a host or a resolver while it drains nodes.
             self.controller_chart.node.add_dependency(*controller_after)
 
-        # Deleted after Karpenter's objects and before the controller and the node authorization: the
-        # controller is still there to drain, the nodes still authorized, when it waits for them.
-        self.teardown = TeardownSafetyNet(self, "TeardownSafetyNet", cluster_name=cluster_name)
-        # Only the custom resource is ordered: its function, role and log group are created in parallel
-        # with the charts (nothing on the create path is there only for the delete order).
-        self.teardown.resource.node.add_dependency(self.controller_chart, self.node_access)
-        # ... and while it waits for the last instances, their networking and security group stay.
+        # What Karpenter's nodes need while they exist: it outlives the safety net and every node object.
         node_needs = [*node_networking, *([self.discovery_tag.resource] if self.discovery_tag else [])]
-        if node_needs:
-            self.teardown.resource.node.add_dependency(*node_needs)
-
+        self.teardown = self._safety_net(cluster_name, node_needs)
         self.nodes = KarpenterNodes(
             self,
             "KarpenterNodes",
@@ -220,6 +190,30 @@ class Karpenter(Construct):
             self.queue_alarms = InterruptionQueueAlarms(
                 self, "InterruptionQueueAlarms", queue_name=self.queue_name, topic_arn=alarm_topic_arn
             )
+
+    def _authorize_nodes(self, how: NodeAuthorization) -> IDependable:
+        """The node role may join the cluster: an aws-auth mapping or an EC2_LINUX access entry."""
+        if how is NodeAuthorization.AWS_AUTH:
+            if not isinstance(self.cluster, eks.Cluster):
+                raise ValueError("node_authorization AWS_AUTH needs an eks.Cluster this app creates; an imported "
+                                 "cluster's aws-auth ConfigMap is not this app's to manage: use ACCESS_ENTRY")
+            self.cluster.aws_auth.add_role_mapping(self.node_role, username=NODE_USERNAME, groups=list(NODE_GROUPS))
+            return self.cluster.aws_auth
+        # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.
+        return eks.AccessEntry(
+            self, "NodeAccessEntry", cluster=self.cluster, principal=self.node_role_arn,
+            access_entry_type=eks.AccessEntryType.EC2_LINUX, access_policies=[],
+        )
+
+    def _safety_net(self, cluster_name: str, node_needs: Sequence[IDependable]) -> TeardownSafetyNet:
+        # Deleted after Karpenter's objects and before the controller and the node authorization: the
+        # controller is still there to drain, the nodes still authorized, when it waits for them.
+        teardown = TeardownSafetyNet(self, "TeardownSafetyNet", cluster_name=cluster_name)
+        # Only the custom resource is ordered: its function, role and log group are created in parallel
+        # with the charts (nothing on the create path is there only for the delete order). While it
+        # waits for the last instances, their networking and security group stay.
+        teardown.resource.node.add_dependency(self.controller_chart, self.node_access, *node_needs)
+        return teardown
 
     def _acknowledge_template(self) -> None:
         node_role = self.infra.template.get_resource(NODE_ROLE)
