@@ -7,13 +7,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from .nag import acknowledge, registers
+from .nag import acknowledge, managed_policy_finding, registers
 
 AWS_MANAGED_FOR_LAMBDA = (
     "AWS managed policy granting CloudWatch Logs permissions to a Lambda handler; the AWS-maintained "
     "minimum for that purpose."
 )
-
 
 
 class SecurityGroupTag(Construct):
@@ -67,8 +66,7 @@ class SecurityGroupTag(Construct):
 
     def _acknowledge(self, handler: Construct) -> None:
         acknowledge(handler.node.find_child("ServiceRole"),
-                    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                    "AWSLambdaBasicExecutionRole]",
+                    managed_policy_finding("AWSLambdaBasicExecutionRole", service_role=True),
                     AWS_MANAGED_FOR_LAMBDA + " Role of CDK's AwsCustomResource handler.")
         if not registers("NIST80053R5"):
             return

@@ -204,3 +204,12 @@ def test_readme_lists_every_acknowledgment():
 
     table = acknowledgments_markdown(lambda overrides: synth(**overrides).app)  # synthesized once per session
     assert section((ROOT / "README.md").read_text(), "acknowledgments") == table, "run `make docs`"
+
+
+def test_every_pack_the_app_offers_has_its_finding_prefix_for_construct_acknowledgments():
+    from constructs_lib.nag import PACK_PREFIXES
+    from karpenter_stack.security import PACKS
+
+    assert set(PACKS) == set(PACK_PREFIXES)
+    for name, pack in PACKS.items():  # a pack's findings carry its prefix: AwsSolutions-EKS1, NIST.800.53.R5-...
+        assert PACK_PREFIXES[name].rstrip("-") == pack().read_pack_name
