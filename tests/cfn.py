@@ -41,6 +41,13 @@ def resources(template: Template, type_: str) -> dict[str, dict[str, Any]]:
     return template.find_resources(type_)
 
 
+def each(items: Any) -> list[Any]:
+    """The items a test loops over, refusing none: a loop over nothing would pass without checking."""
+    items = list(items)
+    assert items, "nothing to check: the loop would pass vacuously"
+    return items
+
+
 def only(items: dict[str, Any]) -> tuple[str, Any]:
     assert len(items) == 1, f"expected exactly one, found {sorted(items)}"
     return next(iter(items.items()))

@@ -8,7 +8,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from constructs_lib.names import DISCOVERY_TAG_KEY
-from tests.cfn import only, render, render_json, resources
+from tests.cfn import each, only, render, render_json, resources
 from tests.conftest import synth
 
 
@@ -42,7 +42,7 @@ def test_vpc_cidr_and_nat_gateways_follow_configuration(default):
 
 
 def test_no_security_group_of_ours_carries_the_discovery_tag(default):
-    for res in resources(default.template, "AWS::EC2::SecurityGroup").values():
+    for res in each(resources(default.template, "AWS::EC2::SecurityGroup").values()):
         assert DISCOVERY_TAG_KEY not in _tags(res)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cfn import kubernetes_objects, resources
+from tests.cfn import each, kubernetes_objects, resources
 from tests.conftest import synth
 
 ACCOUNT = "1" * 12  # a made-up account id
@@ -75,7 +75,7 @@ def test_a_vpc_whose_private_subnets_share_one_zone_is_refused():
     from tests.conftest import CDK_JSON_CONTEXT
 
     one_zone = copy.deepcopy(LOOKUP_RESULT)
-    for subnet in one_zone["subnetGroups"][0]["subnets"]:
+    for subnet in each(one_zone["subnetGroups"][0]["subnets"]):
         subnet["availabilityZone"] = "eu-west-1a"
     app = new_app(context={**CDK_JSON_CONTEXT, **ENV, LOOKUP_KEY: one_zone})
     with pytest.raises(ConfigError) as info:

@@ -14,7 +14,7 @@ from constructs_lib.nag import logical_id_of
 from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
 from karpenter_stack import versions
 from tests.bare import CLUSTER_NAME, OIDC_PROVIDER_ARN, SECURITY_GROUP_ID, bare_stack, imported_cluster
-from tests.cfn import depends_on, kubernetes_objects, only, render_json, resources
+from tests.cfn import depends_on, each, kubernetes_objects, only, render_json, resources
 
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
 
@@ -93,7 +93,7 @@ def test_order_objects_after_the_charts_authorization_and_safety_net(built):
     entry = logical_id_of(karpenter.node_access)
     teardown = logical_id_of(karpenter.teardown.resource)
     assert set(depends_on(json_, teardown)) == {controller, entry}
-    for name, manifest in karpenter.node_classes.items():
+    for name, manifest in each(karpenter.node_classes.items()):
         assert set(depends_on(json_, logical_id_of(manifest))) == {crd, controller, entry, teardown}
     general = logical_id_of(karpenter.node_classes["general"])
     slr = logical_id_of(karpenter.spot_service_linked_role)

@@ -4,7 +4,7 @@ across AWS, Helm and Kubernetes."""
 from __future__ import annotations
 
 from constructs_lib.names import DISCOVERY_TAG_KEY
-from tests.cfn import controller_values, depends_on, kubernetes_objects, render_json, resources
+from tests.cfn import controller_values, depends_on, each, kubernetes_objects, render_json, resources
 
 
 def _charts(synth) -> dict[str, tuple[str, dict]]:
@@ -167,14 +167,14 @@ def test_several_pools_and_classes(alternative):
 def test_every_karpenter_object_depends_on_both_charts(default, alternative):
     for synth in (default, alternative):
         chart_ids = {lid for lid, _ in _charts(synth).values()}
-        for key, obj in kubernetes_objects(synth.template).items():
+        for key, obj in each(kubernetes_objects(synth.template).items()):
             if obj["apiVersion"].startswith("karpenter"):
                 assert chart_ids <= set(depends_on(synth.json, obj["_logicalId"])), key
 
 
 def test_every_node_pool_depends_on_its_node_class(alternative):
     objects = kubernetes_objects(alternative.template)
-    for key, obj in objects.items():
+    for key, obj in each(objects.items()):
         if obj["kind"] == "NodePool":
             node_class = objects[f"EC2NodeClass/{obj['spec']['template']['spec']['nodeClassRef']['name']}"]
             assert node_class["_logicalId"] in depends_on(alternative.json, obj["_logicalId"]), key
@@ -221,9 +221,9 @@ def test_discovery_tag_value_equals_selector_value_equals_cluster_name(default, 
         _, tagger = next(iter(resources(synth.template, "Custom::AWS").items()))
         sg_tags = {t["Value"] for t in render_json(tagger["Properties"]["Create"])["parameters"]["Tags"]}
         selectors = set()
-        for obj in kubernetes_objects(synth.template).values():
+        for obj in each(kubernetes_objects(synth.template).values()):
             if obj["kind"] == "EC2NodeClass":
-                for term in obj["spec"]["subnetSelectorTerms"] + obj["spec"]["securityGroupSelectorTerms"]:
+                for term in each(obj["spec"]["subnetSelectorTerms"] + obj["spec"]["securityGroupSelectorTerms"]):
                     selectors.add(term["tags"][DISCOVERY_TAG_KEY])
         assert subnet_tags == sg_tags == selectors == {name}
         assert synth.json["Resources"][synth.stack.resolve(synth.stack.karpenter.infra.nested_stack_resource.logical_id)][

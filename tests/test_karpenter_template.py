@@ -11,6 +11,7 @@ import yaml
 from karpenter_stack import versions
 from constructs_lib.karpenter_infra import CONTROLLER_POLICIES, INTERRUPTION_QUEUE, NODE_ROLE
 
+from tests.cfn import each
 from tests.conftest import ROOT
 
 
@@ -64,7 +65,7 @@ def test_every_template_has_the_resources_the_app_reads(version):
 
 def test_template_resource_inventory(tmpl):
     by_type: dict[str, list[str]] = {}
-    for logical_id, res in tmpl["Resources"].items():
+    for logical_id, res in each(tmpl["Resources"].items()):
         by_type.setdefault(res["Type"], []).append(logical_id)
     assert {t: len(ids) for t, ids in by_type.items()} == {
         "AWS::IAM::Role": 1,
@@ -143,7 +144,7 @@ def test_only_describe_pricing_and_list_actions_are_unscoped(tmpl):
     """Resource '*' is allowed only where AWS has no resource-level permissions."""
     unscoped = set()
     for logical_id in CONTROLLER_POLICIES:
-        for statement in policy_document(tmpl, logical_id)["Statement"]:
+        for statement in each(policy_document(tmpl, logical_id)["Statement"]):
             if statement["Resource"] == "*":
                 actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
                 unscoped.update(actions)
@@ -206,7 +207,7 @@ def test_five_eventbridge_rules_feed_the_queue(tmpl):
         ("aws.ec2", "EC2 Instance State-change Notification"),
         ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
     }
-    for res in tmpl["Resources"].values():
+    for res in each(tmpl["Resources"].values()):
         if res["Type"] == "AWS::Events::Rule":
             assert res["Properties"]["Targets"] == [
                 {"Id": "KarpenterInterruptionQueueTarget", "Arn": {"Fn::GetAtt": [INTERRUPTION_QUEUE, "Arn"]}}
@@ -217,7 +218,7 @@ def test_nested_stack_includes_the_template_unchanged_and_receives_cluster_name(
     nested = default.karpenter_json
     assert nested["Parameters"]["ClusterName"]["Type"] == "String"
     source = load_template("1.14.1")
-    for logical_id, res in source["Resources"].items():
+    for logical_id, res in each(source["Resources"].items()):
         assert nested["Resources"][logical_id]["Type"] == res["Type"]
     stack_id = default.stack.resolve(default.stack.karpenter.infra.nested_stack_resource.logical_id)
     assert default.json["Resources"][stack_id]["Properties"]["Parameters"] == {"ClusterName": "eks-karpenter"}

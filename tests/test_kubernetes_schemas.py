@@ -9,7 +9,7 @@ import json
 import pytest
 
 from karpenter_stack import versions
-from tests.cfn import controller_values, kubernetes_objects
+from tests.cfn import controller_values, each, kubernetes_objects
 from tests.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
 
 # configuration -> kinds of the objects it applies (aws-auth is a ConfigMap; an existing cluster's nodes
@@ -92,7 +92,7 @@ def test_helm_value_typo_is_reported(default):
 
 
 def test_every_karpenter_version_with_a_template_has_schemas_of_that_version():
-    for version in versions.available_karpenter_versions():
+    for version in each(versions.available_karpenter_versions()):
         for name in ("nodepool", "ec2nodeclass", "controller-values"):
             assert schema(version, name)["x-upstream"]["version"] == version
     assert sorted(p.name for p in SCHEMAS.iterdir()) == [f"karpenter-{v}" for v in versions.available_karpenter_versions()]
@@ -101,5 +101,5 @@ def test_every_karpenter_version_with_a_template_has_schemas_of_that_version():
 def test_the_schemas_are_themselves_valid_json_schema():
     from jsonschema import Draft202012Validator
 
-    for path in sorted(SCHEMAS.glob("*/*.schema.json")):
+    for path in each(sorted(SCHEMAS.glob("*/*.schema.json"))):
         Draft202012Validator.check_schema(json.loads(path.read_text()))

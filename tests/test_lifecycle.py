@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from karpenter_stack.config import ConfigError
-from tests.cfn import kubernetes_objects, only, render_json, resources
+from tests.cfn import each, kubernetes_objects, only, render_json, resources
 from tests.conftest import synth
 from tests.lifecycle_model import depends_transitively, references
 
@@ -74,7 +74,7 @@ def test_delete_order_is_encoded_in_the_dependency_graph(configuration, request)
         if not depends_transitively(graph, a, b)
     ]
     objects = kubernetes_objects(synthesized.template)
-    for obj in objects.values():
+    for obj in each(objects.values()):
         if obj["kind"] == "NodePool":  # each pool before the class its nodes were launched from
             node_class = objects[f"EC2NodeClass/{obj['spec']['template']['spec']['nodeClassRef']['name']}"]
             if not depends_transitively(graph, obj["_logicalId"], node_class["_logicalId"]):

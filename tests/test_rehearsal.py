@@ -8,6 +8,7 @@ import copy
 
 import pytest
 
+from tests.cfn import each
 from tests.lifecycle_model import Lifecycle
 from tests.test_snapshots import _templates
 from tests.test_teardown import EVENT, Context, FakeTime, Untouchable, _status_client, index
@@ -132,7 +133,7 @@ def test_critical_paths(lifecycles, capsys):
     """`make rehearsal` prints these. The destroy path runs through Karpenter's objects, the safety net,
     the controller, CoreDNS and the controller's hosting before the cluster and the network."""
     report = []
-    for name, lifecycle in lifecycles.items():
+    for name, lifecycle in each(lifecycles.items()):
         create, destroy = lifecycle.schedule("create"), lifecycle.schedule("delete")
         report += [f"== {name}", create.describe(), destroy.describe()]
         milestones = [lifecycle.nodes[k].type for k in destroy.critical_path()]

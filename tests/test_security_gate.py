@@ -12,7 +12,7 @@ import pytest
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
-from tests.cfn import kubernetes_objects, only, render, resources
+from tests.cfn import each, kubernetes_objects, only, render, resources
 from tests.conftest import ALTERNATIVE, CDK_JSON_CONTEXT, EXISTING, ROOT, synth
 
 NIST = {"additionalNagPacks": ["NIST80053R5"]}
@@ -61,7 +61,7 @@ def test_every_finding_is_fixed_or_acknowledged(gated):
 
 def test_acknowledgments_are_granular_narrow_explained_and_used(gated):
     name, synthesized, raw = gated
-    for ack in acknowledgments(synthesized.app):
+    for ack in each(acknowledgments(synthesized.app)):
         where = f"{name}: {ack.rule} at {ack.path}"
         assert "/" in ack.path, f"{where}: acknowledgments never go on the app or the main stack"
         assert len(ack.reason) >= 60 and ack.reason.rstrip().endswith((".", ")")), f"{where}: reason too thin"
@@ -163,7 +163,7 @@ def test_public_subnets_never_assign_public_ips(default):
 
 def test_karpenter_nodes_are_hardened(default, alternative):
     for synthesized in (default, alternative):
-        for key, obj in kubernetes_objects(synthesized.template).items():
+        for key, obj in each(kubernetes_objects(synthesized.template).items()):
             if obj["kind"] != "EC2NodeClass":
                 continue
             spec = obj["spec"]
@@ -192,8 +192,8 @@ def test_system_node_group_role_is_trusted_by_ec2_with_the_four_node_policies(al
 
 def test_no_trust_policy_uses_string_like_or_wildcards(default, alternative):
     for synthesized in (default, alternative):
-        for role_id, role in resources(synthesized.template, "AWS::IAM::Role").items():
-            for statement in role["Properties"]["AssumeRolePolicyDocument"]["Statement"]:
+        for role_id, role in each(resources(synthesized.template, "AWS::IAM::Role").items()):
+            for statement in each(role["Properties"]["AssumeRolePolicyDocument"]["Statement"]):
                 condition = json.dumps(statement.get("Condition", {}))
                 assert "StringLike" not in condition, role_id
                 assert statement["Principal"] != "*" and statement["Principal"] != {"AWS": "*"}, role_id

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
+from tests.cfn import each
+
 # configuration -> templates (main + nested)
 CONFIGURATIONS = {"default": 4, "production": 4, "existing": 3}
 
@@ -34,7 +36,7 @@ def test_templates_match_their_snapshots(configuration, request, json_snapshot):
 @pytest.mark.parametrize("configuration", sorted(CONFIGURATIONS))
 def test_snapshots_hold_no_machine_specific_values(configuration, request):
     templates = _templates(request.getfixturevalue(configuration))
-    for name, template in templates.items():
+    for name, template in each(templates.items()):
         text = json.dumps(template)
         assert str(Path.home()) not in text and "/tmp" not in text and "/work/" not in text, name
     # construct paths, as in `cdk synth` output: stable, and what a reviewer navigates by

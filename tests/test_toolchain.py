@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cfn import each
 from tests.conftest import ROOT
 
 NOISE = re.compile(r"end-of-life|deprecated|\[WARNING\]|WARNING|Traceback|feature flags are not configured", re.I)
@@ -56,7 +57,7 @@ def test_node_is_pinned_to_22_and_the_cli_to_the_2_1148_line():
 
 @pytest.mark.parametrize("name", ["requirements.txt", "requirements-dev.txt"])
 def test_every_python_dependency_is_pinned_exactly(name):
-    for line in (ROOT / name).read_text().splitlines():
+    for line in each((ROOT / name).read_text().splitlines()):
         line = line.split("#", 1)[0].strip()
         if line and not line.startswith("-r "):
             assert re.fullmatch(r"[A-Za-z0-9_.\-]+==[0-9][0-9A-Za-z.]*", line), f"{name}: '{line}' is not pinned"
