@@ -41,8 +41,9 @@ docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 snapshots: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_snapshots.py --snapshot-update -q
 
-# Lifecycle rehearsal: create and destroy critical paths (worst case) of the default, node-group and
-# production configurations, from CloudFormation's semantics over the synthesized templates.
+# Lifecycle rehearsal: create and destroy critical paths (worst case) of the default, node-group,
+# production and existing-cluster configurations, from CloudFormation's semantics over the synthesized
+# templates.
 rehearsal: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_rehearsal.py -q -k critical_paths
 

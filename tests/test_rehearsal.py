@@ -13,7 +13,7 @@ from tests.lifecycle_model import Lifecycle
 from tests.test_snapshots import _templates
 from tests.test_teardown import EVENT, Context, FakeTime, Untouchable, _status_client, index
 
-CONFIGURATIONS = ["default", "alternative", "production"]
+CONFIGURATIONS = ["default", "alternative", "production", "existing"]
 
 # Everything that nothing depends on is deleted first, in parallel with the node pools, at the start of
 # a stack deletion. Each such resource must be here, with the reason that is safe.
@@ -76,15 +76,20 @@ def test_nothing_the_running_cluster_needs_is_deleted_while_nodes_drain(configur
     assert early == []
     # ... and among what waits are the things the issue named, with their delete starts
     needed = {
-        "CoreDNS add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/coredns"),
-        "vpc-cni add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/vpc-cni"),
-        "security-group discovery tag": lifecycle.find("Custom::AWS", path="/ClusterSecurityGroupDiscoveryTag/"),
         "controller chart": lifecycle.find("Custom::AWSCDK-EKS-HelmChart", path="/ControllerChart/"),
-        "aws-auth": lifecycle.find("Custom::AWSCDK-EKS-KubernetesResource", path="/AwsAuth/"),
         "Karpenter nested stack (node role, queue)": lifecycle.find("AWS::CloudFormation::Stack", path="/Karpenter."),
-        "cluster": lifecycle.find("Custom::AWSCDK-EKS-Cluster"),
-        "VPC": lifecycle.find("AWS::EC2::VPC"),
     }
+    if configuration == "existing":  # the cluster's own add-ons, network and security group are not ours
+        needed["access entry of the node role"] = lifecycle.find("AWS::EKS::AccessEntry")
+    else:
+        needed.update({
+            "CoreDNS add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/coredns"),
+            "vpc-cni add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/vpc-cni"),
+            "security-group discovery tag": lifecycle.find("Custom::AWS", path="/ClusterSecurityGroupDiscoveryTag/"),
+            "aws-auth": lifecycle.find("Custom::AWSCDK-EKS-KubernetesResource", path="/AwsAuth/"),
+            "cluster": lifecycle.find("Custom::AWSCDK-EKS-Cluster"),
+            "VPC": lifecycle.find("AWS::EC2::VPC"),
+        })
     assert all(len(keys) == 1 for keys in needed.values()), needed
     assert all(destroy.start[keys[0]] >= drained_at for keys in needed.values())
 
@@ -137,13 +142,17 @@ def test_critical_paths(lifecycles, capsys):
         create, destroy = lifecycle.schedule("create"), lifecycle.schedule("delete")
         report += [f"== {name}", create.describe(), destroy.describe()]
         milestones = [lifecycle.nodes[k].type for k in destroy.critical_path()]
-        expected = ["Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-KubernetesResource",
-                    "Custom::KarpenterTeardown", "Custom::AWSCDK-EKS-HelmChart", "AWS::EKS::Addon",
-                    "AWS::EKS::Nodegroup" if name == "alternative" else "Custom::AWSCDK-EKS-FargateProfile",
-                    "Custom::AWSCDK-EKS-Cluster"]
-        assert milestones[:7] == expected
+        karpenter = ["Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-KubernetesResource",
+                     "Custom::KarpenterTeardown", "Custom::AWSCDK-EKS-HelmChart"]
+        if name == "existing":  # then the CRD chart and Karpenter's own AWS resources; the cluster stays
+            expected = [*karpenter, "Custom::AWSCDK-EKS-HelmChart", "AWS::CloudFormation::Stack"]
+        else:
+            expected = [*karpenter, "AWS::EKS::Addon",
+                        "AWS::EKS::Nodegroup" if name == "alternative" else "Custom::AWSCDK-EKS-FargateProfile",
+                        "Custom::AWSCDK-EKS-Cluster"]
+        assert milestones[:len(expected)] == expected
     with capsys.disabled():
         print("\n" + "\n".join(report))
     totals = {name: (lc.schedule("create").total // 60, lc.schedule("delete").total // 60)
               for name, lc in lifecycles.items()}
-    assert totals == {"default": (175, 215), "alternative": (145, 185), "production": (175, 215)}
+    assert totals == {"default": (175, 215), "alternative": (145, 185), "production": (175, 215), "existing": (31, 69)}
