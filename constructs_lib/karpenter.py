@@ -23,7 +23,8 @@ What it builds, and the order CloudFormation creates and deletes it in:
 * the controller's IRSA role, trusted by the cluster's OIDC provider for one service account;
 * the ``karpenter-crd`` then ``karpenter`` Helm charts (the controller after ``controller_after``:
   the capacity it runs on and the DNS it resolves AWS endpoints with);
-* the cluster security group's discovery tag (unless security groups are selected by id);
+* the discovery tags: on the subnets it is given and, unless security groups are selected by id, on
+  the cluster security group;
 * the teardown safety net (deleted after Karpenter's objects, before the controller);
 * one EC2NodeClass and one NodePool per spec, after the charts, the node authorization, the safety
   net and ``node_networking`` (deleted before all of them, so nodes drain while their controller,
@@ -39,7 +40,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
@@ -87,6 +89,7 @@ class Karpenter(Construct):
         controller_dns_policy: str = "ClusterFirst",
         controller_tolerations: Sequence[Mapping[str, str]] = (),
         node_networking: Sequence[IDependable] = (),
+        discovery_subnets: Sequence[ec2.ISubnet] = (),
         subnet_ids: Sequence[str] = (),
         security_group_ids: Sequence[str] = (),
         service_monitor: bool = False,
@@ -105,12 +108,17 @@ class Karpenter(Construct):
             delete (the capacity it runs on, CoreDNS).
         :param node_networking: what Karpenter's nodes need while they exist (vpc-cni, kube-proxy,
             CoreDNS add-ons): created before and deleted after every node class and pool.
-        :param subnet_ids: select node subnets by id; unset: by the discovery tag.
+        :param discovery_subnets: subnets created in this app that this construct tags for discovery
+            (``karpenter.sh/discovery=<cluster_name>``).
+        :param subnet_ids: select node subnets by id; unset: by the discovery tag (on ``discovery_subnets``,
+            or added by whoever owns the subnets).
         :param security_group_ids: select node security groups by id; unset: the cluster security group,
             tagged for discovery by this construct.
         """
         super().__init__(scope, id)
         self.cluster = cluster
+        for subnet in discovery_subnets:
+            Tags.of(subnet).add(DISCOVERY_TAG_KEY, cluster_name)
         self.discovery_tag: Optional[SecurityGroupTag] = None
         if not security_group_ids:
             self.discovery_tag = SecurityGroupTag(

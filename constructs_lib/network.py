@@ -12,7 +12,6 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from .nag import acknowledge, registers
-from .names import DISCOVERY_TAG_KEY
 
 
 FLOW_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
@@ -24,9 +23,10 @@ PLACEHOLDER_VPC_ID = "vpc-12345"
 class ClusterVpc(Construct):
     """A new VPC (public + private subnets) or an existing one looked up by id.
 
-    New VPCs get their private subnets tagged ``karpenter.sh/discovery=<cluster>`` so EC2NodeClasses
-    can select them by tag. Tags cannot be added to an imported VPC's subnets from CloudFormation, so
-    for an existing VPC :attr:`private_subnet_ids` lets node classes select subnets by id instead.
+    New VPCs' private subnets carry the load-balancer role tag (Karpenter's discovery tag is the
+    Karpenter construct's to add). Tags cannot be added to an imported VPC's subnets from
+    CloudFormation, so for an existing VPC :attr:`private_subnet_ids` lets node classes select subnets
+    by id instead.
     """
 
     def __init__(
@@ -83,7 +83,6 @@ class ClusterVpc(Construct):
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
         for subnet in self.vpc.private_subnets:
-            Tags.of(subnet).add(DISCOVERY_TAG_KEY, cluster_name)
             # Where the AWS Load Balancer Controller puts internal load balancers.
             Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")
         for subnet in self.vpc.public_subnets:

@@ -183,6 +183,7 @@ class KarpenterClusterStack(AppStack):
             controller_dns_policy=self.hosting.controller_dns_policy,
             controller_tolerations=self.hosting.controller_tolerations,
             node_networking=list(self.addons.addons.values()),
+            discovery_subnets=self.network.vpc.private_subnets if self.network.created else (),
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
             **self.karpenter_options(),
         )

@@ -16,7 +16,7 @@ from tests.cfn import depends_on, only, render_json, resources
 TOPIC = "arn:aws:sns:eu-west-1:111122223333:karpenter-alerts"
 
 
-def test_cluster_vpc_tags_private_subnets_for_discovery_and_load_balancers():
+def test_cluster_vpc_tags_subnets_for_load_balancers_and_leaves_discovery_to_karpenter():
     stack = bare_stack()
     network = ClusterVpc(stack, "Network", cluster_name=CLUSTER_NAME, vpc_id=None, cidr="10.1.0.0/16", max_azs=2,
                          nat_gateways=1)
@@ -27,9 +27,9 @@ def test_cluster_vpc_tags_private_subnets_for_discovery_and_load_balancers():
     private = {k: t for k, t in tags.items() if t["aws-cdk:subnet-type"] == "Private"}
     public = {k: t for k, t in tags.items() if t["aws-cdk:subnet-type"] == "Public"}
     assert len(private) == len(public) == 2
-    assert all(t["karpenter.sh/discovery"] == CLUSTER_NAME and t["kubernetes.io/role/internal-elb"] == "1"
-               for t in private.values())
-    assert all("karpenter.sh/discovery" not in t and t["kubernetes.io/role/elb"] == "1" for t in public.values())
+    assert all(t["kubernetes.io/role/internal-elb"] == "1" for t in private.values())
+    assert all(t["kubernetes.io/role/elb"] == "1" for t in public.values())
+    assert not any("karpenter.sh/discovery" in t for t in tags.values())
     assert len(resources(template, "AWS::EC2::NatGateway")) == 1
     _, flow_log = only(resources(template, "AWS::EC2::FlowLog"))
     assert flow_log["Properties"]["TrafficType"] == "ALL"

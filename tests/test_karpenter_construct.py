@@ -7,6 +7,7 @@ import re
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
 
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
@@ -104,10 +105,15 @@ def test_order_objects_after_the_charts_authorization_and_safety_net(built):
     assert json_["Resources"][slr]["DeletionPolicy"] == "Retain"
 
 
-def test_without_security_group_ids_the_clusters_group_is_tagged_for_discovery():
+def test_without_ids_the_clusters_group_and_the_given_subnets_are_tagged_for_discovery():
     stack = bare_stack()
-    karpenter = _karpenter(stack, node_authorization=NodeAuthorization.ACCESS_ENTRY)
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    karpenter = _karpenter(stack, node_authorization=NodeAuthorization.ACCESS_ENTRY,
+                           discovery_subnets=vpc.private_subnets)
     template = Template.from_stack(stack)
+    subnets = resources(template, "AWS::EC2::Subnet").values()
+    discovery = [{t["Key"]: t["Value"] for t in s["Properties"]["Tags"]}.get("karpenter.sh/discovery") for s in subnets]
+    assert sorted(discovery, key=str) == [None, None, CLUSTER_NAME, CLUSTER_NAME]  # the private ones only
     _, tag = only(resources(template, "Custom::AWS"))
     create = render_json(tag["Properties"]["Create"])
     assert create["parameters"] == {"Resources": [SECURITY_GROUP_ID],
