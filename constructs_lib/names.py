@@ -20,6 +20,45 @@ NODE_CLASS_GROUP = "karpenter.k8s.aws"
 NODE_CLASS_API_VERSION = f"{NODE_CLASS_GROUP}/v1"
 NODE_CLASS_KIND = "EC2NodeClass"
 
+# Label keys of Karpenter's restricted domains that NodePool labels and requirements may still use
+# (Karpenter 1.14.1 CRD rules, "label domain ... is restricted"; tests/test_cel_rules.py keeps these
+# equal to the mirrored rules).
+KARPENTER_SH_LABELS_ALLOWED = ("karpenter.sh/capacity-type", "karpenter.sh/nodepool")
+KARPENTER_AWS_WELL_KNOWN_LABELS = (
+    "karpenter.k8s.aws/instance-tenancy",
+    "karpenter.k8s.aws/capacity-reservation-type",
+    "karpenter.k8s.aws/capacity-reservation-id",
+    "karpenter.k8s.aws/capacity-reservation-interruptible",
+    "karpenter.k8s.aws/ec2nodeclass",
+    "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+    "karpenter.k8s.aws/instance-category",
+    "karpenter.k8s.aws/instance-hypervisor",
+    "karpenter.k8s.aws/instance-family",
+    "karpenter.k8s.aws/instance-generation",
+    "karpenter.k8s.aws/instance-local-nvme",
+    "karpenter.k8s.aws/instance-size",
+    "karpenter.k8s.aws/instance-cpu",
+    "karpenter.k8s.aws/instance-cpu-manufacturer",
+    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+    "karpenter.k8s.aws/instance-memory",
+    "karpenter.k8s.aws/instance-ebs-bandwidth",
+    "karpenter.k8s.aws/instance-network-bandwidth",
+    "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-gpu-manufacturer",
+    "karpenter.k8s.aws/instance-gpu-count",
+    "karpenter.k8s.aws/instance-gpu-memory",
+    "karpenter.k8s.aws/instance-accelerator-name",
+    "karpenter.k8s.aws/instance-accelerator-manufacturer",
+    "karpenter.k8s.aws/instance-accelerator-count",
+    "karpenter.k8s.aws/instance-capability-flex",
+    "karpenter.k8s.aws/placement-group-id",
+    "karpenter.k8s.aws/placement-group-partition",
+)
+# EC2NodeClass tag keys Karpenter sets itself (CRD rules "tag contains a restricted tag matching ...").
+RESTRICTED_TAG_KEYS = ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
+                       "karpenter.k8s.aws/ec2nodeclass")
+RESTRICTED_TAG_PREFIX = "kubernetes.io/cluster"
+
 # The AWS managed policies of a node role: the Karpenter node role (templates/) and the system node
 # group's role have exactly these.
 NODE_MANAGED_POLICIES = (

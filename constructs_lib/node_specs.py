@@ -15,6 +15,12 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from .names import (
+    KARPENTER_AWS_WELL_KNOWN_LABELS,
+    KARPENTER_SH_LABELS_ALLOWED,
+    RESTRICTED_TAG_KEYS,
+    RESTRICTED_TAG_PREFIX,
+)
 from .quantities import parse_duration, parse_quantity
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -62,13 +68,29 @@ class NodeClassSpec(CamelModel):
     metadata_hop_limit: int = Field(
         1, ge=1, le=64, description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials."
     )
-    tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on launched EC2 resources.")
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra tags on launched EC2 resources (not the keys Karpenter sets itself, nor aws:*).",
+    )
 
     @field_validator("name")
     @classmethod
     def _k8s_name(cls, value: str) -> str:
         if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
             raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, tag in value.items():
+            if not key or key in RESTRICTED_TAG_KEYS or key.startswith(RESTRICTED_TAG_PREFIX):
+                raise ValueError(f"tag '{key}' is one Karpenter sets itself (restricted: "
+                                 f"{', '.join(RESTRICTED_TAG_KEYS)}, {RESTRICTED_TAG_PREFIX}*) or empty")
+            if key.lower().startswith("aws:"):
+                raise ValueError(f"tag '{key}': the aws: prefix is reserved for AWS")
+            if len(key) > 128 or len(tag) > 256:
+                raise ValueError(f"tag '{key}': EC2 allows keys of at most 128 and values of at most 256 characters")
         return value
 
     @field_validator("ami_alias")
@@ -138,6 +160,9 @@ class RequirementSpec(CamelModel):
             raise ValueError(f"requirement '{self.key}' with operator {self.operator} needs at least one value")
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise ValueError(f"requirement '{self.key}' with operator {self.operator} takes no values")
+        if self.operator == "In" and self.min_values is not None and len(self.values) < self.min_values:
+            raise ValueError(f"requirement '{self.key}' has minValues {self.min_values} but only {len(self.values)} "
+                             "value(s); Karpenter needs at least as many values as minValues")
         if self.operator in ("Gt", "Lt", "Gte", "Lte") and (
             len(self.values) != 1 or not self.values[0].isdigit()
         ):
@@ -274,9 +299,14 @@ def label_key(key: str) -> str:
     if not _QUALIFIED_NAME.match(key) or len(key) > 316:
         raise ValueError(f"'{key}' is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 "
                          "characters)")
-    if key in ("karpenter.sh/nodepool", "kubernetes.io/hostname") or (
-        key.startswith("karpenter.sh/") and key != "karpenter.sh/capacity-type"
-    ):
-        raise ValueError(f"'{key}' is a label key Karpenter restricts (karpenter.sh/* other than "
-                         "karpenter.sh/capacity-type, kubernetes.io/hostname)")
+    if key in ("karpenter.sh/nodepool", "kubernetes.io/hostname"):
+        raise ValueError(f"'{key}' is a label key Karpenter sets itself; it cannot be set or required here")
+    domain = key.split("/", 1)[0]
+    if domain.endswith("karpenter.sh") and key not in KARPENTER_SH_LABELS_ALLOWED:
+        raise ValueError(f"'{key}': label domain \"karpenter.sh\" is restricted (allowed there: "
+                         "karpenter.sh/capacity-type)")
+    if domain.endswith("karpenter.k8s.aws") and key not in KARPENTER_AWS_WELL_KNOWN_LABELS:
+        raise ValueError(f"'{key}': label domain \"karpenter.k8s.aws\" is restricted to Karpenter's well-known "
+                         "labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, "
+                         "...)")
     return key

@@ -60,8 +60,8 @@ CASES = {
                  "nodePools[0].requirements[0].operator = \"Has\": Input should be 'In', 'NotIn', 'Exists', "
                  "'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte' (from -c)"),
     "restricted label": ({"nodePools": [{"labels": {"kubernetes.io/hostname": "a"}}]},
-                         "nodePools[0].labels: 'kubernetes.io/hostname' is a label key Karpenter restricts "
-                         "(karpenter.sh/* other than karpenter.sh/capacity-type, kubernetes.io/hostname) (from -c)"),
+                         "nodePools[0].labels: 'kubernetes.io/hostname' is a label key Karpenter sets itself; it "
+                         "cannot be set or required here (from -c)"),
     "duration": ({"nodePools": [{"consolidateAfter": "soon"}]},
                  "nodePools[0].consolidateAfter = \"soon\": must be a duration like 30s, 15m, 720h, 1h30m, or Never (from -c)"),
     "budget": ({"nodePools": [{"budgets": [{"nodes": "ten"}]}]},

@@ -314,13 +314,46 @@ def test_requirement_operators_and_values():
 
 
 def test_restricted_label_keys():
-    restricted = ("is a label key Karpenter restricts (karpenter.sh/* other than karpenter.sh/capacity-type, "
-                  "kubernetes.io/hostname)")
+    """As the CRDs' rules: karpenter.sh/nodepool and kubernetes.io/hostname never; a domain ending in
+    karpenter.sh only capacity-type; one ending in karpenter.k8s.aws only the well-known labels."""
+    itself = "is a label key Karpenter sets itself; it cannot be set or required here"
     assert error_of(**_pool(labels={"karpenter.sh/nodepool": "x"})) == (
-        f"nodePools[0].labels: 'karpenter.sh/nodepool' {restricted}")
+        f"nodePools[0].labels: 'karpenter.sh/nodepool' {itself}")
     assert error_of(**_pool(requirements=[{"key": "kubernetes.io/hostname", "operator": "Exists"}])) == (
-        f"nodePools[0].requirements[0].key = \"kubernetes.io/hostname\": 'kubernetes.io/hostname' {restricted}")
-    assert load_config(_pool(labels={"team": "payments"}), today=TODAY).node_pools[0].labels == {"team": "payments"}
+        f"nodePools[0].requirements[0].key = \"kubernetes.io/hostname\": 'kubernetes.io/hostname' {itself}")
+    assert error_of(**_pool(labels={"team.karpenter.sh/owner": "x"})) == (
+        "nodePools[0].labels: 'team.karpenter.sh/owner': label domain \"karpenter.sh\" is restricted (allowed "
+        "there: karpenter.sh/capacity-type)")
+    assert error_of(**_pool(requirements=[{"key": "karpenter.k8s.aws/instance-colour", "operator": "Exists"}])) == (
+        "nodePools[0].requirements[0].key = \"karpenter.k8s.aws/instance-colour\": "
+        "'karpenter.k8s.aws/instance-colour': label domain \"karpenter.k8s.aws\" is restricted to Karpenter's "
+        "well-known labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, ...)")
+    config = load_config(_pool(labels={"team": "payments", "karpenter.sh/capacity-type": "spot"},
+                               requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
+                                              "values": ["m7g"]}]), today=TODAY)
+    assert config.node_pools[0].labels == {"team": "payments", "karpenter.sh/capacity-type": "spot"}
+
+
+def test_node_class_tags_karpenter_and_aws_set_themselves_are_refused():
+    for key in ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
+                "karpenter.k8s.aws/ec2nodeclass", "kubernetes.io/cluster/other", ""):
+        assert error_of(nodeClasses=[{"tags": {key: "x"}}]) == (
+            f"nodeClasses[0].tags: tag '{key}' is one Karpenter sets itself (restricted: eks:eks-cluster-name, "
+            "karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass, kubernetes.io/cluster*) "
+            "or empty")
+    assert error_of(nodeClasses=[{"tags": {"aws:team": "x"}}]) == (
+        "nodeClasses[0].tags: tag 'aws:team': the aws: prefix is reserved for AWS")
+    assert error_of(nodeClasses=[{"tags": {"team": "x" * 257}}]) == (
+        "nodeClasses[0].tags: tag 'team': EC2 allows keys of at most 128 and values of at most 256 characters")
+    assert load_config({"nodeClasses": [{"tags": {"team": "payments"}}]}, today=TODAY).node_classes[0].tags == {
+        "team": "payments"}
+
+
+def test_min_values_needs_as_many_values():
+    assert error_of(**_pool(requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
+                                           "values": ["m7g", "c7g"], "minValues": 3}])) == (
+        "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-family' has minValues 3 but only 2 "
+        "value(s); Karpenter needs at least as many values as minValues")
 
 
 def test_limits_are_kubernetes_quantities():

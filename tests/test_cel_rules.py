@@ -1,0 +1,120 @@
+"""The CRDs' CEL rules are part of the contract: mirrored exactly from upstream, evaluated with a real
+CEL implementation on every NodePool and EC2NodeClass the app applies, defaults applied first."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from constructs_lib.names import KARPENTER_AWS_WELL_KNOWN_LABELS, KARPENTER_SH_LABELS_ALLOWED, RESTRICTED_TAG_KEYS
+from karpenter_stack import versions
+from tests.cel_rules import KINDS, evaluate, mirror, with_defaults
+from tests.cfn import each, kubernetes_objects
+
+VERSION = "1.14.1"
+# Configurations whose applied Karpenter objects are evaluated (every node class and pool shape the
+# suite synthesizes: defaults, two pools over two classes, the production system pool, by-id selectors).
+CONFIGURATIONS = ["default", "alternative", "production", "existing"]
+
+
+def _karpenter_objects(synthesized) -> list[dict]:
+    return [{k: v for k, v in o.items() if k != "_logicalId"} for o in kubernetes_objects(synthesized.template).values()
+            if o["kind"] in KINDS]
+
+
+def test_every_karpenter_version_with_a_template_has_its_rules_mirrored():
+    for version in each(versions.available_karpenter_versions()):
+        assert mirror(version)["x-upstream"]["tag"] == f"v{version}"
+    kinds = mirror(VERSION)["kinds"]
+    counts = {k: (len(v["rules"]), sum(r["transition"] for r in v["rules"]), len(v["defaults"])) for k, v in kinds.items()}
+    assert counts == {
+        "CapacityBuffer autoscaling.x-k8s.io/v1beta1": (2, 0, 1),
+        "EC2NodeClass karpenter.k8s.aws/v1": (54, 0, 5),
+        "NodeClaim karpenter.sh/v1": (10, 1, 1),
+        "NodeOverlay karpenter.sh/v1alpha1": (8, 0, 0),
+        "NodePool karpenter.sh/v1": (20, 3, 5),
+    }
+    transitions = [r["rule"] for r in kinds["NodePool karpenter.sh/v1"]["rules"] if r["transition"]]
+    assert transitions == ["has(self.replicas) == has(oldSelf.replicas)", "self.group == oldSelf.group",
+                           "self.kind == oldSelf.kind"]
+
+
+@pytest.mark.parametrize("configuration", CONFIGURATIONS)
+def test_every_applied_object_passes_every_cel_rule(configuration, request):
+    objects = _karpenter_objects(request.getfixturevalue(configuration))
+    outcomes = {f"{o['kind']}/{o['metadata']['name']}": evaluate(o, VERSION) for o in each(objects)}
+    assert {k: o.violations for k, o in outcomes.items()} == {k: [] for k in outcomes}
+    # every object had rules evaluated; a NodePool's three transition rules are listed and skipped
+    for key, outcome in outcomes.items():
+        assert outcome.evaluated >= 20, key
+        assert len(outcome.skipped) == (3 if key.startswith("NodePool/") else 0), key
+
+
+def test_defaults_are_applied_first_as_the_api_server_does(default):
+    (pool,) = [o for o in _karpenter_objects(default) if o["kind"] == "NodePool"]
+    bare = copy.deepcopy(pool)
+    del bare["spec"]["disruption"], bare["spec"]["template"]["spec"]["expireAfter"]
+    defaults = mirror(VERSION)["kinds"][KINDS["NodePool"]]["defaults"]
+    filled = with_defaults(bare, defaults)
+    assert filled["spec"]["disruption"] == {"consolidateAfter": "0s", "budgets": [{"nodes": "10%"}],
+                                            "consolidationPolicy": "WhenEmptyOrUnderutilized"}
+    assert filled["spec"]["template"]["spec"]["expireAfter"] == "720h"
+    assert evaluate(bare, VERSION).violations == []
+
+
+def _violations(obj: dict, change) -> list[str]:
+    changed = copy.deepcopy(obj)
+    change(changed["spec"])
+    return evaluate(changed, VERSION).violations
+
+
+def test_the_evaluator_refuses_what_the_api_server_would(default):
+    objects = {o["kind"]: o for o in _karpenter_objects(default)}
+    pool, node_class = objects["NodePool"], objects["EC2NodeClass"]
+
+    def requirement(**fields):
+        return lambda spec: spec["template"]["spec"]["requirements"].append(fields)
+
+    assert _violations(pool, requirement(key="team.karpenter.sh/x", operator="Exists")) == [
+        'NodePool/default: spec.template.spec.requirements[5].key: label domain "karpenter.sh" is restricted '
+        '(rule: self in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || '
+        '!self.find("^([^/]+)").endsWith("karpenter.sh"))']
+    aws_domain = _violations(pool, requirement(key="karpenter.k8s.aws/family", operator="Exists"))
+    assert [v.split(" (rule:")[0] for v in aws_domain] == [
+        'NodePool/default: spec.template.spec.requirements[5].key: label domain "karpenter.k8s.aws" is restricted']
+    minimum = _violations(pool, requirement(key="karpenter.k8s.aws/instance-family", operator="In",
+                                            values=["m7g"], minValues=2))
+    assert minimum == ["NodePool/default: spec.template.spec.requirements: requirements with 'minValues' must have at "
+                       "least that many values specified in the 'values' field (rule: self.all(x, (x.operator == 'In' "
+                       "&& has(x.minValues)) ? x.values.size() >= x.minValues : true))"]
+    windows = _violations(node_class, lambda spec: spec.update(amiSelectorTerms=[{"alias": "windows2022@v20260101"}]))
+    assert [v.split(" (rule:")[0] for v in windows] == [
+        "EC2NodeClass/default: spec.amiSelectorTerms[0].alias: windows families may only specify version 'latest'"]
+    tags = _violations(node_class, lambda spec: spec.update(tags={"kubernetes.io/cluster/x": "owned"}))
+    assert [v.split(" (rule:")[0] for v in tags] == [
+        "EC2NodeClass/default: spec.tags: tag contains a restricted tag matching kubernetes.io/cluster/"]
+
+
+def test_kubernetes_library_functions_have_kubernetes_semantics():
+    from tests.cel_rules import _program
+
+    assert _program("'al2023@v20260801'.split('@')[1]").evaluate({}) == "v20260801"
+    assert _program("'topology.kubernetes.io/zone'.find('^([^/]+)')").evaluate({}) == "topology.kubernetes.io"
+    assert _program("'abc'.find('[0-9]+')").evaluate({}) == ""
+
+
+def test_the_model_mirrors_the_rules_users_can_trip():
+    """The node specs' label and tag checks use the same lists as the CRD rules (constructs_lib/names.py)."""
+    rules = {r.get("message"): r["rule"] for r in mirror(VERSION)["kinds"][KINDS["NodePool"]]["rules"]
+             if r["path"] == "spec.template.spec.requirements[].key"}
+
+    def listed(rule: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(re.findall(r'"([^"]+)"', re.search(r"in \[([^\]]*)\]", rule).group(1))))
+
+    assert listed(rules['label domain "karpenter.sh" is restricted']) == KARPENTER_SH_LABELS_ALLOWED
+    assert listed(rules['label domain "karpenter.k8s.aws" is restricted']) == KARPENTER_AWS_WELL_KNOWN_LABELS
+    tag_rules = [r["rule"] for r in mirror(VERSION)["kinds"][KINDS["EC2NodeClass"]]["rules"] if r["path"] == "spec.tags"]
+    named = sorted(m for r in tag_rules for m in re.findall(r"k ?!= ?'([^']+)'", r))
+    assert named == sorted(RESTRICTED_TAG_KEYS)
