@@ -64,7 +64,9 @@ class NodeClassSpec(CamelModel):
         description="AMI alias `family@version`; pin a version (e.g. al2023@v20260801) in production.",
     )
     root_volume_size_gib: int = Field(50, ge=1, le=16384, description="Root EBS volume size in GiB.")
-    root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field("gp3", description="Root EBS volume type.")
+    root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
+        "gp3", description="Root EBS volume type (io1/io2 need provisioned IOPS, which this spec does not take yet)."
+    )
     metadata_hop_limit: int = Field(
         1, ge=1, le=64, description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials."
     )
@@ -78,6 +80,14 @@ class NodeClassSpec(CamelModel):
     def _k8s_name(cls, value: str) -> str:
         if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
             raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
+        return value
+
+    @field_validator("root_volume_type")
+    @classmethod
+    def _volume_type(cls, value: str) -> str:
+        if value in ("io1", "io2"):
+            raise ValueError(f"{value} volumes need provisioned IOPS, which EC2 requires at launch and this setting "
+                             "does not take yet; use gp3 (3000 IOPS and 125 MiB/s included) or gp2")
         return value
 
     @field_validator("tags")

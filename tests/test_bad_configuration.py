@@ -89,6 +89,34 @@ CASES = {
     "service account": ({"karpenterServiceAccount": "karpenter_sa"},
                         "karpenterServiceAccount = \"karpenter_sa\": must be a Kubernetes name: lowercase a-z, 0-9 "
                         "and '-', at most 63 characters (from -c)"),
+    # strings that reach a CDK or CloudFormation parser (before: a jsii traceback, or a deploy failure)
+    "account id": ({"account": "12", "region": "eu-west-1"},
+                   "account = \"12\": must be a 12-digit AWS account id (from -c)"),
+    "region name": ({"region": "Europe"},
+                    "region = \"Europe\": must be an AWS region name like eu-west-1 or us-gov-west-1 (from -c)"),
+    "system node instance type": ({"controllerHosting": "nodegroup", "systemNodeInstanceType": "t3"},
+                                  "systemNodeInstanceType = \"t3\": must be an EC2 instance type like t3.medium or "
+                                  "m7g.large (from -c)"),
+    # what EC2 or the API server would refuse later
+    "volume type that needs IOPS": (
+        {"nodeClasses": [{"rootVolumeType": "io2"}]},
+        "nodeClasses[0].rootVolumeType = \"io2\": io2 volumes need provisioned IOPS, which EC2 requires at launch "
+        "and this setting does not take yet; use gp3 (3000 IOPS and 125 MiB/s included) or gp2 (from -c)"),
+    "tag Karpenter sets itself": (
+        {"nodeClasses": [{"tags": {"karpenter.sh/nodepool": "x"}}]},
+        "nodeClasses[0].tags: tag 'karpenter.sh/nodepool' is one Karpenter sets itself (restricted: "
+        "eks:eks-cluster-name, karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass, "
+        "kubernetes.io/cluster*) or empty (from -c)"),
+    "minValues above the values": (
+        {"nodePools": [{"requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
+                                          "values": ["m7g"], "minValues": 2}]}]},
+        "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-family' has minValues 2 but only 1 "
+        "value(s); Karpenter needs at least as many values as minValues (from -c)"),
+    "restricted label domain": (
+        {"nodePools": [{"labels": {"example.karpenter.k8s.aws/team": "a"}}]},
+        "nodePools[0].labels: 'example.karpenter.k8s.aws/team': label domain \"karpenter.k8s.aws\" is restricted to "
+        "Karpenter's well-known labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, "
+        "-memory, ...) (from -c)"),
     # Karpenter on an existing cluster
     "created-cluster settings with an existing cluster": (
         {**EXISTING, "controllerHosting": "nodegroup", "natGateways": 2},

@@ -27,6 +27,12 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$")
 _ADDON_VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
+_ACCOUNT = re.compile(r"^[0-9]{12}$")
+# AWS region names: <area>[-gov|-iso*]-<direction>-<n> (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-7).
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|"
+                     r"southwest)-[0-9]{1,2}$")
+# EC2 instance type names: <family with its generation digit>.<size> (t3.medium, m7g.xlarge, u-6tb1.metal).
+INSTANCE_TYPE = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*\.[a-z0-9-]+$")
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8}([0-9a-f]{9})?$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
@@ -223,6 +229,21 @@ class AppConfig(CamelModel):
             if not _ADDON_VERSION.match(version):
                 raise ValueError(f"{name} '{version}' is not an EKS add-on version like v1.20.1-eksbuild.3")
         return value
+
+    @field_validator("account")
+    @classmethod
+    def _account(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, _ACCOUNT, "must be a 12-digit AWS account id")
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, _REGION, "must be an AWS region name like eu-west-1 or us-gov-west-1")
+
+    @field_validator("system_node_instance_type")
+    @classmethod
+    def _instance_type(cls, value: str) -> str:
+        return optional_match(value, INSTANCE_TYPE, "must be an EC2 instance type like t3.medium or m7g.large")
 
     @field_validator("alarm_topic_arn")
     @classmethod
