@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .node_specs import DisruptionBudgetSpec, NodeClassSpec, NodePoolSpec, RequirementSpec
+from .node_specs import (
+    BOTTLEROCKET_OS_VOLUME,
+    STORAGE_DEVICE,
+    DisruptionBudgetSpec,
+    NodeClassSpec,
+    NodePoolSpec,
+    RequirementSpec,
+)
 from .names import (
     DISCOVERY_TAG_KEY,
     NODE_CLASS_API_VERSION,
@@ -13,7 +20,19 @@ from .names import (
     NODE_POOL_API_VERSION,
 )
 
-ROOT_DEVICE_NAME = "/dev/xvda"  # AL2/AL2023 root device
+def _ebs(size: str, volume_type: str) -> dict[str, Any]:
+    return {"volumeSize": size, "volumeType": volume_type, "encrypted": True, "deleteOnTermination": True}
+
+
+def _block_devices(spec: NodeClassSpec) -> list[dict[str, Any]]:
+    """The volume for images, logs and pods at the family's device and size; Bottlerocket also keeps its
+    4 GiB OS volume (a mapping list replaces all of the family's defaults)."""
+    storage = {"deviceName": STORAGE_DEVICE[spec.family],
+               "ebs": _ebs(f"{spec.root_volume_size_gib}Gi", spec.root_volume_type)}
+    if spec.family == "bottlerocket":
+        os_volume = {"deviceName": BOTTLEROCKET_OS_VOLUME["deviceName"], "ebs": _ebs(BOTTLEROCKET_OS_VOLUME["size"], "gp3")}
+        return [os_volume, storage]
+    return [storage]
 
 
 def ec2_node_class(
@@ -48,17 +67,7 @@ def ec2_node_class(
                 "httpPutResponseHopLimit": spec.metadata_hop_limit,
                 "httpTokens": "required",
             },
-            "blockDeviceMappings": [
-                {
-                    "deviceName": ROOT_DEVICE_NAME,
-                    "ebs": {
-                        "volumeSize": f"{spec.root_volume_size_gib}Gi",
-                        "volumeType": spec.root_volume_type,
-                        "encrypted": True,
-                        "deleteOnTermination": True,
-                    },
-                }
-            ],
+            "blockDeviceMappings": _block_devices(spec),
             **({"tags": dict(spec.tags)} if spec.tags else {}),
         },
     }

@@ -44,6 +44,22 @@ _GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
 MAX_TERMINATION_GRACE_PERIOD_S = 12 * 60
 
 
+# What each AMI family boots from (Karpenter 1.14's amifamily defaults): the device of the volume that
+# holds images, logs and pod storage, and the size of the AMI's snapshot for it -- EC2 refuses a smaller
+# volume at launch. Bottlerocket boots from a 4 GiB OS volume and keeps everything else on /dev/xvdb.
+STORAGE_DEVICE = {"al2": "/dev/xvda", "al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb"}
+SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20}
+BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
+# karpenter.k8s.aws/instance-category values: the letters before an EC2 family's generation digit
+# (c7g -> c, inf2 -> inf, u-6tb1 -> u). A category outside this list matches no instance type, and the
+# pool's pods stay Pending.
+INSTANCE_CATEGORIES = ("a", "c", "d", "dl", "f", "g", "gr", "h", "hpc", "i", "im", "inf", "is", "m", "mac", "p", "r",
+                       "t", "trn", "u", "vt", "x", "z")
+# EC2 instance type and family names (t3.medium, m7g.xlarge, u-6tb1.metal; m7g, mac2-m2pro).
+INSTANCE_TYPE = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*\.[a-z0-9-]+$")
+INSTANCE_FAMILY = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*$")
+
+
 class CamelModel(BaseModel):
     """Frozen, no unknown keys, camelCase aliases (the JSON and context spelling)."""
 
@@ -63,7 +79,11 @@ class NodeClassSpec(CamelModel):
         "al2023@latest",
         description="AMI alias `family@version`; pin a version (e.g. al2023@v20260801) in production.",
     )
-    root_volume_size_gib: int = Field(50, ge=1, le=16384, description="Root EBS volume size in GiB.")
+    root_volume_size_gib: int = Field(
+        50, ge=1, le=16384,
+        description="GiB of the volume for images, logs and pods: the root volume (al2, al2023) or Bottlerocket's "
+                    "data volume; at least the AMI's 20 GiB snapshot.",
+    )
     root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
         "gp3", description="Root EBS volume type (io1/io2 need provisioned IOPS, which this spec does not take yet)."
     )
@@ -113,7 +133,24 @@ class NodeClassSpec(CamelModel):
             )
         if value.startswith("windows") and not value.endswith("@latest"):
             raise ValueError("Windows AMI aliases only support @latest")
+        if value.startswith("windows"):
+            raise ValueError("Windows AMIs need Windows node pools (kubernetes.io/os=windows), which nodePools do not "
+                             "make yet: a Windows node class would launch nothing; use al2023 or bottlerocket")
         return value
+
+    @property
+    def family(self) -> str:
+        return self.ami_alias.split("@", 1)[0]
+
+    @model_validator(mode="after")
+    def _volume_fits_the_snapshot(self) -> "NodeClassSpec":
+        minimum = SNAPSHOT_GIB[self.family]
+        if self.root_volume_size_gib < minimum:
+            raise ValueError(
+                f"rootVolumeSizeGib {self.root_volume_size_gib} is smaller than the {self.family} AMI's {minimum} GiB "
+                f"snapshot for {STORAGE_DEVICE[self.family]}; EC2 refuses a volume smaller than its snapshot"
+            )
+        return self
 
 
 class DisruptionBudgetSpec(CamelModel):
@@ -170,6 +207,13 @@ class RequirementSpec(CamelModel):
             raise ValueError(f"requirement '{self.key}' with operator {self.operator} needs at least one value")
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise ValueError(f"requirement '{self.key}' with operator {self.operator} takes no values")
+        names = {"node.kubernetes.io/instance-type": (INSTANCE_TYPE, "instance type like m7g.large"),
+                 "karpenter.k8s.aws/instance-family": (INSTANCE_FAMILY, "instance family like m7g")}
+        if self.key in names:
+            pattern, what = names[self.key]
+            bad = [v for v in self.values if not pattern.match(v)]
+            if bad:
+                raise ValueError(f"requirement '{self.key}': {', '.join(repr(v) for v in bad)} is no EC2 {what}")
         if self.operator == "In" and self.min_values is not None and len(self.values) < self.min_values:
             raise ValueError(f"requirement '{self.key}' has minValues {self.min_values} but only {len(self.values)} "
                              "value(s); Karpenter needs at least as many values as minValues")
@@ -199,7 +243,8 @@ class NodePoolSpec(CamelModel):
     name: str = Field("default", description="Kubernetes name of the NodePool.")
     node_class: str = Field("default", description="Name of the EC2NodeClass (from nodeClasses) this pool uses.")
     capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
-        default_factory=lambda: ["spot", "on-demand"], min_length=1, description="karpenter.sh/capacity-type values."
+        default_factory=lambda: ["spot", "on-demand"], min_length=1,
+        description="karpenter.sh/capacity-type values (reserved needs capacity reservations, not selectable yet).",
     )
     architectures: list[Literal["amd64", "arm64"]] = Field(
         default_factory=lambda: ["amd64", "arm64"], min_length=1, description="kubernetes.io/arch values."
@@ -239,6 +284,23 @@ class NodePoolSpec(CamelModel):
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Labels put on the pool's nodes.")
     taints: list[TaintSpec] = Field(default_factory=list, description="Taints put on the pool's nodes.")
+
+    @field_validator("capacity_types")
+    @classmethod
+    def _capacity_types(cls, value: list[str]) -> list[str]:
+        if "reserved" in value:
+            raise ValueError("'reserved' launches only into capacity reservations the node class selects, and "
+                             "nodeClasses cannot select any yet: such a pool would launch nothing reserved")
+        return value
+
+    @field_validator("instance_categories")
+    @classmethod
+    def _categories(cls, value: list[str]) -> list[str]:
+        unknown = [c for c in value if c not in INSTANCE_CATEGORIES]
+        if unknown:
+            raise ValueError(f"{', '.join(repr(c) for c in unknown)} is no EC2 instance category (known: "
+                             f"{', '.join(INSTANCE_CATEGORIES)}); a pool of unknown categories launches nothing")
+        return value
 
     @field_validator("limits")
     @classmethod

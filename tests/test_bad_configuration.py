@@ -117,6 +117,39 @@ CASES = {
         "nodePools[0].labels: 'example.karpenter.k8s.aws/team': label domain \"karpenter.k8s.aws\" is restricted to "
         "Karpenter's well-known labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, "
         "-memory, ...) (from -c)"),
+    "volume smaller than the AMI's snapshot": (
+        {"nodeClasses": [{"rootVolumeSizeGib": 8}]},
+        "nodeClasses[0]: rootVolumeSizeGib 8 is smaller than the al2023 AMI's 20 GiB snapshot for /dev/xvda; EC2 "
+        "refuses a volume smaller than its snapshot (from -c)"),
+    "Bottlerocket data volume smaller than its snapshot": (
+        {"nodeClasses": [{"amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 10}]},
+        "nodeClasses[0]: rootVolumeSizeGib 10 is smaller than the bottlerocket AMI's 20 GiB snapshot for /dev/xvdb; "
+        "EC2 refuses a volume smaller than its snapshot (from -c)"),
+    "Windows node class without Windows pools": (
+        {"nodeClasses": [{"amiAlias": "windows2022@latest"}]},
+        "nodeClasses[0].amiAlias = \"windows2022@latest\": Windows AMIs need Windows node pools "
+        "(kubernetes.io/os=windows), which nodePools do not make yet: a Windows node class would launch nothing; "
+        "use al2023 or bottlerocket (from -c)"),
+    "reserved capacity without reservations": (
+        {"nodePools": [{"capacityTypes": ["reserved", "on-demand"]}]},
+        "nodePools[0].capacityTypes = [\"reserved\", \"on-demand\"]: 'reserved' launches only into capacity "
+        "reservations the node class selects, and nodeClasses cannot select any yet: such a pool would launch "
+        "nothing reserved (from -c)"),
+    "instance category that does not exist": (
+        {"nodePools": [{"instanceCategories": ["c", "zz"]}]},
+        "nodePools[0].instanceCategories = [\"c\", \"zz\"]: 'zz' is no EC2 instance category (known: a, c, d, dl, "
+        "f, g, gr, h, hpc, i, im, inf, is, m, mac, p, r, t, trn, u, vt, x, z); a pool of unknown categories launches "
+        "nothing (from -c)"),
+    "instance type name": (
+        {"nodePools": [{"requirements": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                          "values": ["m7g.large", "m7g-large"]}]}]},
+        "nodePools[0].requirements[0]: requirement 'node.kubernetes.io/instance-type': 'm7g-large' is no EC2 "
+        "instance type like m7g.large (from -c)"),
+    "instance family name": (
+        {"nodePools": [{"requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn",
+                                          "values": ["M7G"]}]}]},
+        "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-family': 'M7G' is no EC2 instance "
+        "family like m7g (from -c)"),
     # Karpenter on an existing cluster
     "created-cluster settings with an existing cluster": (
         {**EXISTING, "controllerHosting": "nodegroup", "natGateways": 2},

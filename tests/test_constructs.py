@@ -77,3 +77,17 @@ def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_g
     assert render_json(controller["Values"]) == values
     assert depends_on(template.to_json(), logical_id_of(release.controller_chart)) == [logical_id_of(release.crd_chart)]
 
+
+
+def test_node_classes_size_the_volume_that_holds_images_at_the_familys_device():
+    from constructs_lib.manifests import ec2_node_class
+    from constructs_lib.node_specs import NodeClassSpec
+
+    def devices(alias: str) -> list[tuple[str, str]]:
+        spec = ec2_node_class(NodeClassSpec(ami_alias=alias, root_volume_size_gib=80), cluster_name="c",
+                              node_role_name="r")["spec"]
+        return [(d["deviceName"], d["ebs"]["volumeSize"]) for d in spec["blockDeviceMappings"]]
+
+    assert devices("al2023@latest") == [("/dev/xvda", "80Gi")]
+    # Bottlerocket keeps its 4 GiB OS volume; the size goes to the data volume (a list replaces all defaults)
+    assert devices("bottlerocket@latest") == [("/dev/xvda", "4Gi"), ("/dev/xvdb", "80Gi")]

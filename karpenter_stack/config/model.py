@@ -15,7 +15,7 @@ from typing import Literal, Optional
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.node_specs import CamelModel, NodeClassSpec, NodePoolSpec, optional_match
+from constructs_lib.node_specs import INSTANCE_TYPE, CamelModel, NodeClassSpec, NodePoolSpec, optional_match
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 
@@ -31,8 +31,6 @@ _ACCOUNT = re.compile(r"^[0-9]{12}$")
 # AWS region names: <area>[-gov|-iso*]-<direction>-<n> (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-7).
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|"
                      r"southwest)-[0-9]{1,2}$")
-# EC2 instance type names: <family with its generation digit>.<size> (t3.medium, m7g.xlarge, u-6tb1.metal).
-INSTANCE_TYPE = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*\.[a-z0-9-]+$")
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8}([0-9a-f]{9})?$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
