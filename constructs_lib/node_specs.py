@@ -131,6 +131,13 @@ class NodeClassSpec(CamelModel):
                 "must be family@version with family al2, al2023, bottlerocket, windows2019, windows2022 "
                 "or windows2025 and version 'latest' or a pinned vYYYYMMDD"
             )
+        family, version = value.split("@", 1)
+        if family in ("al2", "al2023") and version != "latest" and not re.fullmatch(r"v[0-9]{8}", version):
+            raise ValueError(f"{family} AMIs are pinned by their build date: {family}@vYYYYMMDD (e.g. "
+                             f"{family}@v20260801), or {family}@latest")
+        if family == "bottlerocket" and version != "latest" and not re.fullmatch(r"v[0-9]+\.[0-9]+\.[0-9]+", version):
+            raise ValueError("Bottlerocket AMIs are pinned by their release: bottlerocket@vX.Y.Z (e.g. "
+                             "bottlerocket@v1.50.0), or bottlerocket@latest")
         if value.startswith("windows") and not value.endswith("@latest"):
             raise ValueError("Windows AMI aliases only support @latest")
         if value.startswith("windows"):

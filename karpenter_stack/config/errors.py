@@ -84,6 +84,18 @@ def unknown_key(setting: str, key: str, known: list[str]) -> str:
     return f"{setting}: unknown setting; {hint}"
 
 
+def _shown(value: Any) -> str:
+    """The value as JSON, or its size when that would not fit on a line."""
+    text = json.dumps(value)
+    if len(text) <= 100:
+        return text
+    if isinstance(value, list):
+        return f"[{len(value)} items]"
+    if isinstance(value, dict):
+        return f"{{{len(value)} keys}}"
+    return text[:60] + '..."'
+
+
 def format_errors(err: ValidationError, prefix: str = "") -> str:
     lines = []
     for error in err.errors():
@@ -101,5 +113,9 @@ def format_errors(err: ValidationError, prefix: str = "") -> str:
         if isinstance(error.get("input"), dict) and error["type"] == "value_error":
             lines.append(f"{setting}: {message}")  # a rule across fields of one entry
             continue
-        lines.append(f"{setting} = {json.dumps(error.get('input'))}: {message}")
+        if error["loc"][-1] == "[key]":  # a map key that is not allowed: name the map and the key
+            setting = prefix + format_location(error["loc"][:-2])
+            lines.append(f"{setting}: key {json.dumps(error['input'])}: {message}")
+            continue
+        lines.append(f"{setting} = {_shown(error.get('input'))}: {message}")
     return "\n".join(lines)

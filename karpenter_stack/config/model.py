@@ -88,7 +88,7 @@ class ExistingClusterConfig(CamelModel):
     def _subnets(cls, value: list[str]) -> list[str]:
         for subnet in value:
             optional_match(subnet, _SUBNET_ID, f"'{subnet}' must look like subnet-0123456789abcdef0")
-        _unique("subnetIds", value)
+        _unique("subnetIds", value, what="ids")
         return value
 
     @field_validator("authentication_mode")
@@ -309,7 +309,7 @@ def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
         raise ValueError(f"'{cidr}' is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)") from None
 
 
-def _unique(setting: str, names: list[str]) -> None:
+def _unique(setting: str, names: list[str], what: str = "names") -> None:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(f"{setting} has duplicate names: {', '.join(duplicates)}")
+        raise ValueError(f"{setting} has duplicate {what}: {', '.join(duplicates)}")
