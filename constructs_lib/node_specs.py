@@ -98,7 +98,7 @@ class NodeClassSpec(CamelModel):
     @field_validator("name")
     @classmethod
     def _k8s_name(cls, value: str) -> str:
-        if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
+        if not _DNS_SUBDOMAIN.fullmatch(value) or len(value) > 253:
             raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
         return value
 
@@ -218,7 +218,7 @@ class RequirementSpec(CamelModel):
                  "karpenter.k8s.aws/instance-family": (INSTANCE_FAMILY, "instance family like m7g")}
         if self.key in names:
             pattern, what = names[self.key]
-            bad = [v for v in self.values if not pattern.match(v)]
+            bad = [v for v in self.values if not pattern.fullmatch(v)]
             if bad:
                 raise ValueError(f"requirement '{self.key}': {', '.join(repr(v) for v in bad)} is no EC2 {what}")
         if self.operator == "In" and self.min_values is not None and len(self.values) < self.min_values:
@@ -239,7 +239,7 @@ class TaintSpec(CamelModel):
     @field_validator("key")
     @classmethod
     def _key(cls, value: str) -> str:
-        if not _QUALIFIED_NAME.match(value):
+        if not _QUALIFIED_NAME.fullmatch(value):
             raise ValueError("must be a Kubernetes qualified name like example.com/dedicated")
         return value
 
@@ -326,7 +326,7 @@ class NodePoolSpec(CamelModel):
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         for key, label in value.items():
             label_key(key)
-            if not _LABEL_VALUE.match(label):
+            if not _LABEL_VALUE.fullmatch(label):
                 raise ValueError(f"label value '{label}' must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
         return value
 
@@ -343,7 +343,7 @@ class NodePoolSpec(CamelModel):
     @field_validator("name", "node_class")
     @classmethod
     def _k8s_name(cls, value: str) -> str:
-        if not _DNS_SUBDOMAIN.match(value) or len(value) > 253:
+        if not _DNS_SUBDOMAIN.fullmatch(value) or len(value) > 253:
             raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
         return value
 
@@ -356,7 +356,7 @@ class NodePoolSpec(CamelModel):
     @field_validator("termination_grace_period")
     @classmethod
     def _grace(cls, value: str) -> str:
-        if value == "Never" or not _GRACE_PERIOD.match(value):
+        if value == "Never" or not _GRACE_PERIOD.fullmatch(value):
             raise ValueError("must be a duration like 30s, 5m or 1m30s (no 'Never': a drain must end)")
         seconds = parse_duration(value)
         if seconds > MAX_TERMINATION_GRACE_PERIOD_S:
@@ -368,14 +368,14 @@ class NodePoolSpec(CamelModel):
 
 
 def optional_match(value: Optional[str], pattern: re.Pattern[str], message: str) -> Optional[str]:
-    if value is not None and not pattern.match(value):
+    if value is not None and not pattern.fullmatch(value):
         raise ValueError(message)
     return value
 
 
 def label_key(key: str) -> str:
     """A label or requirement key Karpenter accepts (not one of its restricted keys)."""
-    if not _QUALIFIED_NAME.match(key) or len(key) > 316:
+    if not _QUALIFIED_NAME.fullmatch(key) or len(key) > 316:
         raise ValueError(f"'{key}' is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 "
                          "characters)")
     if key in ("karpenter.sh/nodepool", "kubernetes.io/hostname"):

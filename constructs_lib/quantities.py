@@ -26,7 +26,7 @@ DURATION_HELP = "a duration like 30s, 15m, 720h, 1h30m, or Never"
 
 def parse_quantity(text: str) -> Decimal:
     """The value of a Kubernetes resource quantity, or ValueError."""
-    match = _QUANTITY.match(text) if isinstance(text, str) else None
+    match = _QUANTITY.fullmatch(text) if isinstance(text, str) else None
     if not match:
         raise ValueError(f"must be {QUANTITY_HELP}")
     try:
@@ -44,6 +44,6 @@ def parse_duration(text: str) -> Optional[int]:
     """Seconds of a Karpenter duration (``None`` for ``Never``), or ValueError."""
     if text == "Never":
         return None
-    if not isinstance(text, str) or not _DURATION.match(text):
+    if not isinstance(text, str) or not _DURATION.fullmatch(text):
         raise ValueError(f"must be {DURATION_HELP}")
     return sum(int(n) * _SECONDS[unit] for n, unit in _DURATION_PART.findall(text))

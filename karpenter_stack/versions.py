@@ -268,7 +268,7 @@ def check_ami_alias(alias: str, kubernetes_version: str) -> None:
             f"amiAlias '{alias}': EKS publishes no Amazon Linux 2 AMIs for Kubernetes {kubernetes_version} "
             f"(the last is 1.{LAST_AL2_MINOR}); use al2023 or bottlerocket"
         )
-    match = _DATED_ALIAS.match(alias)
+    match = _DATED_ALIAS.fullmatch(alias)
     if not match:
         return
     try:

@@ -201,7 +201,7 @@ MORE_CASES = {
     'kubernetes version 1.29': ({"kubernetesVersion": "1.29"},
         "kubernetesVersion '1.29' is past the end of EKS extended support (ended before 2026-07-23) and can no longer be created; use 1.31 or newer (from -c)"),
     'karpenter version latest': ({"karpenterVersion": "latest"},
-        "karpenterVersion 'latest' has no CloudFormation template (templates/karpenter-latest.yaml); versions with a template: 1.14.1 (from -c)"),
+        'karpenterVersion = "latest": must be a Karpenter release like 1.14.1 (from -c)'),
     'namespace too long': ({"karpenterNamespace": "a" * 64},
         'karpenterNamespace = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa": must be a Kubernetes name: lowercase a-z, 0-9 and \'-\', at most 63 characters (from -c)'),
     'namespace starting with a dash': ({"karpenterNamespace": "-karpenter"},
@@ -362,3 +362,37 @@ def test_bad_configuration_fails_fast_with_its_message_and_builds_nothing(case, 
     assert str(info.value) == message
     assert app.node.children == []
     assert list(tmp_path.iterdir()) == []
+
+
+# Every string setting that reaches a CDK or CloudFormation parser, with hostile values: each must stop
+# at the model with a ConfigError naming it -- never a jsii/CDK traceback, never a half-built app.
+STRING_SETTINGS = ["clusterName", "kubernetesVersion", "karpenterVersion", "karpenterNamespace",
+                   "karpenterServiceAccount", "account", "region", "vpcId", "vpcCidr", "systemNodeInstanceType",
+                   "alarmTopicArn", "profile", "endpointAccess", "controllerHosting"]
+HOSTILE = ["", " ", "-", "a b", "Ünïcödé", "x" * 300, "${AWS::Region}", "arn:aws:iam::*", "1.2.3.4", "{\"a\": 1}",
+           "$(rm -rf /)", "null\n"]
+
+
+# An empty value unsets an optional setting (`-c account=` goes back to environment-agnostic).
+OPTIONAL = {"account", "region", "vpcId", "alarmTopicArn"}
+
+
+@pytest.mark.parametrize("setting", STRING_SETTINGS)
+def test_hostile_strings_stop_at_the_model(setting):
+    for value in (v for v in HOSTILE if not (v == "" and setting in OPTIONAL)):
+        extra = {"interruptionQueueAlarms": True} if setting == "alarmTopicArn" else {}
+        extra |= {"account": "111122223333", "region": "eu-west-1"} if setting == "vpcId" else {}
+        app = new_app(context={**CDK_JSON_CONTEXT, **extra, setting: value})
+        with pytest.raises(ConfigError) as info:
+            build(app, today=TODAY)
+        first = str(info.value).split("\n")[0]
+        assert first.startswith(setting), (setting, value, str(info.value))
+        assert app.node.children == [], (setting, value)
+
+
+def test_a_trailing_newline_is_no_loophole():
+    """Python's `$` matches before a final newline: every pattern is matched in full instead."""
+    with pytest.raises(ConfigError) as info:
+        build(new_app(context={**CDK_JSON_CONTEXT, "clusterName": "prod\n"}), today=TODAY)
+    assert str(info.value) == ("clusterName = \"prod\\n\": must start with a letter or digit and contain only "
+                               "letters, digits, '-' and '_' (from -c)")

@@ -118,7 +118,7 @@ def load_environments(
         return {"": _validate(shared, today, prefix="", origins=origins)}
     configs: dict[str, AppConfig] = {}
     for name, overrides in environments.items():
-        if not _ENV_NAME.match(name):
+        if not _ENV_NAME.fullmatch(name):
             raise ConfigError(f"environments: '{name}' is not a valid environment name (lowercase letters, digits "
                               "and '-', starting with a letter, at most 20 characters)")
         layer = f"environments.{name}"

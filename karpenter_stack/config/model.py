@@ -28,6 +28,7 @@ _SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-
 _ADDON_VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 _ACCOUNT = re.compile(r"^[0-9]{12}$")
+_RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 # AWS region names: <area>[-gov|-iso*]-<direction>-<n> (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-7).
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|"
                      r"southwest)-[0-9]{1,2}$")
@@ -188,7 +189,7 @@ class AppConfig(CamelModel):
     @field_validator("cluster_name")
     @classmethod
     def _cluster_name(cls, value: str) -> str:
-        if not _CLUSTER_NAME.match(value):
+        if not _CLUSTER_NAME.fullmatch(value):
             raise ValueError("must start with a letter or digit and contain only letters, digits, '-' and '_'")
         if len(value) > MAX_CLUSTER_NAME_LENGTH:
             raise ValueError(
@@ -200,7 +201,7 @@ class AppConfig(CamelModel):
     @field_validator("karpenter_namespace", "karpenter_service_account")
     @classmethod
     def _dns_label(cls, value: str) -> str:
-        if not _DNS_LABEL.match(value) or len(value) > 63:
+        if not _DNS_LABEL.fullmatch(value) or len(value) > 63:
             raise ValueError("must be a Kubernetes name: lowercase a-z, 0-9 and '-', at most 63 characters")
         return value
 
@@ -224,9 +225,14 @@ class AppConfig(CamelModel):
     @classmethod
     def _addon_versions(cls, value: dict[str, str]) -> dict[str, str]:
         for name, version in value.items():
-            if not _ADDON_VERSION.match(version):
+            if not _ADDON_VERSION.fullmatch(version):
                 raise ValueError(f"{name} '{version}' is not an EKS add-on version like v1.20.1-eksbuild.3")
         return value
+
+    @field_validator("karpenter_version")
+    @classmethod
+    def _karpenter_version(cls, value: str) -> str:
+        return optional_match(value, _RELEASE, "must be a Karpenter release like 1.14.1")
 
     @field_validator("account")
     @classmethod
