@@ -47,8 +47,10 @@ MAX_TERMINATION_GRACE_PERIOD_S = 12 * 60
 # What each AMI family boots from (Karpenter 1.14's amifamily defaults): the device of the volume that
 # holds images, logs and pod storage, and the size of the AMI's snapshot for it -- EC2 refuses a smaller
 # volume at launch. Bottlerocket boots from a 4 GiB OS volume and keeps everything else on /dev/xvdb.
-STORAGE_DEVICE = {"al2": "/dev/xvda", "al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb"}
-SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20}
+_WINDOWS = ("windows2019", "windows2022", "windows2025")
+STORAGE_DEVICE = {"al2": "/dev/xvda", "al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb",
+                  **{w: "/dev/sda1" for w in _WINDOWS}}
+SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in _WINDOWS}}
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
 # karpenter.k8s.aws/instance-category values: the letters before an EC2 family's generation digit
 # (c7g -> c, inf2 -> inf, u-6tb1 -> u). A category outside this list matches no instance type, and the

@@ -73,10 +73,20 @@ def locate(document: Any, tokens: list[str], where: str = "") -> Iterator[tuple[
         yield from locate(document[head], rest, f"{where}.{head}" if where else head)
 
 
+def _without_nulls(value: Any) -> Any:
+    """The API server drops null values of fields that are not nullable (none of Karpenter's are)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def with_defaults(obj: dict[str, Any], defaults: list[dict[str, Any]]) -> dict[str, Any]:
-    """A copy of ``obj`` with the schema's defaults filled in where their parent exists, shallow paths
-    first (a defaulted object then gets the defaults of its own fields), as the API server does."""
-    result = copy.deepcopy(obj)
+    """A copy of ``obj`` without nulls and with the schema's defaults filled in where their parent
+    exists, shallow paths first (a defaulted object then gets the defaults of its own fields), as the
+    API server does."""
+    result = _without_nulls(copy.deepcopy(obj))
     for default in sorted(defaults, key=lambda d: len(_tokens(d["path"]))):
         *parent, name = _tokens(default["path"])
         for _, container in list(locate(result, parent)):

@@ -118,3 +118,57 @@ def test_the_model_mirrors_the_rules_users_can_trip():
     tag_rules = [r["rule"] for r in mirror(VERSION)["kinds"][KINDS["EC2NodeClass"]]["rules"] if r["path"] == "spec.tags"]
     named = sorted(m for r in tag_rules for m in re.findall(r"k ?!= ?'([^']+)'", r))
     assert named == sorted(RESTRICTED_TAG_KEYS)
+
+
+# Every CEL rule a user can trip through a setting, with a setting that trips it: the object built past
+# the model (model_construct: no validation) is refused by the rule, and the model refuses the setting
+# first, with the app's message.
+R = {"key": "example.com/team", "operator": "In", "values": ["a"]}
+PREEMPTED = [
+    ("pool", {"labels": {"team.karpenter.sh/x": "a"}}, 'label domain "karpenter.sh" is restricted'),
+    ("pool", {"labels": {"karpenter.k8s.aws/colour": "a"}}, 'label domain "karpenter.k8s.aws" is restricted'),
+    ("pool", {"labels": {"karpenter.sh/nodepool": "a"}}, 'label "karpenter.sh/nodepool" is restricted'),
+    ("pool", {"labels": {"kubernetes.io/hostname": "a"}}, 'label "kubernetes.io/hostname" is restricted'),
+    ("pool", {"requirements": [{**R, "values": []}]}, "requirements with operator 'In' must have a value defined"),
+    ("pool", {"requirements": [{**R, "operator": "Gt", "values": ["-1"]}]},
+     "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value"),
+    ("pool", {"requirements": [{**R, "minValues": 2}]},
+     "requirements with 'minValues' must have at least that many values specified in the 'values' field"),
+    ("pool", {"requirements": [{**R, "key": "x.karpenter.sh/y"}]}, 'label domain "karpenter.sh" is restricted'),
+    ("pool", {"requirements": [{**R, "key": "karpenter.sh/nodepool"}]}, 'label "karpenter.sh/nodepool" is restricted'),
+    ("pool", {"budgets": [{"nodes": "0", "schedule": "@daily"}]}, "'schedule' must be set with 'duration'"),
+    ("class", {"amiAlias": "windows2022@v20260101"}, "windows families may only specify version 'latest'"),
+    *(("class", {"tags": {key: "a"}}, f"tag contains a restricted tag matching {match}") for key, match in (
+        ("eks:eks-cluster-name", "eks:eks-cluster-name"), ("kubernetes.io/cluster/x", "kubernetes.io/cluster/"),
+        ("karpenter.sh/nodepool", "karpenter.sh/nodepool"), ("karpenter.sh/nodeclaim", "karpenter.sh/nodeclaim"),
+        ("karpenter.k8s.aws/ec2nodeclass", "karpenter.k8s.aws/ec2nodeclass"))),
+    ("class", {"tags": {"": "a"}}, "empty tag keys aren't supported"),
+]
+
+
+def _unvalidated(kind: str, fields: dict) -> dict:
+    from constructs_lib import manifests
+    from constructs_lib.node_specs import DisruptionBudgetSpec, NodeClassSpec, NodePoolSpec, RequirementSpec
+
+    if kind == "class":
+        return manifests.ec2_node_class(NodeClassSpec.model_construct(**fields), cluster_name="c", node_role_name="r")
+    specs = {
+        "requirements": [RequirementSpec.model_construct(**{**r, "min_values": r.pop("minValues", None)})
+                         for r in copy.deepcopy(fields.get("requirements", []))],
+        "budgets": [DisruptionBudgetSpec.model_construct(**b) for b in fields.get("budgets", [])] or None,
+    }
+    built = {k: v for k, v in {**fields, **specs}.items() if v is not None}
+    return manifests.node_pool(NodePoolSpec.model_construct(**built))
+
+
+@pytest.mark.parametrize("kind,fields,rule_message", PREEMPTED)
+def test_the_model_refuses_first_what_a_cel_rule_would(kind, fields, rule_message):
+    from karpenter_stack.config import ConfigError, load_config
+    from tests.conftest import TODAY
+
+    violations = evaluate(_unvalidated(kind, fields), VERSION).violations
+    assert any(f": {rule_message} (rule:" in v for v in violations), violations
+    setting = {"pool": "nodePools", "class": "nodeClasses"}[kind]
+    with pytest.raises(ConfigError) as info:
+        load_config({setting: [fields]}, today=TODAY)
+    assert str(info.value).startswith(f"{setting}[0]") and "(rule:" not in str(info.value)
