@@ -32,13 +32,21 @@ EKS_NODE_POLICIES_REASON = (
 )
 
 
-class _Batch:
+class Batch:
+    """Acknowledgments made inside :func:`acknowledging`, per construct, until registered."""
+
     def __init__(self, packs: Iterable[str]) -> None:
         self.prefixes = tuple(PACK_PREFIXES[p] for p in packs)
         self.pending: dict[int, tuple[IConstruct, list[Acknowledgment]]] = {}
 
+    def register(self) -> None:
+        """One call into jsii per construct."""
+        for scope, acks in self.pending.values():
+            Validations.of(scope).acknowledge(*acks)
+        self.pending = {}
 
-_BATCH: ContextVar[Optional[_Batch]] = ContextVar("_BATCH", default=None)
+
+_BATCH: ContextVar[Optional[Batch]] = ContextVar("_BATCH", default=None)
 
 
 def acknowledge(scope: IConstruct, finding_id: str, reason: str) -> None:
@@ -62,14 +70,17 @@ def registers(pack: str) -> bool:
 
 
 @contextmanager
-def acknowledging(packs: Iterable[str]) -> Iterator[None]:
+def acknowledging(packs: Iterable[str], *, defer: bool = False) -> Iterator[Batch]:
     """Register only the acknowledgments of ``packs`` made inside it (none for no packs), with one
-    call per construct on exit: every call into the jsii runtime costs about a millisecond."""
-    token = _BATCH.set(_Batch(packs))
+    call per construct on exit: every call into the jsii runtime costs about a millisecond. With
+    ``defer``, they are registered when the caller calls ``register()`` on the yielded batch (the
+    findings before acknowledgments can be read in between, from the same build)."""
+    batch = Batch(packs)
+    token = _BATCH.set(batch)
     try:
-        yield
-        for scope, acks in (_BATCH.get() or _Batch(())).pending.values():
-            Validations.of(scope).acknowledge(*acks)
+        yield batch
+        if not defer:
+            batch.register()
     finally:
         _BATCH.reset(token)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import aws_cdk as cdk
 
@@ -43,16 +43,27 @@ def build(
 
     ``acknowledge=False`` builds without acknowledgments, to count the raw findings (reviewer report).
     """
+    stacks, register = build_deferred(app, today=today, acknowledge=acknowledge)
+    register()
+    return stacks
+
+
+def build_deferred(
+    app: cdk.App, *, today: Optional[date] = None, acknowledge: bool = True
+) -> tuple[list[KarpenterClusterStack | KarpenterOnExistingClusterStack], Callable[[], None]]:
+    """:func:`build`, with the acknowledgments registered only when the returned function is called:
+    the findings before and after acknowledgments come from one build (reviewer report, tests)."""
     configs = load_environments(app.node.get_all_context(), today=today, file_context=cdk_json_context())
     # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
     # for) every pack any environment enables.
     packs = register_packs(app, sorted({p for c in configs.values() for p in c.additional_nag_packs}))
     # Constructs acknowledge their own findings as they are built; only those of the packs that run
     # are registered (none when acknowledge=False).
-    with acknowledging(packs if acknowledge else ()):
-        return [
+    with acknowledging(packs if acknowledge else (), defer=True) as batch:
+        stacks = [
             (KarpenterOnExistingClusterStack if config.existing_cluster else KarpenterClusterStack)(
                 app, stack_name_for(config.cluster_name), config=config
             )
             for config in configs.values()
         ]
+    return stacks, batch.register

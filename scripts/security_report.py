@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import aws_cdk as cdk  # noqa: E402
 
-from karpenter_stack.application import build, new_app  # noqa: E402
+from karpenter_stack.application import build_deferred, new_app  # noqa: E402
 from karpenter_stack.config import ConfigError  # noqa: E402
 from karpenter_stack.security import acknowledgments, covers, findings  # noqa: E402
 
@@ -47,13 +47,12 @@ def _short(rule: str, limit: int = 70) -> str:
 
 def nag_section(context: dict) -> tuple[str, int, cdk.App]:
     """The findings table, the number left open, and the acknowledged app (for linting)."""
-    raw_app = new_app(context=context, outdir=tempfile.mkdtemp())
-    stacks = build(raw_app, acknowledge=False)
-    packs = ["AwsSolutions", *sorted({p for s in stacks for p in s.config.additional_nag_packs})]
-    raw = findings(raw_app, packs)
-
+    # One build: the findings before acknowledgments, then after them.
     app = new_app(context=context, outdir=tempfile.mkdtemp())
-    build(app)
+    stacks, register = build_deferred(app)
+    packs = ["AwsSolutions", *sorted({p for s in stacks for p in s.config.additional_nag_packs})]
+    raw = findings(app, packs)
+    register()
     open_findings = set(findings(app, packs))
     acks = acknowledgments(app)
 

@@ -18,7 +18,8 @@ os.environ["PATH"] = os.pathsep.join(
 import pytest  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
 
-from karpenter_stack.application import build, new_app  # noqa: E402
+from karpenter_stack.application import build_deferred, new_app  # noqa: E402
+from karpenter_stack.security import findings  # noqa: E402
 
 CDK_JSON_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
 # The date the EKS support calendar is checked against in tests (results must not depend on the day).
@@ -28,10 +29,14 @@ TODAY = date(2026, 11, 21)
 class Synthesized:
     """One synthesized configuration: the stack, its template and the Karpenter nested template."""
 
-    def __init__(self, overrides: dict[str, Any]) -> None:
+    def __init__(self, overrides: dict[str, Any], raw_findings: bool = False) -> None:
         # Path metadata on, as `cdk synth` does: templates under test are the ones reviewers see.
         self.app = new_app(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides})
-        (self.stack,) = build(self.app)
+        (self.stack,), register = build_deferred(self.app)
+        # The cdk-nag findings before any acknowledgment, from this same build (security gate tests).
+        self.raw_findings = findings(self.app, ["AwsSolutions", *self.config.additional_nag_packs]) \
+            if raw_findings else None
+        register()
         self.template = Template.from_stack(self.stack)
         self.json = self.template.to_json()
         network = getattr(self.stack, "network", None)  # none on an existing cluster
@@ -48,10 +53,12 @@ class Synthesized:
 _cache: dict[str, Synthesized] = {}
 
 
-def synth(**overrides: Any) -> Synthesized:
+def synth(*, raw_findings: bool = False, **overrides: Any) -> Synthesized:
+    """The configuration ``overrides`` synthesized once per session; with ``raw_findings``, also its
+    cdk-nag findings before acknowledgments (a cached synthesis without them is built again)."""
     key = json.dumps(overrides, sort_keys=True)
-    if key not in _cache:
-        _cache[key] = Synthesized(overrides)
+    if key not in _cache or (raw_findings and _cache[key].raw_findings is None):
+        _cache[key] = Synthesized(overrides, raw_findings=raw_findings)
     return _cache[key]
 
 
@@ -93,12 +100,12 @@ ALTERNATIVE = {
 
 @pytest.fixture(scope="session")
 def default() -> Synthesized:
-    return synth()
+    return synth(raw_findings=True)  # also gated by tests/test_security_gate.py
 
 
 @pytest.fixture(scope="session")
 def alternative() -> Synthesized:
-    return synth(**ALTERNATIVE)
+    return synth(raw_findings=True, **ALTERNATIVE)  # also gated by tests/test_security_gate.py
 
 
 # The production profile, environment-agnostic (no account id in snapshots), with a pinned AMI.
