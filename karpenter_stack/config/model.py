@@ -46,6 +46,16 @@ _ID_FORMATS = {
     "cluster_security_group_id": (_SECURITY_GROUP_ID, "must look like sg-0123456789abcdef0"),
     "vpc_id": (_VPC_ID, "must look like vpc-0123456789abcdef0"),
 }
+# Settings whose value has one form (what a CDK or CloudFormation parser, or AWS, expects) -> that form
+# and the message naming it.
+_FORMATS = {
+    "karpenter_version": (_RELEASE, "must be a Karpenter release like 1.14.1"),
+    "account": (_ACCOUNT, "must be a 12-digit AWS account id"),
+    "region": (_REGION, "must be an AWS region name like eu-west-1 or us-gov-west-1"),
+    "system_node_instance_type": (INSTANCE_TYPE, "must be an EC2 instance type like t3.medium or m7g.large"),
+    "alarm_topic_arn": (_SNS_TOPIC_ARN, "must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>"),
+    "vpc_id": (_VPC_ID, "must look like vpc-0123456789abcdef0"),
+}
 # Settings that shape a cluster this app creates; with existingCluster nobody may set them.
 CREATED_CLUSTER_ONLY = ("vpc_id", "vpc_cidr", "max_azs", "nat_gateways", "endpoint_access", "public_access_cidrs",
                         "controller_hosting", "system_node_instance_type", "deletion_protection", "addon_versions")
@@ -229,35 +239,11 @@ class AppConfig(CamelModel):
                 raise ValueError(f"{name} '{version}' is not an EKS add-on version like v1.20.1-eksbuild.3")
         return value
 
-    @field_validator("karpenter_version")
+    @field_validator(*_FORMATS)
     @classmethod
-    def _karpenter_version(cls, value: str) -> str:
-        return optional_match(value, _RELEASE, "must be a Karpenter release like 1.14.1")
-
-    @field_validator("account")
-    @classmethod
-    def _account(cls, value: Optional[str]) -> Optional[str]:
-        return optional_match(value, _ACCOUNT, "must be a 12-digit AWS account id")
-
-    @field_validator("region")
-    @classmethod
-    def _region(cls, value: Optional[str]) -> Optional[str]:
-        return optional_match(value, _REGION, "must be an AWS region name like eu-west-1 or us-gov-west-1")
-
-    @field_validator("system_node_instance_type")
-    @classmethod
-    def _instance_type(cls, value: str) -> str:
-        return optional_match(value, INSTANCE_TYPE, "must be an EC2 instance type like t3.medium or m7g.large")
-
-    @field_validator("alarm_topic_arn")
-    @classmethod
-    def _topic(cls, value: Optional[str]) -> Optional[str]:
-        return optional_match(value, _SNS_TOPIC_ARN, "must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>")
-
-    @field_validator("vpc_id")
-    @classmethod
-    def _vpc_id(cls, value: Optional[str]) -> Optional[str]:
-        return optional_match(value, _VPC_ID, "must look like vpc-0123456789abcdef0")
+    def _format(cls, value: Optional[str], info: ValidationInfo) -> Optional[str]:
+        pattern, message = _FORMATS[info.field_name]
+        return optional_match(value, pattern, message)
 
     @model_validator(mode="after")
     def _cross_field(self) -> "AppConfig":
