@@ -47,6 +47,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
 
 from .controller_role import ControllerRole
+from .controller_spec import ControllerSpec
 from .discovery_tag import SecurityGroupTag
 from .karpenter_infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
 from .karpenter_nodes import KarpenterNodes
@@ -93,6 +94,7 @@ class Karpenter(Construct):
         subnet_ids: Sequence[str] = (),
         security_group_ids: Sequence[str] = (),
         service_monitor: bool = False,
+        controller: ControllerSpec = ControllerSpec(),
         spot_service_linked_role: bool = False,
         interruption_queue_alarms: bool = False,
         alarm_topic_arn: Optional[str] = None,
@@ -112,6 +114,7 @@ class Karpenter(Construct):
             (``karpenter.sh/discovery=<cluster_name>``).
         :param subnet_ids: select node subnets by id; unset: by the discovery tag (on ``discovery_subnets``,
             or added by whoever owns the subnets).
+        :param controller: feature gates, batching, zonal shift, log level and size of the controller.
         :param security_group_ids: select node security groups by id; unset: the cluster security group,
             tagged for discovery by this construct.
         """
@@ -158,6 +161,7 @@ class Karpenter(Construct):
                 dns_policy=controller_dns_policy,
                 tolerations=[dict(t) for t in controller_tolerations] or None,
                 service_monitor=service_monitor,
+                controller=controller,
             ),
         )
         self.crd_chart = self.release.crd_chart

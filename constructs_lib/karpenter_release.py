@@ -8,17 +8,13 @@ from aws_cdk import Aws, Duration
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
+from .controller_spec import ControllerSpec
 from .names import CHART_REPOSITORY, CONTROLLER_CHART, CRD_CHART, IRSA_ROLE_ANNOTATION
 
 # The kubectl handler Lambda stops at 15 minutes; Helm must give up before that so the failure is
 # reported as a Helm error rather than a Lambda timeout.
 HELM_TIMEOUT = Duration.minutes(12)
 
-# Upstream's recommended controller sizing (requests = limits: guaranteed QoS).
-CONTROLLER_RESOURCES = {
-    "requests": {"cpu": "1", "memory": "1Gi"},
-    "limits": {"cpu": "1", "memory": "1Gi"},
-}
 CONTROLLER_REPLICAS = 2
 
 
@@ -31,6 +27,7 @@ def controller_values(
     dns_policy: str,
     tolerations: Optional[Sequence[dict[str, str]]] = None,
     service_monitor: bool = False,
+    controller: ControllerSpec = ControllerSpec(),
 ) -> dict[str, Any]:
     """Values for the ``karpenter`` chart. Every key here exists in the 1.14 chart's values.yaml."""
     values: dict[str, Any] = {
@@ -42,6 +39,7 @@ def controller_values(
         "settings": {
             "clusterName": cluster_name,
             "interruptionQueue": interruption_queue,
+            **controller.settings(),
         },
         "replicas": CONTROLLER_REPLICAS,
         # Voluntary disruptions (node drains, Fargate patching) take down at most one replica, and the
@@ -50,7 +48,7 @@ def controller_values(
         "priorityClassName": "system-cluster-critical",
         "dnsPolicy": dns_policy,
         "controller": {
-            "resources": CONTROLLER_RESOURCES,
+            "resources": controller.resources(),
             # Saves the controller an IMDS lookup for its region (and Fargate has no IMDS).
             "env": [{"name": "AWS_REGION", "value": Aws.REGION}],
         },
@@ -59,6 +57,8 @@ def controller_values(
         values["tolerations"] = list(tolerations)
     if service_monitor:
         values["serviceMonitor"] = {"enabled": True}
+    if controller.log_level is not None:
+        values["logLevel"] = controller.log_level
     return values
 
 

@@ -48,6 +48,7 @@ class AppStack(Stack):
             namespace=config.karpenter_namespace,
             service_account=config.karpenter_service_account,
             service_monitor=config.service_monitor,
+            controller=config.controller,
             spot_service_linked_role=config.create_spot_service_linked_role,
             interruption_queue_alarms=config.interruption_queue_alarms,
             alarm_topic_arn=config.alarm_topic_arn,

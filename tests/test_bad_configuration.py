@@ -150,6 +150,22 @@ CASES = {
                                           "values": ["M7G"]}]}]},
         "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-family': 'M7G' is no EC2 instance "
         "family like m7g (from -c)"),
+    # the controller
+    "unknown feature gate": ({"controller": {"featureGates": {"drift": True}}},
+                             "controller.featureGates: key \"drift\": Input should be 'spotToSpotConsolidation', "
+                             "'nodeRepair', 'nodeOverlay', 'staticCapacity', 'capacityBuffer' or 'reservedCapacity' "
+                             "(from -c)"),
+    "batch window that is no duration": ({"controller": {"batchMaxDuration": "10"}},
+                                         "controller.batchMaxDuration = \"10\": must be a duration like 10s, 1m30s or "
+                                         "500ms (from -c)"),
+    "log level warn": ({"controller": {"logLevel": "warn"}},
+                       "controller.logLevel = \"warn\": Input should be 'debug', 'info' or 'error' (from -c)"),
+    "controller too small": ({"controller": {"memory": "64Mi"}},
+                             "controller: cpu 1 / memory 64Mi is too little for the controller (at least 100m and "
+                             "256Mi; upstream recommends 1 and 1Gi) (from -c)"),
+    "controller too big for Fargate": ({"controller": {"cpu": "32", "memory": "64Gi"}},
+                                       "controller cpu 32 / memory 64Gi does not fit a Fargate pod (at most 16 vCPU "
+                                       "and 120 GiB); use controllerHosting=nodegroup (from -c)"),
     # Karpenter on an existing cluster
     "created-cluster settings with an existing cluster": (
         {**EXISTING, "controllerHosting": "nodegroup", "natGateways": 2},

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from aws_cdk.assertions import Template
 
-from constructs_lib.karpenter_release import CONTROLLER_RESOURCES, KarpenterRelease
+from constructs_lib.controller_spec import ControllerSpec
+from constructs_lib.karpenter_release import KarpenterRelease
 from constructs_lib.nag import logical_id_of
 from constructs_lib.network import ClusterVpc
 from constructs_lib.queue_alarms import InterruptionQueueAlarms
@@ -64,7 +65,7 @@ def test_teardown_safety_net_writes_only_to_this_clusters_karpenter_resources():
 
 def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_given_values():
     stack = bare_stack()
-    values = {"settings": {"clusterName": CLUSTER_NAME}, "controller": {"resources": CONTROLLER_RESOURCES}}
+    values = {"settings": {"clusterName": CLUSTER_NAME}, "controller": {"resources": ControllerSpec().resources()}}
     release = KarpenterRelease(stack, "Release", cluster=imported_cluster(stack), version="1.14.1",
                                namespace="karpenter", values=values)
     template = Template.from_stack(stack)

@@ -11,7 +11,10 @@ from tests.kubernetes_schemas import object_violations, values_violations
 from tests.test_lifecycle import dependency_graph, depends_transitively
 
 TOPIC = f"arn:aws:sns:eu-west-1:{'1' * 12}:karpenter-alerts"
-OPS = {"demoWorkload": True, "serviceMonitor": True, "interruptionQueueAlarms": True, "alarmTopicArn": TOPIC}
+CONTROLLER = {"featureGates": {"spotToSpotConsolidation": True, "nodeRepair": True}, "batchMaxDuration": "20s",
+              "batchIdleDuration": "2s", "zonalShift": True, "logLevel": "debug", "cpu": "2", "memory": "2Gi"}
+OPS = {"demoWorkload": True, "serviceMonitor": True, "interruptionQueueAlarms": True, "alarmTopicArn": TOPIC,
+       "controller": CONTROLLER}
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +49,22 @@ def test_service_monitor_switch(ops):
     values = controller_values(ops.template)
     assert values["serviceMonitor"] == {"enabled": True}
     assert values_violations(values, ops.config.karpenter_version) == []
+
+
+def test_controller_settings_reach_the_charts_values(ops, default):
+    values = controller_values(ops.template)
+    assert {k: v for k, v in values["settings"].items() if k not in ("clusterName", "interruptionQueue")} == {
+        "featureGates": {"spotToSpotConsolidation": True, "nodeRepair": True}, "batchMaxDuration": "20s",
+        "batchIdleDuration": "2s", "enableZonalShift": True}
+    assert values["logLevel"] == "debug"
+    assert values["controller"]["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"},
+                                                 "limits": {"cpu": "2", "memory": "2Gi"}}
+    assert values_violations(values, ops.config.karpenter_version) == []  # every key one the chart reads
+    # unset, nothing is written: the chart's defaults stand and a deployed release's values do not change
+    standard = controller_values(default.template)
+    assert sorted(standard["settings"]) == ["clusterName", "interruptionQueue"] and "logLevel" not in standard
+    assert values_violations({**standard, "settings": {**standard["settings"], "featureGates": {"drift": True}}},
+                             ops.config.karpenter_version) != []
 
 
 def test_interruption_queue_alarms_watch_the_karpenter_queue_and_notify_the_topic(ops):

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
+from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
     CamelModel,
     DisruptionBudgetSpec,
@@ -62,6 +63,7 @@ def format_location(loc: tuple[Any, ...]) -> str:
 # Which model a nested key belongs to, to suggest the closest known key for a typo.
 NESTED_MODELS: dict[str, type[CamelModel]] = {
     "existingCluster": ExistingClusterConfig,
+    "controller": ControllerSpec,
     "nodeClasses": NodeClassSpec,
     "nodePools": NodePoolSpec,
     "budgets": DisruptionBudgetSpec,

@@ -25,8 +25,9 @@ from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig
 _CDK_OWN_KEYS = {"acknowledged-issue-numbers"}
 
 CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
-_JSON_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions", "existingCluster"}
-_OBJECT_KEYS = {"addonVersions", "existingCluster"}
+_JSON_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions", "existingCluster",
+              "controller"}
+_OBJECT_KEYS = {"addonVersions", "existingCluster", "controller"}
 
 
 def _is_ours(key: str) -> bool:

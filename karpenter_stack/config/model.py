@@ -15,6 +15,7 @@ from typing import Literal, Optional
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from constructs_lib.controller_spec import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
 from constructs_lib.node_specs import INSTANCE_TYPE, CamelModel, NodeClassSpec, NodePoolSpec, optional_match
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
@@ -182,6 +183,11 @@ class AppConfig(CamelModel):
             "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni is EKS's default."
         ),
     )
+    controller: ControllerSpec = Field(
+        default_factory=ControllerSpec,
+        description="The Karpenter controller: featureGates, batchMaxDuration, batchIdleDuration, zonalShift, logLevel, "
+                    "cpu, memory (keys below).",
+    )
     existing_cluster: Optional[ExistingClusterConfig] = Field(
         None,
         description=(
@@ -265,6 +271,11 @@ class AppConfig(CamelModel):
             raise ValueError(
                 f"maxAzs ({self.max_azs}) needs account and region: an environment-agnostic stack "
                 "only knows 2 availability zones (allowed without them: 2)"
+            )
+        if self.controller_hosting == "fargate" and self.existing_cluster is None and not self.controller.fits_fargate():
+            raise ValueError(
+                f"controller cpu {self.controller.cpu} / memory {self.controller.memory} does not fit a Fargate pod "
+                f"(at most {FARGATE_MAX_CPU} vCPU and {FARGATE_MAX_MEMORY_GIB} GiB); use controllerHosting=nodegroup"
             )
         if self.nat_gateways > self.max_azs:
             raise ValueError(f"natGateways ({self.nat_gateways}) cannot exceed maxAzs ({self.max_azs})")

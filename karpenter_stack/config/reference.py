@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
+from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
     CamelModel,
     DisruptionBudgetSpec,
@@ -38,6 +39,7 @@ def reference_markdown() -> str:
     """The configuration reference as Markdown tables (the README embeds this; a test keeps it current)."""
     sections: list[tuple[str, type[CamelModel]]] = [
         ("Settings (context keys)", AppConfig),
+        ("`controller` keys (the Karpenter controller)", ControllerSpec),
         ("`existingCluster` keys (Karpenter on a cluster this app does not create)", ExistingClusterConfig),
         ("`nodeClasses[]` entries", NodeClassSpec),
         ("`nodePools[]` entries", NodePoolSpec),
@@ -57,6 +59,8 @@ def reference_markdown() -> str:
             key = to_camel(name)
             if model is AppConfig and isinstance(defaults.get(key), list) and key in NESTED_MODELS:
                 default_text = "one entry with the defaults below"
+            elif model is AppConfig and isinstance(defaults.get(key), BaseModel):
+                default_text = "the defaults below"
             elif field.is_required():
                 default_text = "required"
             else:

@@ -1,0 +1,99 @@
+"""Typed settings of the Karpenter controller (the ``karpenter`` chart's values), the Karpenter
+construct's ``controller`` prop. Every field reaches a key of Karpenter 1.14's chart values; a field left
+unset keeps the chart's default and is not written (the chart's values do not change for it)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Optional
+
+from pydantic import Field, field_validator, model_validator
+
+from .node_specs import CamelModel
+from .quantities import parse_quantity
+
+# settings.featureGates of the 1.14 chart (values.yaml), with their upstream defaults.
+FEATURE_GATES = {
+    "spotToSpotConsolidation": False,
+    "nodeRepair": False,
+    "nodeOverlay": False,
+    "staticCapacity": False,
+    "capacityBuffer": False,
+    "reservedCapacity": True,
+}
+# A Go duration as the controller's flags parse it (10s, 1m30s, 500ms).
+_GO_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
+# Fargate's largest pod: 16 vCPU, 120 GiB.
+FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB = 16, 120
+
+
+class ControllerSpec(CamelModel):
+    """How the Karpenter controller runs."""
+
+    feature_gates: dict[Literal[
+        "spotToSpotConsolidation", "nodeRepair", "nodeOverlay", "staticCapacity", "capacityBuffer", "reservedCapacity"
+    ], bool] = Field(
+        default_factory=dict,
+        description="Karpenter feature gates to set (settings.featureGates); unset gates keep the chart's default "
+                    "(all off but reservedCapacity).",
+    )
+    batch_max_duration: Optional[str] = Field(
+        None, description="Longest batching window for pending pods (settings.batchMaxDuration; chart: 10s)."
+    )
+    batch_idle_duration: Optional[str] = Field(
+        None, description="A window ends after this long without new pods (settings.batchIdleDuration; chart: 1s)."
+    )
+    zonal_shift: Optional[bool] = Field(
+        None, description="Respect EKS zonal shifts when launching nodes (settings.enableZonalShift; chart: false)."
+    )
+    log_level: Optional[Literal["debug", "info", "error"]] = Field(
+        None, description="Controller log level (logLevel; chart: info)."
+    )
+    cpu: str = Field("1", description="CPU of each controller replica (requests = limits: guaranteed QoS).")
+    memory: str = Field("1Gi", description="Memory of each controller replica (requests = limits).")
+
+    @field_validator("batch_max_duration", "batch_idle_duration")
+    @classmethod
+    def _duration(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not _GO_DURATION.fullmatch(value):
+            raise ValueError("must be a duration like 10s, 1m30s or 500ms")
+        return value
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _quantity(cls, value: str) -> str:
+        try:
+            amount = parse_quantity(value)
+        except ValueError as err:
+            raise ValueError(f"'{value}' {err}") from None
+        if amount <= 0:
+            raise ValueError(f"'{value}' must be more than zero")
+        return value
+
+    @model_validator(mode="after")
+    def _enough_to_run(self) -> "ControllerSpec":
+        if parse_quantity(self.cpu) < parse_quantity("100m") or parse_quantity(self.memory) < parse_quantity("256Mi"):
+            raise ValueError(f"cpu {self.cpu} / memory {self.memory} is too little for the controller (at least "
+                             "100m and 256Mi; upstream recommends 1 and 1Gi)")
+        return self
+
+    def fits_fargate(self) -> bool:
+        return (parse_quantity(self.cpu) <= FARGATE_MAX_CPU
+                and parse_quantity(self.memory) <= parse_quantity(f"{FARGATE_MAX_MEMORY_GIB}Gi"))
+
+    def settings(self) -> dict[str, object]:
+        """The chart's ``settings`` this spec sets."""
+        out: dict[str, object] = {}
+        if self.feature_gates:
+            out["featureGates"] = dict(self.feature_gates)
+        if self.batch_max_duration is not None:
+            out["batchMaxDuration"] = self.batch_max_duration
+        if self.batch_idle_duration is not None:
+            out["batchIdleDuration"] = self.batch_idle_duration
+        if self.zonal_shift is not None:
+            out["enableZonalShift"] = self.zonal_shift
+        return out
+
+    def resources(self) -> dict[str, dict[str, str]]:
+        quantities = {"cpu": self.cpu, "memory": self.memory}
+        return {"requests": dict(quantities), "limits": dict(quantities)}
