@@ -69,6 +69,7 @@ def ec2_node_class(
             },
             "blockDeviceMappings": _block_devices(spec),
             **({"tags": dict(spec.tags)} if spec.tags else {}),
+            **({"kubelet": kubelet} if (kubelet := spec.kubelet.manifest()) else {}),
         },
     }
 

@@ -73,6 +73,106 @@ class CamelModel(BaseModel):
     )
 
 
+EVICTION_SIGNALS = ("memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
+                    "imagefs.inodesFree", "pid.available")
+RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
+_Signal = Literal["memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
+                  "imagefs.inodesFree", "pid.available"]
+_Reserved = Literal["cpu", "memory", "ephemeral-storage", "pid"]
+# An eviction threshold: a percentage (0-100, two decimals) or a Kubernetes quantity (the CRD's pattern).
+_THRESHOLD = re.compile(r"((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%)|([0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?)")
+_GO_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
+_IPV4 = re.compile(r"((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])")
+
+
+class KubeletSpec(CamelModel):
+    """Kubelet settings of the nodes a node class launches (EC2NodeClass spec.kubelet). Changing them
+    makes the class's nodes drift: Karpenter replaces them, within the pools' disruption budgets."""
+
+    max_pods: Optional[int] = Field(None, ge=1, description="Most pods per node (unset: the AMI's ENI-based limit).")
+    pods_per_core: Optional[int] = Field(
+        None, ge=1, description="Most pods per vCPU (the lower of this and maxPods applies; not on Bottlerocket)."
+    )
+    system_reserved: dict[_Reserved, str] = Field(
+        default_factory=dict, description="Resources kept for the OS (cpu, memory, ephemeral-storage, pid)."
+    )
+    kube_reserved: dict[_Reserved, str] = Field(
+        default_factory=dict, description="Resources kept for kubelet and the container runtime."
+    )
+    eviction_hard: dict[_Signal, str] = Field(
+        default_factory=dict, description="Hard eviction thresholds per signal (a percentage or a quantity)."
+    )
+    eviction_soft: dict[_Signal, str] = Field(
+        default_factory=dict, description="Soft eviction thresholds; each needs its evictionSoftGracePeriod."
+    )
+    eviction_soft_grace_period: dict[_Signal, str] = Field(
+        default_factory=dict, description="How long a soft threshold may be exceeded before eviction (a duration)."
+    )
+    eviction_max_pod_grace_period: Optional[int] = Field(
+        None, ge=0, description="Longest pod termination grace period (seconds) honoured on a soft eviction."
+    )
+    image_gc_high_threshold_percent: Optional[int] = Field(
+        None, ge=0, le=100, alias="imageGCHighThresholdPercent", description="Disk usage that starts image garbage collection (above the low threshold)."
+    )
+    image_gc_low_threshold_percent: Optional[int] = Field(
+        None, ge=0, le=100, alias="imageGCLowThresholdPercent", description="Disk usage image garbage collection frees down to."
+    )
+    cluster_dns: list[str] = Field(default_factory=list, alias="clusterDNS", description="DNS server IPs for pods (unset: the cluster's).")
+    cpu_cfs_quota: Optional[bool] = Field(None, alias="cpuCFSQuota", description="Enforce CPU limits with CFS quota (kubelet default: true).")
+
+    @field_validator("system_reserved", "kube_reserved")
+    @classmethod
+    def _reserved(cls, value: dict[str, str]) -> dict[str, str]:
+        for resource, quantity in value.items():
+            try:
+                amount = parse_quantity(quantity)
+            except ValueError as err:
+                raise ValueError(f"{resource} '{quantity}' {err}") from None
+            if amount < 0:
+                raise ValueError(f"{resource} '{quantity}' must not be negative")
+        return value
+
+    @field_validator("eviction_hard", "eviction_soft")
+    @classmethod
+    def _thresholds(cls, value: dict[str, str]) -> dict[str, str]:
+        for signal, threshold in value.items():
+            if not _THRESHOLD.fullmatch(threshold):
+                raise ValueError(f"{signal} '{threshold}' must be a percentage like 10% or a quantity like 500Mi")
+        return value
+
+    @field_validator("eviction_soft_grace_period")
+    @classmethod
+    def _grace(cls, value: dict[str, str]) -> dict[str, str]:
+        for signal, period in value.items():
+            if not _GO_DURATION.fullmatch(period):
+                raise ValueError(f"{signal} '{period}' must be a duration like 1m30s")
+        return value
+
+    @field_validator("cluster_dns")
+    @classmethod
+    def _dns(cls, value: list[str]) -> list[str]:
+        for address in value:
+            if not _IPV4.fullmatch(address):
+                raise ValueError(f"'{address}' is not an IPv4 address")
+        return value
+
+    @model_validator(mode="after")
+    def _pairs(self) -> "KubeletSpec":
+        if set(self.eviction_soft) != set(self.eviction_soft_grace_period):
+            raise ValueError("evictionSoft and evictionSoftGracePeriod must name the same signals (soft: "
+                             f"{', '.join(sorted(self.eviction_soft)) or 'none'}; grace periods: "
+                             f"{', '.join(sorted(self.eviction_soft_grace_period)) or 'none'})")
+        high, low = self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent
+        if high is not None and low is not None and high <= low:
+            raise ValueError(f"imageGCHighThresholdPercent ({high}) must be greater than imageGCLowThresholdPercent "
+                             f"({low})")
+        return self
+
+    def manifest(self) -> dict[str, object]:
+        """The set fields, as spec.kubelet."""
+        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
 class NodeClassSpec(CamelModel):
     """One EC2NodeClass: how Karpenter launches EC2 instances."""
 
@@ -95,6 +195,9 @@ class NodeClassSpec(CamelModel):
     tags: dict[str, str] = Field(
         default_factory=dict,
         description="Extra tags on launched EC2 resources (not the keys Karpenter sets itself, nor aws:*).",
+    )
+    kubelet: KubeletSpec = Field(
+        default_factory=KubeletSpec, description="Kubelet settings (keys below); changing them replaces the nodes."
     )
 
     @field_validator("name")
@@ -150,6 +253,13 @@ class NodeClassSpec(CamelModel):
     @property
     def family(self) -> str:
         return self.ami_alias.split("@", 1)[0]
+
+    @model_validator(mode="after")
+    def _pods_per_core(self) -> "NodeClassSpec":
+        if self.family == "bottlerocket" and self.kubelet.pods_per_core is not None:
+            raise ValueError("kubelet.podsPerCore is not supported by Bottlerocket (Karpenter ignores it there); "
+                             "use kubelet.maxPods")
+        return self
 
     @model_validator(mode="after")
     def _volume_fits_the_snapshot(self) -> "NodeClassSpec":

@@ -150,6 +150,40 @@ CASES = {
                                           "values": ["M7G"]}]}]},
         "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-family': 'M7G' is no EC2 instance "
         "family like m7g (from -c)"),
+    # kubelet settings of a node class
+    "eviction soft without its grace period": (
+        {"nodeClasses": [{"kubelet": {"evictionSoft": {"memory.available": "500Mi"}}}]},
+        "nodeClasses[0].kubelet: evictionSoft and evictionSoftGracePeriod must name the same signals (soft: "
+        "memory.available; grace periods: none) (from -c)"),
+    "image GC thresholds the wrong way round": (
+        {"nodeClasses": [{"kubelet": {"imageGCHighThresholdPercent": 80, "imageGCLowThresholdPercent": 85}}]},
+        "nodeClasses[0].kubelet: imageGCHighThresholdPercent (80) must be greater than imageGCLowThresholdPercent "
+        "(85) (from -c)"),
+    "eviction threshold of the wrong form": (
+        {"nodeClasses": [{"kubelet": {"evictionHard": {"memory.available": "10 percent"}}}]},
+        "nodeClasses[0].kubelet.evictionHard: memory.available '10 percent' must be a percentage like 10% or a "
+        "quantity like 500Mi (from -c)"),
+    "negative reservation": (
+        {"nodeClasses": [{"kubelet": {"kubeReserved": {"cpu": "-100m"}}}]},
+        "nodeClasses[0].kubelet.kubeReserved: cpu '-100m' must not be negative (from -c)"),
+    "eviction signal that does not exist": (
+        {"nodeClasses": [{"kubelet": {"evictionHard": {"memory.free": "1%"}}}]},
+        "nodeClasses[0].kubelet.evictionHard: key \"memory.free\": Input should be 'memory.available', "
+        "'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree' or 'pid.available' "
+        "(from -c)"),
+    "cluster DNS that is no address": (
+        {"nodeClasses": [{"kubelet": {"clusterDNS": ["kube-dns"]}}]},
+        "nodeClasses[0].kubelet.clusterDNS = [\"kube-dns\"]: 'kube-dns' is not an IPv4 address (from -c)"),
+    "no pods per node": (
+        {"nodeClasses": [{"kubelet": {"maxPods": 0}}]},
+        "nodeClasses[0].kubelet.maxPods = 0: Input should be greater than or equal to 1 (from -c)"),
+    "pods per core on Bottlerocket": (
+        {"nodeClasses": [{"amiAlias": "bottlerocket@latest", "kubelet": {"podsPerCore": 2}}]},
+        "nodeClasses[0]: kubelet.podsPerCore is not supported by Bottlerocket (Karpenter ignores it there); use "
+        "kubelet.maxPods (from -c)"),
+    "kubelet typo": (
+        {"nodeClasses": [{"kubelet": {"maxPod": 110}}]},
+        "nodeClasses[0].kubelet.maxPod: unknown setting; did you mean 'maxPods'? (from -c)"),
     # the controller
     "unknown feature gate": ({"controller": {"featureGates": {"drift": True}}},
                              "controller.featureGates: key \"drift\": Input should be 'spotToSpotConsolidation', "

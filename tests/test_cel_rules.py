@@ -143,14 +143,38 @@ PREEMPTED = [
         ("karpenter.sh/nodepool", "karpenter.sh/nodepool"), ("karpenter.sh/nodeclaim", "karpenter.sh/nodeclaim"),
         ("karpenter.k8s.aws/ec2nodeclass", "karpenter.k8s.aws/ec2nodeclass"))),
     ("class", {"tags": {"": "a"}}, "empty tag keys aren't supported"),
+    ("class", {"kubelet": {"imageGCHighThresholdPercent": 80, "imageGCLowThresholdPercent": 85}},
+     "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"),
+    ("class", {"kubelet": {"evictionSoft": {"memory.available": "500Mi"}}},
+     "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod"),
+    ("class", {"kubelet": {"evictionSoftGracePeriod": {"memory.available": "1m"}}},
+     "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft"),
+    ("class", {"kubelet": {"kubeReserved": {"cpu": "-1"}}}, "kubeReserved value cannot be a negative resource quantity"),
+    ("class", {"kubelet": {"systemReserved": {"memory": "-1Gi"}}},
+     "systemReserved value cannot be a negative resource quantity"),
+    ("class", {"kubelet": {"kubeReserved": {"gpu": "1"}}},
+     "valid keys for kubeReserved are ['cpu','memory','ephemeral-storage','pid']"),
+    ("class", {"kubelet": {"evictionHard": {"memory.free": "1%"}}},
+     "valid keys for evictionHard are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available',"
+     "'imagefs.inodesFree','pid.available']"),
 ]
 
 
 def _unvalidated(kind: str, fields: dict) -> dict:
     from constructs_lib import manifests
-    from constructs_lib.node_specs import DisruptionBudgetSpec, NodeClassSpec, NodePoolSpec, RequirementSpec
+    from constructs_lib.node_specs import (
+        DisruptionBudgetSpec,
+        KubeletSpec,
+        NodeClassSpec,
+        NodePoolSpec,
+        RequirementSpec,
+    )
 
     if kind == "class":
+        fields = dict(fields)
+        if "kubelet" in fields:
+            names = {f.alias or n: n for n, f in KubeletSpec.model_fields.items()}
+            fields["kubelet"] = KubeletSpec.model_construct(**{names.get(k, k): v for k, v in fields["kubelet"].items()})
         return manifests.ec2_node_class(NodeClassSpec.model_construct(**fields), cluster_name="c", node_role_name="r")
     specs = {
         "requirements": [RequirementSpec.model_construct(**{**r, "min_values": r.pop("minValues", None)})

@@ -35,7 +35,15 @@ GOOD = {
     "bottlerocket latest": {"nodeClasses": [{"amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 20}]},
     "bottlerocket pinned": {"nodeClasses": [{"amiAlias": "bottlerocket@v1.50.0"}]},
     "several pools over several classes": {
-        "nodeClasses": [{"name": "default", "tags": {"team": "platform", "cost-center": "1234"}},
+        "nodeClasses": [{"name": "default", "tags": {"team": "platform", "cost-center": "1234"},
+                         "kubelet": {"maxPods": 110, "podsPerCore": 10, "systemReserved": {"cpu": "100m", "memory": "100Mi"},
+                                     "kubeReserved": {"cpu": "200m", "ephemeral-storage": "3Gi"},
+                                     "evictionHard": {"memory.available": "5%", "nodefs.available": "10%"},
+                                     "evictionSoft": {"memory.available": "500Mi"},
+                                     "evictionSoftGracePeriod": {"memory.available": "1m30s"},
+                                     "evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 85,
+                                     "imageGCLowThresholdPercent": 80, "clusterDNS": ["10.100.0.10"],
+                                     "cpuCFSQuota": True}},
                         {"name": "big-disk", "amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 500,
                          "rootVolumeType": "gp2", "metadataHopLimit": 2}],
         "nodePools": [*POOL_SHAPES[:3], {**POOL_SHAPES[3], "nodeClass": "big-disk"}]},
@@ -56,6 +64,10 @@ def test_valid_configurations_load_and_emit_valid_objects(name):
     objects = _objects(config)
     assert len(objects) == len(config.node_classes) + len(config.node_pools) >= 2
     for obj in objects:
+        if obj["kind"] == "EC2NodeClass":  # the kubelet settings reach the object under Karpenter's own keys
+            assert set(obj["spec"].get("kubelet", {})) == set(
+                GOOD[name].get("nodeClasses", [{}])[[c.name for c in config.node_classes].index(
+                    obj["metadata"]["name"])].get("kubelet", {}))
         assert object_violations(obj, config.karpenter_version, config.kubernetes_version) == []
         assert evaluate(obj, config.karpenter_version).violations == []
 

@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
+    KubeletSpec,
     CamelModel,
     DisruptionBudgetSpec,
     NodeClassSpec,
@@ -64,6 +65,7 @@ def format_location(loc: tuple[Any, ...]) -> str:
 NESTED_MODELS: dict[str, type[CamelModel]] = {
     "existingCluster": ExistingClusterConfig,
     "controller": ControllerSpec,
+    "kubelet": KubeletSpec,
     "nodeClasses": NodeClassSpec,
     "nodePools": NodePoolSpec,
     "budgets": DisruptionBudgetSpec,
@@ -77,7 +79,7 @@ def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     for item in loc[:-1]:
         if isinstance(item, str) and item in NESTED_MODELS:
             model = NESTED_MODELS[item]
-    return [to_camel(name) for name in model.model_fields]
+    return [field.alias or to_camel(name) for name, field in model.model_fields.items()]
 
 
 def unknown_key(setting: str, key: str, known: list[str]) -> str:

@@ -10,6 +10,7 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
+    KubeletSpec,
     CamelModel,
     DisruptionBudgetSpec,
     NodeClassSpec,
@@ -42,6 +43,7 @@ def reference_markdown() -> str:
         ("`controller` keys (the Karpenter controller)", ControllerSpec),
         ("`existingCluster` keys (Karpenter on a cluster this app does not create)", ExistingClusterConfig),
         ("`nodeClasses[]` entries", NodeClassSpec),
+        ("`nodeClasses[].kubelet` keys", KubeletSpec),
         ("`nodePools[]` entries", NodePoolSpec),
         ("`nodePools[].requirements[]` entries", RequirementSpec),
         ("`nodePools[].taints[]` entries", TaintSpec),
@@ -50,16 +52,16 @@ def reference_markdown() -> str:
     out: list[str] = []
     for title, model in sections:
         defaults = {
-            to_camel(name): field.get_default(call_default_factory=True)
+            field.alias or to_camel(name): field.get_default(call_default_factory=True)
             for name, field in model.model_fields.items()
             if not field.is_required()
         }
         out += [f"#### {title}", "", "| key | default | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
-            key = to_camel(name)
+            key = field.alias or to_camel(name)
             if model is AppConfig and isinstance(defaults.get(key), list) and key in NESTED_MODELS:
                 default_text = "one entry with the defaults below"
-            elif model is AppConfig and isinstance(defaults.get(key), BaseModel):
+            elif isinstance(defaults.get(key), BaseModel):
                 default_text = "the defaults below"
             elif field.is_required():
                 default_text = "required"
