@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from .node_specs import (
     BOTTLEROCKET_OS_VOLUME,
@@ -20,15 +20,21 @@ from .names import (
     NODE_POOL_API_VERSION,
 )
 
-def _ebs(size: str, volume_type: str) -> dict[str, Any]:
-    return {"volumeSize": size, "volumeType": volume_type, "encrypted": True, "deleteOnTermination": True}
+def _ebs(size: str, volume_type: str, iops: Optional[int] = None, throughput: Optional[int] = None) -> dict[str, Any]:
+    ebs: dict[str, Any] = {"volumeSize": size, "volumeType": volume_type, "encrypted": True, "deleteOnTermination": True}
+    if iops is not None:
+        ebs["iops"] = iops
+    if throughput is not None:
+        ebs["throughput"] = throughput
+    return ebs
 
 
 def _block_devices(spec: NodeClassSpec) -> list[dict[str, Any]]:
     """The volume for images, logs and pods at the family's device and size; Bottlerocket also keeps its
     4 GiB OS volume (a mapping list replaces all of the family's defaults)."""
     storage = {"deviceName": STORAGE_DEVICE[spec.family],
-               "ebs": _ebs(f"{spec.root_volume_size_gib}Gi", spec.root_volume_type)}
+               "ebs": _ebs(f"{spec.root_volume_size_gib}Gi", spec.root_volume_type, spec.root_volume_iops,
+                           spec.root_volume_throughput)}
     if spec.family == "bottlerocket":
         os_volume = {"deviceName": BOTTLEROCKET_OS_VOLUME["deviceName"], "ebs": _ebs(BOTTLEROCKET_OS_VOLUME["size"], "gp3")}
         return [os_volume, storage]
@@ -70,6 +76,9 @@ def ec2_node_class(
             "blockDeviceMappings": _block_devices(spec),
             **({"tags": dict(spec.tags)} if spec.tags else {}),
             **({"kubelet": kubelet} if (kubelet := spec.kubelet.manifest()) else {}),
+            **{key: value for key, value in (("detailedMonitoring", spec.detailed_monitoring),
+                                             ("associatePublicIPAddress", spec.associate_public_ip_address),
+                                             ("instanceStorePolicy", spec.instance_store_policy)) if value is not None},
         },
     }
 

@@ -52,6 +52,9 @@ STORAGE_DEVICE = {"al2": "/dev/xvda", "al2023": "/dev/xvda", "bottlerocket": "/d
                   **{w: "/dev/sda1" for w in _WINDOWS}}
 SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in _WINDOWS}}
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
+# EBS provisioned IOPS per volume type (EC2 EbsBlockDevice): range, and most IOPS per GiB of size.
+EBS_IOPS = {"gp3": (3000, 16000, 500), "io1": (100, 64000, 50), "io2": (100, 256000, 1000)}
+GP3_BASELINE_IOPS, GP3_MIN_THROUGHPUT, GP3_MAX_THROUGHPUT = 3000, 125, 1000
 # karpenter.k8s.aws/instance-category values: the letters before an EC2 family's generation digit
 # (c7g -> c, inf2 -> inf, u-6tb1 -> u). A category outside this list matches no instance type, and the
 # pool's pods stay Pending.
@@ -187,7 +190,22 @@ class NodeClassSpec(CamelModel):
                     "data volume; at least the AMI's 20 GiB snapshot.",
     )
     root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
-        "gp3", description="Root EBS volume type (io1/io2 need provisioned IOPS, which this spec does not take yet)."
+        "gp3", description="EBS type of that volume (io1/io2 need rootVolumeIops)."
+    )
+    root_volume_iops: Optional[int] = Field(
+        None, description="Provisioned IOPS (gp3: 3000-16000, at most 500 per GiB; io1: 100-64000, 50 per GiB; "
+                          "io2: 100-256000, 1000 per GiB); unset on gp3: the included 3000."
+    )
+    root_volume_throughput: Optional[int] = Field(
+        None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4); unset: the included 125."
+    )
+    detailed_monitoring: Optional[bool] = Field(None, description="1-minute CloudWatch metrics for the instances.")
+    associate_public_ip_address: Optional[bool] = Field(
+        None, alias="associatePublicIPAddress",
+        description="false: no public IP even in a public subnet (unset: the subnet's setting).",
+    )
+    instance_store_policy: Optional[Literal["RAID0"]] = Field(
+        None, description="RAID0: local NVMe instance stores become one volume for images, logs and pods."
     )
     metadata_hop_limit: int = Field(
         1, ge=1, le=64, description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials."
@@ -207,13 +225,28 @@ class NodeClassSpec(CamelModel):
             raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
         return value
 
-    @field_validator("root_volume_type")
-    @classmethod
-    def _volume_type(cls, value: str) -> str:
-        if value in ("io1", "io2"):
-            raise ValueError(f"{value} volumes need provisioned IOPS, which EC2 requires at launch and this setting "
-                             "does not take yet; use gp3 (3000 IOPS and 125 MiB/s included) or gp2")
-        return value
+    @model_validator(mode="after")
+    def _volume_performance(self) -> "NodeClassSpec":
+        kind, iops, throughput, size = (self.root_volume_type, self.root_volume_iops, self.root_volume_throughput,
+                                        self.root_volume_size_gib)
+        if kind in ("io1", "io2") and iops is None:
+            raise ValueError(f"rootVolumeType {kind} needs rootVolumeIops: EC2 requires provisioned IOPS for it")
+        if kind == "gp2" and (iops is not None or throughput is not None):
+            raise ValueError("gp2 takes neither rootVolumeIops nor rootVolumeThroughput (its IOPS follow its size); "
+                             "use gp3")
+        if throughput is not None and kind != "gp3":
+            raise ValueError(f"rootVolumeThroughput applies to gp3 only, not {kind}")
+        if iops is not None:
+            low, high, per_gib = EBS_IOPS[kind]
+            if not low <= iops <= high or iops > per_gib * size:
+                raise ValueError(f"rootVolumeIops {iops} is outside what EC2 allows for a {size} GiB {kind} volume: "
+                                 f"{low}-{min(high, per_gib * size)} ({per_gib} per GiB, at most {high})")
+        if throughput is not None:
+            most = min(GP3_MAX_THROUGHPUT, (iops or GP3_BASELINE_IOPS) // 4)
+            if not GP3_MIN_THROUGHPUT <= throughput <= most:
+                raise ValueError(f"rootVolumeThroughput {throughput} MiB/s is outside what EC2 allows with "
+                                 f"{iops or GP3_BASELINE_IOPS} IOPS: {GP3_MIN_THROUGHPUT}-{most} (at most IOPS/4)")
+        return self
 
     @field_validator("tags")
     @classmethod

@@ -100,8 +100,29 @@ CASES = {
     # what EC2 or the API server would refuse later
     "volume type that needs IOPS": (
         {"nodeClasses": [{"rootVolumeType": "io2"}]},
-        "nodeClasses[0].rootVolumeType = \"io2\": io2 volumes need provisioned IOPS, which EC2 requires at launch "
-        "and this setting does not take yet; use gp3 (3000 IOPS and 125 MiB/s included) or gp2 (from -c)"),
+        "nodeClasses[0]: rootVolumeType io2 needs rootVolumeIops: EC2 requires provisioned IOPS for it (from -c)"),
+    "gp3 IOPS above the limit": (
+        {"nodeClasses": [{"rootVolumeIops": 20000}]},
+        "nodeClasses[0]: rootVolumeIops 20000 is outside what EC2 allows for a 50 GiB gp3 volume: 3000-16000 (500 per "
+        "GiB, at most 16000) (from -c)"),
+    "io1 IOPS above 50 per GiB": (
+        {"nodeClasses": [{"rootVolumeType": "io1", "rootVolumeIops": 5000}]},
+        "nodeClasses[0]: rootVolumeIops 5000 is outside what EC2 allows for a 50 GiB io1 volume: 100-2500 (50 per GiB, "
+        "at most 64000) (from -c)"),
+    "gp3 throughput above IOPS/4": (
+        {"nodeClasses": [{"rootVolumeThroughput": 1000}]},
+        "nodeClasses[0]: rootVolumeThroughput 1000 MiB/s is outside what EC2 allows with 3000 IOPS: 125-750 (at most "
+        "IOPS/4) (from -c)"),
+    "throughput on io2": (
+        {"nodeClasses": [{"rootVolumeType": "io2", "rootVolumeIops": 3000, "rootVolumeThroughput": 500}]},
+        "nodeClasses[0]: rootVolumeThroughput applies to gp3 only, not io2 (from -c)"),
+    "IOPS on gp2": (
+        {"nodeClasses": [{"rootVolumeType": "gp2", "rootVolumeIops": 3000}]},
+        "nodeClasses[0]: gp2 takes neither rootVolumeIops nor rootVolumeThroughput (its IOPS follow its size); use "
+        "gp3 (from -c)"),
+    "instance store policy": (
+        {"nodeClasses": [{"instanceStorePolicy": "RAID1"}]},
+        "nodeClasses[0].instanceStorePolicy = \"RAID1\": Input should be 'RAID0' (from -c)"),
     "tag Karpenter sets itself": (
         {"nodeClasses": [{"tags": {"karpenter.sh/nodepool": "x"}}]},
         "nodeClasses[0].tags: tag 'karpenter.sh/nodepool' is one Karpenter sets itself (restricted: "

@@ -34,6 +34,10 @@ GOOD = {
     "al2023 pinned": {"nodeClasses": [{"amiAlias": "al2023@v20260801"}]},
     "bottlerocket latest": {"nodeClasses": [{"amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 20}]},
     "bottlerocket pinned": {"nodeClasses": [{"amiAlias": "bottlerocket@v1.50.0"}]},
+    "provisioned volumes and instance options": {"nodeClasses": [
+        {"name": "default", "rootVolumeIops": 16000, "rootVolumeThroughput": 1000, "detailedMonitoring": True,
+         "associatePublicIPAddress": False, "instanceStorePolicy": "RAID0"},
+        {"name": "io2", "rootVolumeType": "io2", "rootVolumeSizeGib": 100, "rootVolumeIops": 64000}]},
     "several pools over several classes": {
         "nodeClasses": [{"name": "default", "tags": {"team": "platform", "cost-center": "1234"},
                          "kubelet": {"maxPods": 110, "podsPerCore": 10, "systemReserved": {"cpu": "100m", "memory": "100Mi"},
@@ -64,6 +68,14 @@ def test_valid_configurations_load_and_emit_valid_objects(name):
     objects = _objects(config)
     assert len(objects) == len(config.node_classes) + len(config.node_pools) >= 2
     for obj in objects:
+        if obj["kind"] == "EC2NodeClass" and name == "provisioned volumes and instance options":
+            spec = obj["spec"]
+            if obj["metadata"]["name"] == "default":
+                assert (spec["detailedMonitoring"], spec["associatePublicIPAddress"], spec["instanceStorePolicy"]) == (
+                    True, False, "RAID0")
+                assert spec["blockDeviceMappings"][0]["ebs"] | {} == {
+                    "volumeSize": "50Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True,
+                    "iops": 16000, "throughput": 1000}
         if obj["kind"] == "EC2NodeClass":  # the kubelet settings reach the object under Karpenter's own keys
             assert set(obj["spec"].get("kubelet", {})) == set(
                 GOOD[name].get("nodeClasses", [{}])[[c.name for c in config.node_classes].index(
