@@ -44,7 +44,7 @@ from aws_cdk import RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
-from constructs import Construct, IDependable
+from constructs import Construct, DependencyGroup, IDependable
 
 from .controller_role import ControllerRole
 from .controller_spec import ControllerSpec
@@ -64,6 +64,9 @@ class NodeAuthorization(Enum):
 
     AWS_AUTH = "aws-auth"  # a mapping in the aws-auth ConfigMap (needs an eks.Cluster this app owns)
     ACCESS_ENTRY = "access-entry"  # an EKS access entry (authentication mode API or API_AND_CONFIG_MAP)
+    # both (authentication mode API_AND_CONFIG_MAP): nodes keep joining whichever EKS reads, so the
+    # cluster can move to API later without a window where its nodes are not authorized
+    AWS_AUTH_AND_ACCESS_ENTRY = "aws-auth+access-entry"
 
 
 class Karpenter(Construct):
@@ -136,6 +139,7 @@ class Karpenter(Construct):
         self.queue_arn = self.infra.queue_arn
         self.node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.node_role_arn, mutable=False)
         self._acknowledge_template()
+        self.node_access_entry: Optional[eks.AccessEntry] = None
         self.node_access = self._authorize_nodes(node_authorization)
 
         self.spot_service_linked_role: Optional[iam.CfnServiceLinkedRole] = None
@@ -204,18 +208,22 @@ class Karpenter(Construct):
             )
 
     def _authorize_nodes(self, how: NodeAuthorization) -> IDependable:
-        """The node role may join the cluster: an aws-auth mapping or an EC2_LINUX access entry."""
-        if how is NodeAuthorization.AWS_AUTH:
+        """The node role may join the cluster: an aws-auth mapping, an EC2_LINUX access entry, or both."""
+        parts: list[IDependable] = []
+        if how in (NodeAuthorization.AWS_AUTH, NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY):
             if not isinstance(self.cluster, eks.Cluster):
-                raise ValueError("node_authorization AWS_AUTH needs an eks.Cluster this app creates; an imported "
+                raise ValueError(f"node_authorization {how.name} needs an eks.Cluster this app creates; an imported "
                                  "cluster's aws-auth ConfigMap is not this app's to manage: use ACCESS_ENTRY")
             self.cluster.aws_auth.add_role_mapping(self.node_role, username=NODE_USERNAME, groups=list(NODE_GROUPS))
-            return self.cluster.aws_auth
-        # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.
-        return eks.AccessEntry(
-            self, "NodeAccessEntry", cluster=self.cluster, principal=self.node_role_arn,
-            access_entry_type=eks.AccessEntryType.EC2_LINUX, access_policies=[],
-        )
+            parts.append(self.cluster.aws_auth)
+        if how in (NodeAuthorization.ACCESS_ENTRY, NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY):
+            # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.
+            self.node_access_entry = eks.AccessEntry(
+                self, "NodeAccessEntry", cluster=self.cluster, principal=self.node_role_arn,
+                access_entry_type=eks.AccessEntryType.EC2_LINUX, access_policies=[],
+            )
+            parts.append(self.node_access_entry)
+        return parts[0] if len(parts) == 1 else DependencyGroup(*parts)
 
     def _safety_net(self, cluster_name: str, node_needs: Sequence[IDependable]) -> TeardownSafetyNet:
         # Deleted after Karpenter's objects and before the controller and the node authorization: the

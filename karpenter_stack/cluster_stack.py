@@ -22,6 +22,14 @@ from .acknowledgments import acknowledge_cluster
 from .base_stack import AppStack
 from .config import AppConfig, ConfigError
 
+# How Karpenter's nodes join, per authentication mode (unset is EKS's CONFIG_MAP).
+NODE_AUTHORIZATION = {
+    None: NodeAuthorization.AWS_AUTH,
+    "CONFIG_MAP": NodeAuthorization.AWS_AUTH,
+    "API_AND_CONFIG_MAP": NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY,
+    "API": NodeAuthorization.ACCESS_ENTRY,
+}
+
 ALL_LOG_TYPES = [
     eks.ClusterLoggingTypes.API,
     eks.ClusterLoggingTypes.AUDIT,
@@ -130,6 +138,7 @@ class KarpenterClusterStack(AppStack):
             # EC2 = no patch: CoreDNS's compute type is the managed add-on's configuration.
             core_dns_compute_type=eks.CoreDnsComputeType.EC2,
             masters_role=self.admin_role,
+            authentication_mode=eks.AuthenticationMode(config.authentication_mode) if config.authentication_mode else None,
             output_cluster_name=False,
             output_config_command=False,
             output_masters_role_arn=False,
@@ -141,7 +150,22 @@ class KarpenterClusterStack(AppStack):
                 "id; load-balancer role tags are the VPC owner's to add (README, 'Existing VPC').",
             )
         acknowledge_cluster(cluster, cluster_name=name, public_access_cidrs=config.public_access_cidrs)
+        self._administrators(cluster)
         return cluster
+
+    def _administrators(self, cluster: eks.Cluster) -> None:
+        """Cluster-admin for the configured roles: access entries when the mode reads them, else aws-auth."""
+        uses_access_entries = self.config.authentication_mode in ("API_AND_CONFIG_MAP", "API")
+        for i, arn in enumerate(self.config.administrators):
+            role = iam.Role.from_role_arn(self, f"Administrator{i}", arn, mutable=False)
+            if uses_access_entries:
+                eks.AccessEntry(
+                    self, f"AdministratorAccess{i}", cluster=cluster, principal=arn,
+                    access_policies=[eks.AccessPolicy.from_access_policy_name(
+                        "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)],
+                )
+            else:
+                cluster.aws_auth.add_masters_role(role)
 
     def _controller_hosting(self) -> tuple[FargateControllerHosting | SystemNodeGroupHosting, ManagedAddons]:
         """Capacity for the controller and CoreDNS, and the managed add-ons (CoreDNS runs there)."""
@@ -178,7 +202,7 @@ class KarpenterClusterStack(AppStack):
             self,
             "Default",
             cluster=self.cluster,
-            node_authorization=NodeAuthorization.AWS_AUTH,
+            node_authorization=NODE_AUTHORIZATION[self.config.authentication_mode],
             controller_after=[self.hosting.capacity, self.addons.coredns],
             controller_dns_policy=self.hosting.controller_dns_policy,
             controller_tolerations=self.hosting.controller_tolerations,

@@ -117,6 +117,16 @@ def production() -> Synthesized:
     return synth(**PRODUCTION)
 
 
+# Access entries next to aws-auth, with an administrator (tests/test_cluster_access.py).
+ACCESS_ENTRIES: dict[str, Any] = {"authenticationMode": "API_AND_CONFIG_MAP",
+                                  "administrators": ["arn:aws:iam::111122223333:role/platform-admins"]}
+
+
+@pytest.fixture(scope="session")
+def access_entries() -> Synthesized:
+    return synth(**ACCESS_ENTRIES)
+
+
 # A template cfn-lint must refuse (an unknown property): tests/test_synth_lint.py.
 BROKEN_TEMPLATE = ROOT / "tests" / "data" / "broken-template.yaml"
 
@@ -130,13 +140,13 @@ def existing() -> Synthesized:
 
 
 @pytest.fixture(scope="session")
-def lint_findings(default, alternative, existing) -> dict[str, list[str]]:
-    """cfn-lint findings of every synthesized template of the default, alternative and existing-cluster
-    configurations, of templates/ and of a deliberately broken template (proving findings are
+def lint_findings(default, alternative, existing, access_entries) -> dict[str, list[str]]:
+    """cfn-lint findings of every synthesized template of the default, alternative, existing-cluster and
+    access-entries configurations, of templates/ and of a deliberately broken template (proving findings are
     reported), from one cfn-lint run."""
     from scripts.security_report import lint_each
 
-    files = [*(path for synthesized in (default, alternative, existing)
+    files = [*(path for synthesized in (default, alternative, existing, access_entries)
                for path in sorted(Path(synthesized.app.outdir).glob("*.template.json"))),
              *sorted((ROOT / "templates").glob("*.yaml")), BROKEN_TEMPLATE]
     return lint_each(files)

@@ -205,6 +205,17 @@ CASES = {
     "kubelet typo": (
         {"nodeClasses": [{"kubelet": {"maxPod": 110}}]},
         "nodeClasses[0].kubelet.maxPod: unknown setting; did you mean 'maxPods'? (from -c)"),
+    # cluster access
+    "administrator that is no role": ({"administrators": ["arn:aws:iam::111122223333:user/alice"]},
+                                      "administrators[0] 'arn:aws:iam::111122223333:user/alice' must be an IAM role ARN "
+                                      "like arn:aws:iam::<account>:role/<name> (from -c)"),
+    "authentication mode of an existing cluster at the top": (
+        {**EXISTING, "authenticationMode": "API"},
+        "authenticationMode: applies only to a cluster this app creates; remove it when existingCluster is set "
+        "(from -c)"),
+    "unknown authentication mode": ({"authenticationMode": "IAM"},
+                                    "authenticationMode = \"IAM\": Input should be 'API', 'API_AND_CONFIG_MAP' or "
+                                    "'CONFIG_MAP' (from -c)"),
     # the controller
     "unknown feature gate": ({"controller": {"featureGates": {"drift": True}}},
                              "controller.featureGates: key \"drift\": Input should be 'spotToSpotConsolidation', "

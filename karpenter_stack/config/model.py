@@ -58,8 +58,9 @@ _FORMATS = {
     "vpc_id": (_VPC_ID, "must look like vpc-0123456789abcdef0"),
 }
 # Settings that shape a cluster this app creates; with existingCluster nobody may set them.
-CREATED_CLUSTER_ONLY = ("vpc_id", "vpc_cidr", "max_azs", "nat_gateways", "endpoint_access", "public_access_cidrs",
-                        "controller_hosting", "system_node_instance_type", "deletion_protection", "addon_versions")
+CREATED_CLUSTER_ONLY = ("authentication_mode", "administrators", "vpc_id", "vpc_cidr", "max_azs", "nat_gateways",
+                        "endpoint_access", "public_access_cidrs", "controller_hosting", "system_node_instance_type",
+                        "deletion_protection", "addon_versions")
 
 
 class ExistingClusterConfig(CamelModel):
@@ -183,6 +184,20 @@ class AppConfig(CamelModel):
             "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni is EKS's default."
         ),
     )
+    authentication_mode: Optional[Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"]] = Field(
+        None,
+        description=(
+            "How the cluster authenticates IAM principals. Unset: EKS's CONFIG_MAP (the aws-auth ConfigMap). "
+            "API_AND_CONFIG_MAP adds EKS access entries (node role, administrators) and keeps aws-auth; API uses access "
+            "entries only. One way only (unset/CONFIG_MAP -> API_AND_CONFIG_MAP -> API), one step per deploy, and in a "
+            "deploy that changes nothing else of the cluster."
+        ),
+    )
+    administrators: list[str] = Field(
+        default_factory=list,
+        description="IAM role ARNs with cluster-admin (access entries with AmazonEKSClusterAdminPolicy; with "
+                    "CONFIG_MAP, system:masters in aws-auth), on top of the stack's ClusterAdminRole.",
+    )
     controller: ControllerSpec = Field(
         default_factory=ControllerSpec,
         description="The Karpenter controller: featureGates, batchMaxDuration, batchIdleDuration, zonalShift, logLevel, "
@@ -277,6 +292,12 @@ class AppConfig(CamelModel):
                 f"controller cpu {self.controller.cpu} / memory {self.controller.memory} does not fit a Fargate pod "
                 f"(at most {FARGATE_MAX_CPU} vCPU and {FARGATE_MAX_MEMORY_GIB} GiB); use controllerHosting=nodegroup"
             )
+        for i, arn in enumerate(self.administrators):
+            if not _ROLE_ARN.fullmatch(arn):
+                raise ValueError(f"administrators[{i}] '{arn}' must be an IAM role ARN like "
+                                 "arn:aws:iam::<account>:role/<name>")
+        if len(set(self.administrators)) != len(self.administrators):
+            raise ValueError("administrators lists a role twice")
         if self.nat_gateways > self.max_azs:
             raise ValueError(f"natGateways ({self.nat_gateways}) cannot exceed maxAzs ({self.max_azs})")
         if self.profile == "production":

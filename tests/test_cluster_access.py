@@ -1,0 +1,100 @@
+"""Cluster access: the authentication mode, access entries for Karpenter's nodes and administrators, and
+what a change of mode does to a cluster that is already running (checked against aws-cdk's handler)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cdk_cluster_update import UpdateRefused, update
+from tests.cfn import depends_on, kubernetes_objects, only, render, resources
+from tests.conftest import ACCESS_ENTRIES, synth
+
+ADMIN = "arn:aws:iam::111122223333:role/platform-admins"
+BOTH = ACCESS_ENTRIES
+API = {"authenticationMode": "API", "administrators": [ADMIN]}
+
+
+def _cluster_config(synthesized) -> dict:
+    return only(resources(synthesized.template, "Custom::AWSCDK-EKS-Cluster"))[1]["Properties"]["Config"]
+
+
+def _entries(synthesized) -> dict[str, dict]:
+    """Access entries by what they grant: 'node', 'admin:<principal>'."""
+    out = {}
+    for logical_id, entry in resources(synthesized.template, "AWS::EKS::AccessEntry").items():
+        props = entry["Properties"]
+        if props.get("Type") == "EC2_LINUX":
+            out["node"] = {**props, "_id": logical_id}
+        else:
+            (policy,) = props["AccessPolicies"]
+            assert render(policy["PolicyArn"]).endswith(":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy")
+            assert policy["AccessScope"] == {"Type": "cluster"}
+            out[f"admin:{render(props['PrincipalArn'])}"] = {**props, "_id": logical_id}
+    return out
+
+
+def test_by_default_nothing_changes_for_a_running_cluster(default):
+    assert _cluster_config(default)["accessConfig"] == {}  # EKS's CONFIG_MAP; no update of a deployed cluster
+    assert _entries(default) == {}
+    assert "ConfigMap/aws-auth" in kubernetes_objects(default.template)
+
+
+def test_api_and_config_map_adds_access_entries_and_keeps_aws_auth():
+    both = synth(**BOTH)
+    assert _cluster_config(both)["accessConfig"] == {"authenticationMode": "API_AND_CONFIG_MAP"}
+    entries = _entries(both)
+    admin_role = next(k for k in entries if k.startswith("admin:${GetAtt:ClusterAdminRole"))
+    assert sorted(entries) == sorted(["node", f"admin:{ADMIN}", admin_role])
+    objects = kubernetes_objects(both.template)
+    mappings = json.loads(render(objects["ConfigMap/aws-auth"]["data"]["mapRoles"]))
+    (node,) = [m for m in mappings if m["username"] == "system:node:{{EC2PrivateDNSName}}"]
+    assert node["groups"] == ["system:bootstrappers", "system:nodes"]  # nodes join whichever EKS reads
+    assert node["rolearn"] == render(entries["node"]["PrincipalArn"])
+    # Karpenter's objects are deleted before both, while their nodes drain
+    for key in ("NodePool/default", "EC2NodeClass/default"):
+        assert {entries["node"]["_id"], objects["ConfigMap/aws-auth"]["_logicalId"]} <= set(
+            depends_on(both.json, objects[key]["_logicalId"]))
+
+
+def test_api_uses_access_entries_only():
+    api = synth(**API)
+    assert _cluster_config(api)["accessConfig"] == {"authenticationMode": "API"}
+    assert "ConfigMap/aws-auth" not in kubernetes_objects(api.template)
+    assert {"node", f"admin:{ADMIN}"} <= set(_entries(api))
+
+
+def test_with_config_map_administrators_are_system_masters_in_aws_auth():
+    config_map = synth(administrators=[ADMIN])
+    assert _entries(config_map) == {}
+    roles = json.loads(render(kubernetes_objects(config_map.template)["ConfigMap/aws-auth"]["data"]["mapRoles"]))
+    assert {"rolearn": ADMIN, "username": ADMIN, "groups": ["system:masters"]} in roles
+
+
+# --- day 2: a change of mode, as aws-cdk's cluster handler applies it -------------------------------
+
+def test_moving_a_running_cluster_to_api_and_config_map_is_an_in_place_update(default):
+    assert update(_cluster_config(default), _cluster_config(synth(**BOTH))) == ["updateAuthMode"]
+    assert update(_cluster_config(synth(**BOTH)), _cluster_config(synth(**API))) == ["updateAuthMode"]
+
+
+@pytest.mark.parametrize("before,after,reason", [
+    ({}, API, "Cannot update from undefined(CONFIG_MAP) to API"),
+    (API, BOTH, "Cannot fallback authenticationMode from API to API_AND_CONFIG_MAP"),
+    (BOTH, {}, "Cannot fallback authenticationMode from defined to undefined"),
+    ({}, {**BOTH, "endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]},
+     "Only one type of update - VpcConfigUpdate, LoggingUpdate, EndpointAccessUpdate, or AuthModeUpdate can be allowed"),
+])
+def test_changes_the_handler_refuses(before, after, reason):
+    """Each would fail the deploy and roll the stack back: the README says to move one step per deploy."""
+    with pytest.raises(UpdateRefused, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        update(_cluster_config(synth(**before)), _cluster_config(synth(**after)))
+
+
+def test_no_configuration_asks_the_handler_to_replace_the_named_cluster(default, alternative, production):
+    """bootstrapClusterCreatorAdminPermissions, the name and the role would make the handler replace the
+    cluster, which a named cluster refuses; none of them ever changes between configurations."""
+    configs = [_cluster_config(s) for s in (default, alternative, production, synth(**BOTH), synth(**API))]
+    assert all("bootstrapClusterCreatorAdminPermissions" not in (c["accessConfig"] or {}) for c in configs)
+    assert update(configs[0], configs[2]) == []  # standard -> production profile: no cluster update at all
