@@ -4,13 +4,12 @@ unset keeps the chart's default and is not written (the chart's values do not ch
 
 from __future__ import annotations
 
-import re
 from typing import Literal, Optional
 
 from pydantic import Field, field_validator, model_validator
 
 from .node_specs import CamelModel
-from .quantities import parse_quantity
+from .quantities import GO_DURATION, parse_quantity
 
 # settings.featureGates of the 1.14 chart (values.yaml), with their upstream defaults.
 FEATURE_GATES = {
@@ -21,8 +20,6 @@ FEATURE_GATES = {
     "capacityBuffer": False,
     "reservedCapacity": True,
 }
-# A Go duration as the controller's flags parse it (10s, 1m30s, 500ms).
-_GO_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
 # Fargate's largest pod: 16 vCPU, 120 GiB.
 FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB = 16, 120
 
@@ -55,7 +52,7 @@ class ControllerSpec(CamelModel):
     @field_validator("batch_max_duration", "batch_idle_duration")
     @classmethod
     def _duration(cls, value: Optional[str]) -> Optional[str]:
-        if value is not None and not _GO_DURATION.fullmatch(value):
+        if value is not None and not GO_DURATION.fullmatch(value):
             raise ValueError("must be a duration like 10s, 1m30s or 500ms")
         return value
 

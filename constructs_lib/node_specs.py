@@ -21,7 +21,7 @@ from .names import (
     RESTRICTED_TAG_KEYS,
     RESTRICTED_TAG_PREFIX,
 )
-from .quantities import parse_duration, parse_quantity
+from .quantities import GO_DURATION, parse_duration, parse_quantity
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -84,7 +84,6 @@ _Signal = Literal["memory.available", "nodefs.available", "nodefs.inodesFree", "
 _Reserved = Literal["cpu", "memory", "ephemeral-storage", "pid"]
 # An eviction threshold: a percentage (0-100, two decimals) or a Kubernetes quantity (the CRD's pattern).
 _THRESHOLD = re.compile(r"((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%)|([0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?)")
-_GO_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
 _IPV4 = re.compile(r"((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])")
 
 
@@ -115,25 +114,24 @@ class KubeletSpec(CamelModel):
         None, ge=0, description="Longest pod termination grace period (seconds) honoured on a soft eviction."
     )
     image_gc_high_threshold_percent: Optional[int] = Field(
-        None, ge=0, le=100, alias="imageGCHighThresholdPercent", description="Disk usage that starts image garbage collection (above the low threshold)."
+        None, ge=0, le=100, alias="imageGCHighThresholdPercent",
+        description="Disk usage that starts image garbage collection (above the low threshold).",
     )
     image_gc_low_threshold_percent: Optional[int] = Field(
-        None, ge=0, le=100, alias="imageGCLowThresholdPercent", description="Disk usage image garbage collection frees down to."
+        None, ge=0, le=100, alias="imageGCLowThresholdPercent",
+        description="Disk usage image garbage collection frees down to.",
     )
-    cluster_dns: list[str] = Field(default_factory=list, alias="clusterDNS", description="DNS server IPs for pods (unset: the cluster's).")
-    cpu_cfs_quota: Optional[bool] = Field(None, alias="cpuCFSQuota", description="Enforce CPU limits with CFS quota (kubelet default: true).")
+    cluster_dns: list[str] = Field(
+        default_factory=list, alias="clusterDNS", description="DNS server IPs for pods (unset: the cluster's)."
+    )
+    cpu_cfs_quota: Optional[bool] = Field(
+        None, alias="cpuCFSQuota", description="Enforce CPU limits with CFS quota (kubelet default: true)."
+    )
 
     @field_validator("system_reserved", "kube_reserved")
     @classmethod
     def _reserved(cls, value: dict[str, str]) -> dict[str, str]:
-        for resource, quantity in value.items():
-            try:
-                amount = parse_quantity(quantity)
-            except ValueError as err:
-                raise ValueError(f"{resource} '{quantity}' {err}") from None
-            if amount < 0:
-                raise ValueError(f"{resource} '{quantity}' must not be negative")
-        return value
+        return non_negative_quantities(value)
 
     @field_validator("eviction_hard", "eviction_soft")
     @classmethod
@@ -147,7 +145,7 @@ class KubeletSpec(CamelModel):
     @classmethod
     def _grace(cls, value: dict[str, str]) -> dict[str, str]:
         for signal, period in value.items():
-            if not _GO_DURATION.fullmatch(period):
+            if not GO_DURATION.fullmatch(period):
                 raise ValueError(f"{signal} '{period}' must be a duration like 1m30s")
         return value
 
@@ -457,14 +455,7 @@ class NodePoolSpec(CamelModel):
     @field_validator("limits")
     @classmethod
     def _limits(cls, value: dict[str, str]) -> dict[str, str]:
-        for resource, quantity in value.items():
-            try:
-                amount = parse_quantity(quantity)
-            except ValueError as err:
-                raise ValueError(f"limit {resource} '{quantity}' {err}") from None
-            if amount < 0:
-                raise ValueError(f"limit {resource} '{quantity}' must not be negative")
-        return value
+        return non_negative_quantities(value, what="limit ")
 
     @field_validator("labels")
     @classmethod
@@ -510,6 +501,18 @@ class NodePoolSpec(CamelModel):
                 "(drain, then instance termination) fits the 15-minute kubectl handler on destroy"
             )
         return value
+
+
+def non_negative_quantities(value: dict[str, str], what: str = "") -> dict[str, str]:
+    """Every value a Kubernetes quantity of at least zero (limits, reservations)."""
+    for resource, quantity in value.items():
+        try:
+            amount = parse_quantity(quantity)
+        except ValueError as err:
+            raise ValueError(f"{what}{resource} '{quantity}' {err}") from None
+        if amount < 0:
+            raise ValueError(f"{what}{resource} '{quantity}' must not be negative")
+    return value
 
 
 def optional_match(value: Optional[str], pattern: re.Pattern[str], message: str) -> Optional[str]:

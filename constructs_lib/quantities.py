@@ -47,3 +47,7 @@ def parse_duration(text: str) -> Optional[int]:
     if not isinstance(text, str) or not _DURATION.fullmatch(text):
         raise ValueError(f"must be {DURATION_HELP}")
     return sum(int(n) * _SECONDS[unit] for n, unit in _DURATION_PART.findall(text))
+
+
+# A Go duration, as Karpenter's controller flags and kubelet settings parse it (10s, 1m30s, 500ms).
+GO_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+")
