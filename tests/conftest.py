@@ -63,14 +63,16 @@ def synth(*, raw_findings: bool = False, **overrides: Any) -> Synthesized:
 
 
 # A second configuration exercising the alternatives: managed node group hosting, a custom
-# namespace/service account, the spot service-linked role and two node pools (on-demand + weighted
-# spot) over two node classes.
+# namespace/service account, the spot service-linked role, an administrator in aws-auth and two node
+# pools (on-demand + weighted spot) over two node classes.
+ADMINISTRATOR = "arn:aws:iam::111122223333:role/platform-admins"
 ALTERNATIVE = {
     "clusterName": "alt_cluster-1",
     "controllerHosting": "nodegroup",
     "karpenterNamespace": "karpenter",
     "karpenterServiceAccount": "karpenter-controller",
     "createSpotServiceLinkedRole": True,
+    "administrators": [ADMINISTRATOR],
     "nodeClasses": [
         {"name": "default", "amiAlias": "al2023@v20260801"},
         {"name": "large-disk", "rootVolumeSizeGib": 200, "metadataHopLimit": 1},
@@ -118,8 +120,7 @@ def production() -> Synthesized:
 
 
 # Access entries next to aws-auth, with an administrator (tests/test_cluster_access.py).
-ACCESS_ENTRIES: dict[str, Any] = {"authenticationMode": "API_AND_CONFIG_MAP",
-                                  "administrators": ["arn:aws:iam::111122223333:role/platform-admins"]}
+ACCESS_ENTRIES: dict[str, Any] = {"authenticationMode": "API_AND_CONFIG_MAP", "administrators": [ADMINISTRATOR]}
 
 
 @pytest.fixture(scope="session")

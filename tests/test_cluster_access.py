@@ -9,10 +9,12 @@ import pytest
 
 from tests.cdk_cluster_update import UpdateRefused, update
 from tests.cfn import depends_on, kubernetes_objects, only, render, resources
-from tests.conftest import ACCESS_ENTRIES, synth
+from tests.conftest import ACCESS_ENTRIES, ADMINISTRATOR, synth
 
-ADMIN = "arn:aws:iam::111122223333:role/platform-admins"
+ADMIN = ADMINISTRATOR
 BOTH = ACCESS_ENTRIES
+# the endpoint configuration tests/test_security_gate.py synthesizes
+PUBLIC = {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.7/32"]}
 API = {"authenticationMode": "API", "administrators": [ADMIN]}
 
 
@@ -65,10 +67,10 @@ def test_api_uses_access_entries_only():
     assert {"node", f"admin:{ADMIN}"} <= set(_entries(api))
 
 
-def test_with_config_map_administrators_are_system_masters_in_aws_auth():
-    config_map = synth(administrators=[ADMIN])
-    assert _entries(config_map) == {}
-    roles = json.loads(render(kubernetes_objects(config_map.template)["ConfigMap/aws-auth"]["data"]["mapRoles"]))
+def test_with_config_map_administrators_are_system_masters_in_aws_auth(alternative):
+    assert alternative.config.administrators == [ADMIN] and alternative.config.authentication_mode is None
+    assert _entries(alternative) == {}
+    roles = json.loads(render(kubernetes_objects(alternative.template)["ConfigMap/aws-auth"]["data"]["mapRoles"]))
     assert {"rolearn": ADMIN, "username": ADMIN, "groups": ["system:masters"]} in roles
 
 
@@ -83,7 +85,7 @@ def test_moving_a_running_cluster_to_api_and_config_map_is_an_in_place_update(de
     ({}, API, "Cannot update from undefined(CONFIG_MAP) to API"),
     (API, BOTH, "Cannot fallback authenticationMode from API to API_AND_CONFIG_MAP"),
     (BOTH, {}, "Cannot fallback authenticationMode from defined to undefined"),
-    ({}, {**BOTH, "endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]},
+    (PUBLIC, BOTH,  # a private endpoint and a new mode in one deploy
      "Only one type of update - VpcConfigUpdate, LoggingUpdate, EndpointAccessUpdate, or AuthModeUpdate can be allowed"),
 ])
 def test_changes_the_handler_refuses(before, after, reason):
