@@ -116,7 +116,7 @@ def node_pool(spec: NodePoolSpec) -> dict[str, Any]:
         template["metadata"] = {"labels": dict(spec.labels)}
     body: dict[str, Any] = {
         "template": template,
-        "limits": dict(spec.limits),
+        **({"limits": limits} if (limits := spec.emitted_limits) else {}),
         "disruption": {
             "consolidationPolicy": spec.consolidation_policy,
             "consolidateAfter": spec.consolidate_after,
@@ -125,6 +125,8 @@ def node_pool(spec: NodePoolSpec) -> dict[str, Any]:
     }
     if spec.weight is not None:
         body["weight"] = spec.weight
+    if spec.replicas is not None:
+        body["replicas"] = spec.replicas
     return {
         "apiVersion": NODE_POOL_API_VERSION,
         "kind": "NodePool",

@@ -414,6 +414,12 @@ class NodePoolSpec(CamelModel):
         description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
     )
     weight: Optional[int] = Field(None, ge=1, le=100, description="Priority among pools (higher first); unset = 0.")
+    replicas: Optional[int] = Field(
+        None, ge=0,
+        description="Static capacity: keep exactly this many nodes, whatever the pods (alpha; needs "
+                    "controller.featureGates.staticCapacity). Then only limits.nodes applies and no weight; a pool "
+                    "cannot switch between static and dynamic in place (the CRD refuses it): rename it to switch.",
+    )
     expire_after: str = Field("720h", description="Replace nodes older than this (duration or Never).")
     termination_grace_period: str = Field(
         "10m",
@@ -465,6 +471,24 @@ class NodePoolSpec(CamelModel):
             if not _LABEL_VALUE.fullmatch(label):
                 raise ValueError(f"label value '{label}' must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
         return value
+
+    @model_validator(mode="after")
+    def _static_capacity(self) -> "NodePoolSpec":
+        if self.replicas is None:
+            return self
+        if self.weight is not None:
+            raise ValueError("a pool with replicas (static capacity) takes no weight")
+        other = sorted(set(self.limits) - {"nodes"}) if "limits" in self.model_fields_set else []
+        if other:
+            raise ValueError(f"a pool with replicas (static capacity) takes only limits.nodes, not {', '.join(other)}")
+        return self
+
+    @property
+    def emitted_limits(self) -> dict[str, str]:
+        """The limits written: a static pool's only when set (the default cpu/memory limits do not apply)."""
+        if self.replicas is not None and "limits" not in self.model_fields_set:
+            return {}
+        return dict(self.limits)
 
     @model_validator(mode="after")
     def _no_duplicate_requirement_keys(self) -> "NodePoolSpec":

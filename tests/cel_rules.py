@@ -121,3 +121,22 @@ def evaluate(obj: dict[str, Any], karpenter_version: str) -> Outcome:
                 message = rule.get("message") or f"failed rule: {rule['rule']}"
                 outcome.violations.append(f"{subject}: {where}: {message} (rule: {rule['rule']})")
     return outcome
+
+
+def transition_violations(old: dict[str, Any], new: dict[str, Any], karpenter_version: str) -> list[str]:
+    """The transition rules (``oldSelf``) an update from ``old`` to ``new`` breaks: what the API server
+    refuses when CloudFormation applies a changed object to a running cluster. A rule applies where its
+    path exists in both objects (after defaulting)."""
+    crd = mirror(karpenter_version)["kinds"][KINDS[new["kind"]]]
+    before, after = with_defaults(old, crd["defaults"]), with_defaults(new, crd["defaults"])
+    broken = []
+    for rule in (r for r in crd["rules"] if r["transition"]):
+        olds = dict(locate(before, _tokens(rule["path"])))
+        for where, value in locate(after, _tokens(rule["path"])):
+            if where not in olds:
+                continue
+            result = _program(rule["rule"]).evaluate(
+                {"self": celpy.json_to_cel(value), "oldSelf": celpy.json_to_cel(olds[where])})
+            if result is not True and result != celtypes.BoolType(True):
+                broken.append(f"{where}: {rule.get('message') or rule['rule']}")
+    return broken

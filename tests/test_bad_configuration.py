@@ -205,6 +205,18 @@ CASES = {
     "kubelet typo": (
         {"nodeClasses": [{"kubelet": {"maxPod": 110}}]},
         "nodeClasses[0].kubelet.maxPod: unknown setting; did you mean 'maxPods'? (from -c)"),
+    # static capacity
+    "static pool with a weight": (
+        {"controller": {"featureGates": {"staticCapacity": True}}, "nodePools": [{"replicas": 3, "weight": 10}]},
+        "nodePools[0]: a pool with replicas (static capacity) takes no weight (from -c)"),
+    "static pool with a cpu limit": (
+        {"controller": {"featureGates": {"staticCapacity": True}},
+         "nodePools": [{"replicas": 3, "limits": {"cpu": "64", "nodes": "5"}}]},
+        "nodePools[0]: a pool with replicas (static capacity) takes only limits.nodes, not cpu (from -c)"),
+    "static pool without the feature gate": (
+        {"nodePools": [{"name": "fixed", "replicas": 3}]},
+        "nodePools 'fixed' set replicas (static capacity), which Karpenter ignores unless "
+        "controller.featureGates.staticCapacity is true (from -c)"),
     # cluster access
     "administrator that is no role": ({"administrators": ["arn:aws:iam::111122223333:user/alice"]},
                                       "administrators[0] 'arn:aws:iam::111122223333:user/alice' must be an IAM role ARN "

@@ -51,6 +51,10 @@ GOOD = {
                         {"name": "big-disk", "amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 500,
                          "rootVolumeType": "gp2", "metadataHopLimit": 2}],
         "nodePools": [*POOL_SHAPES[:3], {**POOL_SHAPES[3], "nodeClass": "big-disk"}]},
+    "static capacity next to a dynamic pool": {
+        "controller": {"featureGates": {"staticCapacity": True}},
+        "nodePools": [{"name": "fixed", "replicas": 3, "capacityTypes": ["on-demand"], "limits": {"nodes": "5"}},
+                      {"name": "fixed-small", "replicas": 0}, {"name": "default"}]},
     "production, pinned": {"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]},
     "Kubernetes 1.35 with its own AMI dates": {"kubernetesVersion": "1.35",
                                                "nodeClasses": [{"amiAlias": "al2023@v20260128"}]},
@@ -91,3 +95,18 @@ def test_amazon_linux_2_node_classes_are_valid_specs(alias):
     obj = manifests.ec2_node_class(NodeClassSpec(ami_alias=alias), cluster_name="c", node_role_name="r")
     assert object_violations(obj, "1.14.1", "1.32") == []
     assert evaluate(obj, "1.14.1").violations == []
+
+
+def test_a_running_pool_cannot_switch_between_static_and_dynamic_in_place():
+    """The CRD's transition rule refuses it on update (the API server would roll the deploy back): the
+    replicas setting says to rename the pool to switch. Proven by evaluating the upstream rule."""
+    from tests.cel_rules import transition_violations
+
+    gated = {"controller": {"featureGates": {"staticCapacity": True}}}
+    dynamic = manifests.node_pool(load_config({**gated, "nodePools": [{"name": "p"}]}, today=TODAY).node_pools[0])
+    static = manifests.node_pool(load_config({**gated, "nodePools": [{"name": "p", "replicas": 2}]},
+                                             today=TODAY).node_pools[0])
+    assert static["spec"]["replicas"] == 2 and "limits" not in static["spec"]
+    assert transition_violations(dynamic, static, "1.14.1") == [
+        "spec: Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"]
+    assert transition_violations(static, {**static, "spec": {**static["spec"], "replicas": 5}}, "1.14.1") == []

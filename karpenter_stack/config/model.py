@@ -307,6 +307,10 @@ class AppConfig(CamelModel):
                         f"nodeClasses[{i}].amiAlias '{node_class.ami_alias}': the production profile needs a pinned AMI "
                         "(e.g. al2023@v20260801), so node images change only when this setting does"
                     )
+        static = [p.name for p in self.node_pools if p.replicas is not None]
+        if static and not self.controller.feature_gates.get("staticCapacity", False):
+            raise ValueError(f"nodePools {', '.join(repr(n) for n in static)} set replicas (static capacity), which "
+                             "Karpenter ignores unless controller.featureGates.staticCapacity is true")
         _unique("nodeClasses", [c.name for c in self.node_classes])
         _unique("nodePools", [p.name for p in self.node_pools])
         class_names = {c.name for c in self.node_classes}
