@@ -3,6 +3,7 @@ they emit passes the mirrored schemas and every CEL rule."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from constructs_lib import manifests
 from constructs_lib.node_specs import NodeClassSpec
 from karpenter_stack.config import load_config
 from tests.cel_rules import evaluate
-from tests.conftest import TODAY
+from tests.conftest import ROOT, TODAY
 from tests.kubernetes_schemas import object_violations
 
 POOL_SHAPES = [
@@ -110,3 +111,25 @@ def test_a_running_pool_cannot_switch_between_static_and_dynamic_in_place():
     assert transition_violations(dynamic, static, "1.14.1") == [
         "spec: Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"]
     assert transition_violations(static, {**static, "spec": {**static["spec"], "replicas": 5}}, "1.14.1") == []
+
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_loads_and_emits_valid_objects(path):
+    """Each file of examples/ is a configuration `make synth CONTEXT_FILE=examples/<file>` accepts."""
+    config = load_config(json.loads(path.read_text()), today=TODAY)
+    for obj in _objects(config):
+        assert object_violations(obj, config.karpenter_version, config.kubernetes_version) == []
+        assert evaluate(obj, config.karpenter_version).violations == []
+
+
+def test_the_baseline_and_burst_example_prefers_on_demand_up_to_its_limits_then_spot():
+    config = load_config(json.loads((ROOT / "examples" / "baseline-and-burst.json").read_text()), today=TODAY)
+    baseline, burst = config.node_pools
+    assert (baseline.weight, baseline.capacity_types, dict(baseline.limits)) == (100, ["on-demand"],
+                                                                               {"cpu": "64", "memory": "256Gi"})
+    assert (burst.weight, burst.capacity_types) == (10, ["spot"]) and burst.weight < baseline.weight
+    assert burst.requirements[0].min_values == 3  # spot spread over at least 3 families: fewer interruptions
+    assert len(EXAMPLES) >= 2
