@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .names import (
@@ -133,20 +133,14 @@ class KubeletSpec(CamelModel):
     def _reserved(cls, value: dict[str, str]) -> dict[str, str]:
         return non_negative_quantities(value)
 
-    @field_validator("eviction_hard", "eviction_soft")
+    @field_validator("eviction_hard", "eviction_soft", "eviction_soft_grace_period")
     @classmethod
-    def _thresholds(cls, value: dict[str, str]) -> dict[str, str]:
-        for signal, threshold in value.items():
-            if not _THRESHOLD.fullmatch(threshold):
-                raise ValueError(f"{signal} '{threshold}' must be a percentage like 10% or a quantity like 500Mi")
-        return value
-
-    @field_validator("eviction_soft_grace_period")
-    @classmethod
-    def _grace(cls, value: dict[str, str]) -> dict[str, str]:
-        for signal, period in value.items():
-            if not GO_DURATION.fullmatch(period):
-                raise ValueError(f"{signal} '{period}' must be a duration like 1m30s")
+    def _per_signal(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        pattern, form = ((GO_DURATION, "a duration like 1m30s") if info.field_name == "eviction_soft_grace_period"
+                         else (_THRESHOLD, "a percentage like 10% or a quantity like 500Mi"))
+        for signal, text in value.items():
+            if not pattern.fullmatch(text):
+                raise ValueError(f"{signal} '{text}' must be {form}")
         return value
 
     @field_validator("cluster_dns")
@@ -219,9 +213,7 @@ class NodeClassSpec(CamelModel):
     @field_validator("name")
     @classmethod
     def _k8s_name(cls, value: str) -> str:
-        if not _DNS_SUBDOMAIN.fullmatch(value) or len(value) > 253:
-            raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
-        return value
+        return kubernetes_name(value)
 
     @model_validator(mode="after")
     def _volume_performance(self) -> "NodeClassSpec":
@@ -503,9 +495,7 @@ class NodePoolSpec(CamelModel):
     @field_validator("name", "node_class")
     @classmethod
     def _k8s_name(cls, value: str) -> str:
-        if not _DNS_SUBDOMAIN.fullmatch(value) or len(value) > 253:
-            raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
-        return value
+        return kubernetes_name(value)
 
     @field_validator("expire_after", "consolidate_after")
     @classmethod
@@ -525,6 +515,13 @@ class NodePoolSpec(CamelModel):
                 "(drain, then instance termination) fits the 15-minute kubectl handler on destroy"
             )
         return value
+
+
+def kubernetes_name(value: str) -> str:
+    """A Kubernetes object name (a DNS subdomain)."""
+    if not _DNS_SUBDOMAIN.fullmatch(value) or len(value) > 253:
+        raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
+    return value
 
 
 def non_negative_quantities(value: dict[str, str], what: str = "") -> dict[str, str]:
