@@ -32,15 +32,22 @@ class ManagedAddons(Construct):
         cluster: eks.Cluster,
         versions: Mapping[str, Optional[str]],
         coredns_on_fargate: bool,
+        windows_ipam: bool = False,
         coredns_after: Sequence[IDependable] = (),
     ) -> None:
+        """:param windows_ipam: Windows nodes get pod IPs from the VPC resource controller, switched on
+        in the amazon-vpc-cni ConfigMap, which the vpc-cni add-on owns (a kubectl edit would be
+        overwritten): so it is the add-on's configuration value."""
         super().__init__(scope, id)
         self.addons: dict[str, eks.CfnAddon] = {}
+        settings: dict[str, dict[str, str]] = {
+            # The add-on's own switch (replacing aws-cdk's kubectl patch of the deployment).
+            "coredns": {"computeType": "Fargate"} if coredns_on_fargate else {},
+            # A string, as the add-on's configuration schema has it.
+            "vpc-cni": {"enableWindowsIpam": "true"} if windows_ipam else {},
+        }
         for name, version in versions.items():
-            configuration = None
-            if name == "coredns" and coredns_on_fargate:
-                # The add-on's own switch (replacing aws-cdk's kubectl patch of the deployment).
-                configuration = json.dumps({"computeType": "Fargate"})
+            configuration = json.dumps(settings[name]) if settings.get(name) else None
             self.addons[name] = eks.CfnAddon(
                 self,
                 name,

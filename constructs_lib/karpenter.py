@@ -53,7 +53,7 @@ from .karpenter_infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
 from .karpenter_nodes import KarpenterNodes
 from .karpenter_release import KarpenterRelease, controller_values
 from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
-from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME
+from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
 from .node_specs import NodeClassSpec, NodePoolSpec
 from .queue_alarms import InterruptionQueueAlarms
 from .teardown import TeardownSafetyNet
@@ -140,7 +140,7 @@ class Karpenter(Construct):
         self.node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.node_role_arn, mutable=False)
         self._acknowledge_template()
         self.node_access_entry: Optional[eks.AccessEntry] = None
-        self.node_access = self._authorize_nodes(node_authorization)
+        self.node_access = self._authorize_nodes(node_authorization, windows=any(c.windows for c in node_classes))
 
         self.spot_service_linked_role: Optional[iam.CfnServiceLinkedRole] = None
         if spot_service_linked_role:
@@ -190,6 +190,7 @@ class Karpenter(Construct):
             # that lets their nodes stay in the cluster while they drain, the pod networking and the
             # security group those nodes use.
             depends_on=[*self.release.charts, self.node_access, self.teardown.resource, *node_needs],
+            feature_gates=controller.feature_gates,
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,
         )
@@ -207,14 +208,20 @@ class Karpenter(Construct):
                 self, "InterruptionQueueAlarms", queue_name=self.queue_name, topic_arn=alarm_topic_arn
             )
 
-    def _authorize_nodes(self, how: NodeAuthorization) -> IDependable:
-        """The node role may join the cluster: an aws-auth mapping, an EC2_LINUX access entry, or both."""
+    def _authorize_nodes(self, how: NodeAuthorization, windows: bool) -> IDependable:
+        """The node role may join the cluster: an aws-auth mapping, an EC2_LINUX access entry, or both.
+        With Windows node classes only the mapping: it gives the one node role both Linux and Windows
+        groups, while an access entry is either EC2_LINUX or EC2_WINDOWS (and EKS reads the entry first)."""
+        if windows and how is not NodeAuthorization.AWS_AUTH:
+            raise ValueError(f"Windows node classes need node_authorization AWS_AUTH, not {how.name}: Karpenter's one "
+                             "node role serves Linux and Windows nodes, and an EKS access entry is one or the other")
         parts: list[IDependable] = []
         if how in (NodeAuthorization.AWS_AUTH, NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY):
             if not isinstance(self.cluster, eks.Cluster):
                 raise ValueError(f"node_authorization {how.name} needs an eks.Cluster this app creates; an imported "
                                  "cluster's aws-auth ConfigMap is not this app's to manage: use ACCESS_ENTRY")
-            self.cluster.aws_auth.add_role_mapping(self.node_role, username=NODE_USERNAME, groups=list(NODE_GROUPS))
+            groups = [*NODE_GROUPS, *([WINDOWS_NODE_GROUP] if windows else [])]
+            self.cluster.aws_auth.add_role_mapping(self.node_role, username=NODE_USERNAME, groups=groups)
             parts.append(self.cluster.aws_auth)
         if how in (NodeAuthorization.ACCESS_ENTRY, NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY):
             # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.

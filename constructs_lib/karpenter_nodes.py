@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
@@ -31,23 +31,22 @@ class KarpenterNodes(Construct):
         node_classes: Sequence[NodeClassSpec],
         node_pools: Sequence[NodePoolSpec],
         depends_on: Sequence[IDependable],
+        feature_gates: Mapping[str, bool],
         subnet_ids: Sequence[str] = (),
         security_group_ids: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, id)
         self.node_classes: dict[str, eks.KubernetesManifest] = {}
         self.node_pools: dict[str, eks.KubernetesManifest] = {}
-        for spec in node_classes:
-            manifest = cluster.add_manifest(
-                f"EC2NodeClass-{spec.name}",
-                manifests.ec2_node_class(
-                    spec, cluster_name=cluster_name, node_role_name=node_role_name,
-                    subnet_ids=subnet_ids, security_group_ids=security_group_ids,
-                ),
-            )
+        class_objects, pool_objects = manifests.node_objects(
+            node_classes, node_pools, cluster_name=cluster_name, node_role_name=node_role_name,
+            feature_gates=feature_gates, subnet_ids=subnet_ids, security_group_ids=security_group_ids,
+        )
+        for name, obj in class_objects.items():
+            manifest = cluster.add_manifest(f"EC2NodeClass-{name}", obj)
             manifest.node.add_dependency(*depends_on)  # one call into jsii, not one per dependency
-            self.node_classes[spec.name] = manifest
+            self.node_classes[name] = manifest
         for spec in node_pools:
-            manifest = cluster.add_manifest(f"NodePool-{spec.name}", manifests.node_pool(spec))
+            manifest = cluster.add_manifest(f"NodePool-{spec.name}", pool_objects[spec.name])
             manifest.node.add_dependency(*depends_on, self.node_classes[spec.node_class])
             self.node_pools[spec.name] = manifest

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from .node_specs import (
     BOTTLEROCKET_OS_VOLUME,
     STORAGE_DEVICE,
+    CamelModel,
+    DataVolumeSpec,
     DisruptionBudgetSpec,
     NodeClassSpec,
     NodePoolSpec,
     RequirementSpec,
+    operating_system,
+    pool_problems,
 )
 from .names import (
     DISCOVERY_TAG_KEY,
@@ -31,14 +35,29 @@ def _ebs(size: str, volume_type: str, iops: Optional[int] = None, throughput: Op
 
 def _block_devices(spec: NodeClassSpec) -> list[dict[str, Any]]:
     """The volume for images, logs and pods at the family's device and size; Bottlerocket also keeps its
-    4 GiB OS volume (a mapping list replaces all of the family's defaults)."""
+    4 GiB OS volume (a mapping list replaces all of the family's defaults); then the extra data volumes."""
     storage = {"deviceName": STORAGE_DEVICE[spec.family],
                "ebs": _ebs(f"{spec.root_volume_size_gib}Gi", spec.root_volume_type, spec.root_volume_iops,
                            spec.root_volume_throughput)}
+    data = [_data_volume(v) for v in spec.data_volumes]
     if spec.family == "bottlerocket":
         os_volume = {"deviceName": BOTTLEROCKET_OS_VOLUME["deviceName"], "ebs": _ebs(BOTTLEROCKET_OS_VOLUME["size"], "gp3")}
-        return [os_volume, storage]
-    return [storage]
+        return [os_volume, storage, *data]
+    return [storage, *data]
+
+
+def _data_volume(spec: DataVolumeSpec) -> dict[str, Any]:
+    if spec.size_gib is None:  # the snapshot's size
+        ebs = {"volumeType": spec.volume_type, "encrypted": True, "deleteOnTermination": True}
+    else:
+        ebs = _ebs(f"{spec.size_gib}Gi", spec.volume_type, spec.iops, spec.throughput)
+    if spec.snapshot_id is not None:
+        ebs["snapshotID"] = spec.snapshot_id
+    return {"deviceName": spec.device_name, "ebs": ebs}
+
+
+def _terms(terms: Sequence[CamelModel]) -> list[dict[str, Any]]:
+    return [term.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) for term in terms]
 
 
 def ec2_node_class(
@@ -55,8 +74,10 @@ def ec2_node_class(
     existing VPC whose subnets CloudFormation cannot tag; an existing cluster's security group).
     """
     discovery = {"tags": {DISCOVERY_TAG_KEY: cluster_name}}
-    subnet_terms = [{"id": s} for s in subnet_ids] if subnet_ids else [discovery]
-    security_group_terms = [{"id": g} for g in security_group_ids] if security_group_ids else [discovery]
+    subnet_terms = [*([{"id": s} for s in subnet_ids] if subnet_ids else [discovery]),
+                    *_terms(spec.extra_subnet_selector_terms)]
+    security_group_terms = [*([{"id": g} for g in security_group_ids] if security_group_ids else [discovery]),
+                            *_terms(spec.extra_security_group_selector_terms)]
     return {
         "apiVersion": NODE_CLASS_API_VERSION,
         "kind": NODE_CLASS_KIND,
@@ -74,6 +95,8 @@ def ec2_node_class(
                 "httpTokens": "required",
             },
             "blockDeviceMappings": _block_devices(spec),
+            **({"capacityReservationSelectorTerms": _terms(terms)}
+               if (terms := spec.capacity_reservation_selector_terms) else {}),
             **({"tags": dict(spec.tags)} if spec.tags else {}),
             **({"kubelet": kubelet} if (kubelet := spec.kubelet.manifest()) else {}),
             **{key: value for key, value in (("detailedMonitoring", spec.detailed_monitoring),
@@ -83,12 +106,12 @@ def ec2_node_class(
     }
 
 
-def node_pool(spec: NodePoolSpec) -> dict[str, Any]:
-    """A NodePool (karpenter.sh/v1)."""
+def node_pool(spec: NodePoolSpec, *, os: str = "linux") -> dict[str, Any]:
+    """A NodePool (karpenter.sh/v1); ``os``: what its node class launches (``operating_system``)."""
     requirements = [
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(spec.capacity_types)},
         {"key": "kubernetes.io/arch", "operator": "In", "values": list(spec.architectures)},
-        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "kubernetes.io/os", "operator": "In", "values": [os]},
         {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": list(spec.instance_categories)},
         {
             "key": "karpenter.k8s.aws/instance-generation",
@@ -133,6 +156,30 @@ def node_pool(spec: NodePoolSpec) -> dict[str, Any]:
         "metadata": {"name": spec.name},
         "spec": body,
     }
+
+
+def node_objects(
+    node_classes: Sequence[NodeClassSpec],
+    node_pools: Sequence[NodePoolSpec],
+    *,
+    cluster_name: str,
+    node_role_name: str,
+    feature_gates: Mapping[str, bool],
+    subnet_ids: Sequence[str] = (),
+    security_group_ids: Sequence[str] = (),
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every EC2NodeClass and NodePool by name; each pool's kubernetes.io/os follows its class's family.
+    Raises ValueError (one line per problem) when pools and classes do not fit together or need a
+    feature gate that ``feature_gates`` (the controller's) leaves off."""
+    problems = pool_problems(node_classes, node_pools, feature_gates)
+    if problems:
+        raise ValueError("\n".join(problems))
+    classes = {c.name: c for c in node_classes}
+    return (
+        {c.name: ec2_node_class(c, cluster_name=cluster_name, node_role_name=node_role_name, subnet_ids=subnet_ids,
+                                security_group_ids=security_group_ids) for c in node_classes},
+        {p.name: node_pool(p, os=operating_system(classes[p.node_class])) for p in node_pools},
+    )
 
 
 def _requirement(spec: RequirementSpec) -> dict[str, Any]:

@@ -71,6 +71,10 @@ NODE_MANAGED_POLICIES = (
 # aws-auth mapping EKS requires for a node role.
 NODE_USERNAME = "system:node:{{EC2PrivateDNSName}}"
 NODE_GROUPS = ("system:bootstrappers", "system:nodes")
+# ... and for a role Windows nodes use too: kube-proxy on Windows runs with the node's identity.
+WINDOWS_NODE_GROUP = "eks:kube-proxy-windows"
+# What the cluster role needs for Windows nodes: the VPC resource controller assigns their pod IPs.
+WINDOWS_CLUSTER_POLICY = "AmazonEKSVPCResourceController"
 
 # IRSA: the audience STS expects and the annotation the EKS pod identity webhook reads.
 IRSA_AUDIENCE = "sts.amazonaws.com"

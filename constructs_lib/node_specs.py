@@ -10,7 +10,7 @@ the API server or a destroy refuses it. Field names are snake_case in Python and
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional
+from typing import Literal, Mapping, Optional, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -33,7 +33,7 @@ _CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(
 _STRUCTURED_REQUIREMENTS = {
     "karpenter.sh/capacity-type": "capacityTypes",
     "kubernetes.io/arch": "architectures",
-    "kubernetes.io/os": "the pool (always linux)",
+    "kubernetes.io/os": "the node class's AMI family (linux, or windows for windows20XX)",
     "karpenter.k8s.aws/instance-category": "instanceCategories",
     "karpenter.k8s.aws/instance-generation": "minInstanceGeneration",
 }
@@ -55,6 +55,8 @@ BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
 # EBS provisioned IOPS per volume type (EC2 EbsBlockDevice): range, and most IOPS per GiB of size.
 EBS_IOPS = {"gp3": (3000, 16000, 500), "io1": (100, 64000, 50), "io2": (100, 256000, 1000)}
 GP3_BASELINE_IOPS, GP3_MIN_THROUGHPUT, GP3_MAX_THROUGHPUT = 3000, 125, 1000
+# Smallest EBS volume per type (GiB), where above 1.
+EBS_MIN_GIB = {"io1": 4, "io2": 4, "st1": 125, "sc1": 125}
 # karpenter.k8s.aws/instance-category values: the letters before an EC2 family's generation digit
 # (c7g -> c, inf2 -> inf, u-6tb1 -> u). A category outside this list matches no instance type, and the
 # pool's pods stay Pending.
@@ -62,6 +64,7 @@ INSTANCE_CATEGORIES = ("a", "c", "d", "dl", "f", "g", "gr", "h", "hpc", "i", "im
                        "t", "trn", "u", "vt", "x", "z")
 # EC2 instance type and family names (t3.medium, m7g.xlarge, u-6tb1.metal; m7g, mac2-m2pro).
 INSTANCE_TYPE = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*\.[a-z0-9-]+$")
+_DATA_DEVICE = re.compile(r"/dev/(xvd|sd)[b-z]")
 INSTANCE_FAMILY = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*$")
 
 
@@ -168,13 +171,154 @@ class KubeletSpec(CamelModel):
         return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
 
 
+_EC2_ID = {"subnet": re.compile(r"subnet-[0-9a-f]{8}([0-9a-f]{9})?"), "sg": re.compile(r"sg-[0-9a-f]{8}([0-9a-f]{9})?"),
+           "cr": re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"), "snap": re.compile(r"snap-[0-9a-f]{8}([0-9a-f]{9})?")}
+# Most tags one selector term may match on (the CRDs' maxProperties), and most terms of one kind.
+MAX_SELECTOR_TAGS, MAX_SELECTOR_TERMS = 20, 30
+
+
+def ec2_id(kind: str, value: Optional[str]) -> Optional[str]:
+    """An EC2 id of ``kind`` (subnet, sg, cr, snap): the prefix and 8 or 17 hex digits."""
+    return optional_match(value, _EC2_ID[kind], f"must look like {kind}-0123456789abcdef0")
+
+
+def selector_tags(value: dict[str, str]) -> dict[str, str]:
+    """Tags a selector term matches (a value '*' matches any value of the key)."""
+    if len(value) > MAX_SELECTOR_TAGS:
+        raise ValueError(f"a selector term matches at most {MAX_SELECTOR_TAGS} tags (has {len(value)})")
+    for key, tag in value.items():
+        if not key or not tag:
+            raise ValueError(f"tag {key!r}: empty keys and values select nothing (use '*' for any value)")
+    return value
+
+
+def exactly_one(term: BaseModel, fields: tuple[str, ...], what: str) -> None:
+    """A selector term selects by exactly one of ``fields`` (camelCase names in the message)."""
+    chosen = [f for f in fields if getattr(term, f)]
+    if len(chosen) != 1:
+        names = [to_camel(f) for f in fields]
+        raise ValueError(f"a {what} selector term selects by exactly one of {', '.join(names)} "
+                         f"(has {', '.join(to_camel(f) for f in chosen) or 'none'})")
+
+
+class SubnetTermSpec(CamelModel):
+    """One more subnetSelectorTerms entry: a subnet by id, or subnets by tags."""
+
+    id: Optional[str] = Field(None, description="A subnet id (subnet-...).")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags the subnets carry ('*': any value).")
+
+    _id = field_validator("id")(classmethod(lambda cls, v: ec2_id("subnet", v)))
+    _tags = field_validator("tags")(classmethod(lambda cls, v: selector_tags(v)))
+
+    @model_validator(mode="after")
+    def _one(self) -> "SubnetTermSpec":
+        exactly_one(self, ("id", "tags"), "subnet")
+        return self
+
+
+class SecurityGroupTermSpec(CamelModel):
+    """One more securityGroupSelectorTerms entry: a group by id or by name, or groups by tags."""
+
+    id: Optional[str] = Field(None, description="A security group id (sg-...).")
+    name: Optional[str] = Field(None, description="A security group name (its GroupName, not its Name tag).")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags the groups carry ('*': any value).")
+
+    _id = field_validator("id")(classmethod(lambda cls, v: ec2_id("sg", v)))
+    _tags = field_validator("tags")(classmethod(lambda cls, v: selector_tags(v)))
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not 1 <= len(value) <= 255:
+            raise ValueError("a security group name has 1 to 255 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _one(self) -> "SecurityGroupTermSpec":
+        exactly_one(self, ("id", "name", "tags"), "security group")
+        return self
+
+
+class CapacityReservationTermSpec(CamelModel):
+    """One capacityReservationSelectorTerms entry: a reservation by id, or reservations by tags (and owner)
+    or by instance match criteria."""
+
+    id: Optional[str] = Field(None, description="A capacity reservation id (cr-...).")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags the reservations carry ('*': any value).")
+    owner_id: Optional[str] = Field(
+        None, alias="ownerID",
+        description="Account that owns the reservations (shared ones); with tags or instanceMatchCriteria."
+    )
+    instance_match_criteria: Optional[Literal["open", "targeted"]] = Field(
+        None, description="open: reservations any matching instance may use; targeted: only instances naming them."
+    )
+
+    _id = field_validator("id")(classmethod(lambda cls, v: ec2_id("cr", v)))
+    _tags = field_validator("tags")(classmethod(lambda cls, v: selector_tags(v)))
+
+    @field_validator("owner_id")
+    @classmethod
+    def _owner(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, re.compile(r"[0-9]{12}"), "must be a 12-digit AWS account id")
+
+    @model_validator(mode="after")
+    def _one(self) -> "CapacityReservationTermSpec":
+        if self.id is not None and (self.tags or self.owner_id or self.instance_match_criteria):
+            raise ValueError("a capacity reservation selector term with an id takes no tags, ownerID or "
+                             "instanceMatchCriteria")
+        if self.id is None and not self.tags and self.instance_match_criteria is None:
+            raise ValueError("a capacity reservation selector term needs an id, tags or instanceMatchCriteria")
+        if self.owner_id is not None and not self.tags and self.instance_match_criteria is None:
+            raise ValueError("ownerID narrows a selection: set tags or instanceMatchCriteria too")
+        return self
+
+    def manifest(self) -> dict[str, object]:
+        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
+class DataVolumeSpec(CamelModel):
+    """An extra EBS volume attached to every node of the class (encrypted, deleted with the instance).
+    It is attached, not formatted or mounted: the node's OS or a DaemonSet of yours uses it."""
+
+    device_name: str = Field(description="Device name, /dev/xvdb-/dev/xvdz or /dev/sdb-/dev/sdz.")
+    size_gib: Optional[int] = Field(None, ge=1, le=16384, description="GiB (unset with snapshotID: the snapshot's).")
+    volume_type: Literal["gp3", "gp2", "io1", "io2", "st1", "sc1"] = Field("gp3", description="EBS volume type.")
+    iops: Optional[int] = Field(None, description="Provisioned IOPS (gp3, io1, io2; same ranges as rootVolumeIops).")
+    throughput: Optional[int] = Field(None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4).")
+    snapshot_id: Optional[str] = Field(None, alias="snapshotID", description="Create the volume from this snapshot.")
+
+    _snapshot = field_validator("snapshot_id")(classmethod(lambda cls, v: ec2_id("snap", v)))
+
+    @field_validator("device_name")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        return optional_match(value, _DATA_DEVICE, "must be /dev/xvdb to /dev/xvdz or /dev/sdb to /dev/sdz")
+
+    @model_validator(mode="after")
+    def _size(self) -> "DataVolumeSpec":
+        if self.size_gib is None and self.snapshot_id is None:
+            raise ValueError("a data volume needs sizeGib or snapshotID")
+        if self.size_gib is not None:
+            check_volume(DATA_VOLUME_FIELDS, self.volume_type, self.size_gib, self.iops, self.throughput)
+        elif self.iops is not None or self.throughput is not None:
+            raise ValueError("iops and throughput need sizeGib (EC2 checks them against the size)")
+        return self
+
+    @property
+    def letter(self) -> str:
+        """The device letter: /dev/sdf and /dev/xvdf name the same device."""
+        return self.device_name[-1]
+
+
 class NodeClassSpec(CamelModel):
     """One EC2NodeClass: how Karpenter launches EC2 instances."""
 
     name: str = Field("default", description="Kubernetes name of the EC2NodeClass.")
     ami_alias: str = Field(
         "al2023@latest",
-        description="AMI alias `family@version`; pin a version (e.g. al2023@v20260801) in production.",
+        description="AMI alias `family@version`: al2023, bottlerocket or al2 (pin a version in production, e.g. "
+                    "al2023@v20260801), windows2019/2022/2025 (@latest only; its pools launch Windows nodes). GPU and "
+                    "Neuron instances get the family's accelerated AMI variant automatically.",
     )
     root_volume_size_gib: int = Field(
         50, ge=1, le=16384,
@@ -209,6 +353,26 @@ class NodeClassSpec(CamelModel):
     kubelet: KubeletSpec = Field(
         default_factory=KubeletSpec, description="Kubelet settings (keys below); changing them replaces the nodes."
     )
+    data_volumes: list[DataVolumeSpec] = Field(
+        default_factory=list,
+        description="Extra EBS volumes on every node (keys below), attached unformatted; changing them replaces the "
+                    "nodes.",
+    )
+    extra_subnet_selector_terms: list[SubnetTermSpec] = Field(
+        default_factory=list, max_length=MAX_SELECTOR_TERMS - 1,
+        description="More subnets, ORed with the discovery tag (or the given subnet ids): {id} or {tags}. Nodes in "
+                    "subnets no longer selected are replaced (drift).",
+    )
+    extra_security_group_selector_terms: list[SecurityGroupTermSpec] = Field(
+        default_factory=list, max_length=MAX_SELECTOR_TERMS - 1,
+        description="More security groups for the nodes, on top of the cluster security group: {id}, {name} or "
+                    "{tags}. Changing them replaces the nodes (drift).",
+    )
+    capacity_reservation_selector_terms: list[CapacityReservationTermSpec] = Field(
+        default_factory=list, max_length=MAX_SELECTOR_TERMS,
+        description="On-demand capacity reservations the class may launch into: {id}, or {tags, ownerID?, "
+                    "instanceMatchCriteria?}; pools with the reserved capacity type use them first.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -217,25 +381,8 @@ class NodeClassSpec(CamelModel):
 
     @model_validator(mode="after")
     def _volume_performance(self) -> "NodeClassSpec":
-        kind, iops, throughput, size = (self.root_volume_type, self.root_volume_iops, self.root_volume_throughput,
-                                        self.root_volume_size_gib)
-        if kind in ("io1", "io2") and iops is None:
-            raise ValueError(f"rootVolumeType {kind} needs rootVolumeIops: EC2 requires provisioned IOPS for it")
-        if kind == "gp2" and (iops is not None or throughput is not None):
-            raise ValueError("gp2 takes neither rootVolumeIops nor rootVolumeThroughput (its IOPS follow its size); "
-                             "use gp3")
-        if throughput is not None and kind != "gp3":
-            raise ValueError(f"rootVolumeThroughput applies to gp3 only, not {kind}")
-        if iops is not None:
-            low, high, per_gib = EBS_IOPS[kind]
-            if not low <= iops <= high or iops > per_gib * size:
-                raise ValueError(f"rootVolumeIops {iops} is outside what EC2 allows for a {size} GiB {kind} volume: "
-                                 f"{low}-{min(high, per_gib * size)} ({per_gib} per GiB, at most {high})")
-        if throughput is not None:
-            most = min(GP3_MAX_THROUGHPUT, (iops or GP3_BASELINE_IOPS) // 4)
-            if not GP3_MIN_THROUGHPUT <= throughput <= most:
-                raise ValueError(f"rootVolumeThroughput {throughput} MiB/s is outside what EC2 allows with "
-                                 f"{iops or GP3_BASELINE_IOPS} IOPS: {GP3_MIN_THROUGHPUT}-{most} (at most IOPS/4)")
+        check_volume(ROOT_VOLUME_FIELDS, self.root_volume_type, self.root_volume_size_gib, self.root_volume_iops,
+                     self.root_volume_throughput)
         return self
 
     @field_validator("tags")
@@ -268,14 +415,27 @@ class NodeClassSpec(CamelModel):
                              "bottlerocket@v1.50.0), or bottlerocket@latest")
         if value.startswith("windows") and not value.endswith("@latest"):
             raise ValueError("Windows AMI aliases only support @latest")
-        if value.startswith("windows"):
-            raise ValueError("Windows AMIs need Windows node pools (kubernetes.io/os=windows), which nodePools do not "
-                             "make yet: a Windows node class would launch nothing; use al2023 or bottlerocket")
         return value
 
     @property
     def family(self) -> str:
         return self.ami_alias.split("@", 1)[0]
+
+    @model_validator(mode="after")
+    def _data_volume_devices(self) -> "NodeClassSpec":
+        # The family's own devices: its storage volume's letter, and Bottlerocket's OS volume.
+        taken = {STORAGE_DEVICE[self.family].removesuffix("1")[-1]: STORAGE_DEVICE[self.family],
+                 BOTTLEROCKET_OS_VOLUME["deviceName"][-1]: BOTTLEROCKET_OS_VOLUME["deviceName"]}
+        for volume in self.data_volumes:
+            if volume.letter in taken:
+                raise ValueError(f"dataVolumes {volume.device_name} is the same device as {taken[volume.letter]} "
+                                 f"(/dev/sdX and /dev/xvdX name one device); use another letter")
+            taken[volume.letter] = volume.device_name
+        return self
+
+    @property
+    def windows(self) -> bool:
+        return self.family.startswith("windows")
 
     @model_validator(mode="after")
     def _pods_per_core(self) -> "NodeClassSpec":
@@ -386,7 +546,9 @@ class NodePoolSpec(CamelModel):
     node_class: str = Field("default", description="Name of the EC2NodeClass (from nodeClasses) this pool uses.")
     capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
         default_factory=lambda: ["spot", "on-demand"], min_length=1,
-        description="karpenter.sh/capacity-type values (reserved needs capacity reservations, not selectable yet).",
+        description="karpenter.sh/capacity-type values; reserved needs the node class's "
+                    "capacityReservationSelectorTerms (Karpenter then prefers reservations, and falls back to the "
+                    "other types listed).",
     )
     architectures: list[Literal["amd64", "arm64"]] = Field(
         default_factory=lambda: ["amd64", "arm64"], min_length=1, description="kubernetes.io/arch values."
@@ -432,14 +594,6 @@ class NodePoolSpec(CamelModel):
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Labels put on the pool's nodes.")
     taints: list[TaintSpec] = Field(default_factory=list, description="Taints put on the pool's nodes.")
-
-    @field_validator("capacity_types")
-    @classmethod
-    def _capacity_types(cls, value: list[str]) -> list[str]:
-        if "reserved" in value:
-            raise ValueError("'reserved' launches only into capacity reservations the node class selects, and "
-                             "nodeClasses cannot select any yet: such a pool would launch nothing reserved")
-        return value
 
     @field_validator("instance_categories")
     @classmethod
@@ -515,6 +669,74 @@ class NodePoolSpec(CamelModel):
                 "(drain, then instance termination) fits the 15-minute kubectl handler on destroy"
             )
         return value
+
+
+
+ROOT_VOLUME_FIELDS = ("rootVolumeType", "rootVolumeSizeGib", "rootVolumeIops", "rootVolumeThroughput")
+DATA_VOLUME_FIELDS = ("volumeType", "sizeGib", "iops", "throughput")
+
+
+def check_volume(fields: tuple[str, str, str, str], kind: str, size: int, iops: Optional[int],
+                 throughput: Optional[int]) -> None:
+    """What EC2 refuses of an EBS volume's type, size, IOPS and throughput; ``fields`` names the four
+    settings in messages."""
+    type_field, size_field, iops_field, throughput_field = fields
+    if size < EBS_MIN_GIB.get(kind, 1):
+        raise ValueError(f"{size_field} {size} is below the {EBS_MIN_GIB[kind]} GiB EC2 needs for {kind}")
+    if kind in ("io1", "io2") and iops is None:
+        raise ValueError(f"{type_field} {kind} needs {iops_field}: EC2 requires provisioned IOPS for it")
+    if iops is not None and kind not in EBS_IOPS:
+        raise ValueError(f"{iops_field} applies to gp3, io1 and io2, not {kind}"
+                         + (" (gp2's IOPS follow its size; use gp3)" if kind == "gp2" else ""))
+    if throughput is not None and kind != "gp3":
+        raise ValueError(f"{throughput_field} applies to gp3 only, not {kind}")
+    if iops is not None:
+        low, high, per_gib = EBS_IOPS[kind]
+        if not low <= iops <= high or iops > per_gib * size:
+            raise ValueError(f"{iops_field} {iops} is outside what EC2 allows for a {size} GiB {kind} volume: "
+                             f"{low}-{min(high, per_gib * size)} ({per_gib} per GiB, at most {high})")
+    if throughput is not None:
+        most = min(GP3_MAX_THROUGHPUT, (iops or GP3_BASELINE_IOPS) // 4)
+        if not GP3_MIN_THROUGHPUT <= throughput <= most:
+            raise ValueError(f"{throughput_field} {throughput} MiB/s is outside what EC2 allows with "
+                             f"{iops or GP3_BASELINE_IOPS} IOPS: {GP3_MIN_THROUGHPUT}-{most} (at most IOPS/4)")
+
+
+def pool_problems(node_classes: Sequence[NodeClassSpec], node_pools: Sequence[NodePoolSpec],
+                  feature_gates: Mapping[str, bool]) -> list[str]:
+    """What makes pools and their classes unusable together: an unknown class, the reserved capacity
+    type without reservations to launch into or with its gate off, static capacity with its gate off,
+    a Windows pool that allows only arm64 (EKS's Windows AMIs are x86-64). One line per problem, each
+    starting with the setting."""
+    classes = {c.name: c for c in node_classes}
+    problems = []
+    for pool in node_pools:
+        node_class = classes.get(pool.node_class)
+        if node_class is None:
+            problems.append(f"nodePools '{pool.name}' refers to nodeClass '{pool.node_class}', which is not in "
+                            f"nodeClasses ({', '.join(sorted(classes))})")
+            continue
+        if "reserved" in pool.capacity_types:
+            if not node_class.capacity_reservation_selector_terms:
+                problems.append(f"nodePools '{pool.name}' allows the reserved capacity type, but its nodeClass "
+                                f"'{node_class.name}' has no capacityReservationSelectorTerms: it would launch nothing "
+                                "reserved")
+            if not feature_gates.get("reservedCapacity", True):
+                problems.append(f"nodePools '{pool.name}' allows the reserved capacity type, which Karpenter ignores "
+                                "while controller.featureGates.reservedCapacity is false")
+        if node_class.windows and "amd64" not in pool.architectures:
+            problems.append(f"nodePools '{pool.name}' uses the Windows nodeClass '{node_class.name}' but allows only "
+                            "arm64: EKS's Windows AMIs are amd64 only, so it would launch nothing")
+    static = [p.name for p in node_pools if p.replicas is not None]
+    if static and not feature_gates.get("staticCapacity", False):
+        problems.append(f"nodePools {', '.join(repr(n) for n in static)} set replicas (static capacity), which "
+                        "Karpenter ignores unless controller.featureGates.staticCapacity is true")
+    return problems
+
+
+def operating_system(node_class: NodeClassSpec) -> str:
+    """The kubernetes.io/os of the nodes a class launches."""
+    return "windows" if node_class.windows else "linux"
 
 
 def kubernetes_name(value: str) -> str:

@@ -15,6 +15,8 @@ from constructs_lib import manifests
 from constructs_lib.cluster_addons import ManagedAddons, retire_coredns_compute_type_patch
 from constructs_lib.controller_hosting import FargateControllerHosting, SystemNodeGroupHosting
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
+from constructs_lib.nag import acknowledge, managed_policy_finding
+from constructs_lib.names import WINDOWS_CLUSTER_POLICY
 from constructs_lib.network import ClusterVpc
 
 from . import versions
@@ -151,7 +153,18 @@ class KarpenterClusterStack(AppStack):
             )
         acknowledge_cluster(cluster, cluster_name=name, public_access_cidrs=config.public_access_cidrs)
         self._administrators(cluster)
+        if self.windows:
+            # EKS's VPC resource controller assigns Windows nodes' pod IPs with the cluster role.
+            cluster.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(WINDOWS_CLUSTER_POLICY))
+            acknowledge(cluster.role, managed_policy_finding(WINDOWS_CLUSTER_POLICY),
+                        "Windows node classes: EKS's VPC resource controller assigns Windows pods' IP addresses with "
+                        "the cluster role, which needs this AWS managed policy (EKS user guide, Windows support).")
         return cluster
+
+    @property
+    def windows(self) -> bool:
+        """Some node class launches Windows nodes."""
+        return any(c.windows for c in self.config.node_classes)
 
     def _administrators(self, cluster: eks.Cluster) -> None:
         """Cluster-admin for the configured roles: access entries when the mode reads them, else aws-auth."""
@@ -190,6 +203,7 @@ class KarpenterClusterStack(AppStack):
             cluster=self.cluster,
             versions=versions.addon_versions(config.kubernetes_version, dict(config.addon_versions)),
             coredns_on_fargate=fargate,
+            windows_ipam=self.windows,
             coredns_after=[hosting.capacity],
         )
         return hosting, addons

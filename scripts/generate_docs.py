@@ -16,6 +16,7 @@ from karpenter_stack.config import reference_markdown  # noqa: E402
 
 PUBLIC_CIDRS = ["203.0.113.0/24", "198.51.100.7/32"]  # documentation ranges (RFC 5737)
 EXISTING = json.loads((ROOT / "examples" / "existing-cluster.json").read_text())
+WINDOWS = json.loads((ROOT / "examples" / "windows.json").read_text())
 # Configurations whose acknowledgments the README lists, each with the setting that brings its own.
 ACKNOWLEDGMENT_CONFIGS = [
     ("always", {}),
@@ -25,6 +26,7 @@ ACKNOWLEDGMENT_CONFIGS = [
     ("additionalNagPacks includes NIST80053R5", {"additionalNagPacks": ["NIST80053R5"]}),
     ("existingCluster", EXISTING),
     ("existingCluster, NIST80053R5", {**EXISTING, "additionalNagPacks": ["NIST80053R5"]}),
+    ("a Windows node class (amiAlias windows20XX)", WINDOWS),
 ]
 
 

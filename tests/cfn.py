@@ -4,6 +4,7 @@ rendered with readable placeholders, nested-stack outputs followed to their sour
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from aws_cdk.assertions import Template
@@ -86,3 +87,28 @@ def controller_values(template: Template) -> dict[str, Any]:
 def depends_on(template_json: dict[str, Any], logical_id: str) -> list[str]:
     deps = template_json["Resources"][logical_id].get("DependsOn", [])
     return [deps] if isinstance(deps, str) else list(deps)
+
+
+def create_only_properties(resource_type: str) -> set[str]:
+    """The properties whose change makes CloudFormation replace a resource of ``resource_type``: the
+    resource schema's createOnlyProperties (top level), as shipped with the pinned cfn-lint."""
+    import cfnlint
+
+    schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
+    provider = json.loads((schemas / "providers" / "us-east-1.json").read_text())
+    schema = json.loads((schemas / "resources" / f"{provider[resource_type]}.json").read_text())
+    return {p.split("/")[2] for p in schema.get("createOnlyProperties", [])}
+
+
+def template_change(before: dict[str, Any], after: dict[str, Any]) -> tuple[set[str], set[str], dict[str, list[str]]]:
+    """What deploying ``after`` over a stack running ``before`` does to its resources: the logical ids
+    added, the ids removed, and per kept id the top-level properties that change (DependsOn and
+    Metadata left out: neither changes a resource)."""
+    old, new = before["Resources"], after["Resources"]
+    changed = {}
+    for logical_id in old.keys() & new.keys():
+        a, b = old[logical_id].get("Properties", {}), new[logical_id].get("Properties", {})
+        names = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        if names or old[logical_id]["Type"] != new[logical_id]["Type"]:
+            changed[logical_id] = names
+    return new.keys() - old.keys(), old.keys() - new.keys(), changed

@@ -140,6 +140,25 @@ def existing() -> Synthesized:
     return synth(**EXISTING)
 
 
+def _example_fixture(path: Path):
+    @pytest.fixture(scope="session")
+    def example() -> Synthesized:
+        return synth(**json.loads(path.read_text()))
+
+    example.__doc__ = f"{path.relative_to(ROOT)}, as `make synth CONTEXT_FILE={path.relative_to(ROOT)}` builds it."
+    return example
+
+
+# Every other file of examples/ as a fixture example_<name> (existing-cluster.json is `existing`):
+# snapshot-, schema- and CEL-tested like the configurations above.
+EXAMPLE_FIXTURES: dict[str, Path] = {
+    f"example_{path.stem.replace('-', '_')}": path
+    for path in sorted((ROOT / "examples").glob("*.json")) if path.name != "existing-cluster.json"
+}
+for _name, _path in EXAMPLE_FIXTURES.items():
+    globals()[_name] = _example_fixture(_path)
+
+
 @pytest.fixture(scope="session")
 def lint_findings(default, alternative, existing, access_entries) -> dict[str, list[str]]:
     """cfn-lint findings of every synthesized template of the default, alternative, existing-cluster and

@@ -118,8 +118,8 @@ CASES = {
         "nodeClasses[0]: rootVolumeThroughput applies to gp3 only, not io2 (from -c)"),
     "IOPS on gp2": (
         {"nodeClasses": [{"rootVolumeType": "gp2", "rootVolumeIops": 3000}]},
-        "nodeClasses[0]: gp2 takes neither rootVolumeIops nor rootVolumeThroughput (its IOPS follow its size); use "
-        "gp3 (from -c)"),
+        "nodeClasses[0]: rootVolumeIops applies to gp3, io1 and io2, not gp2 (gp2's IOPS follow its size; use gp3) "
+        "(from -c)"),
     "instance store policy": (
         {"nodeClasses": [{"instanceStorePolicy": "RAID1"}]},
         "nodeClasses[0].instanceStorePolicy = \"RAID1\": Input should be 'RAID0' (from -c)"),
@@ -146,16 +146,91 @@ CASES = {
         {"nodeClasses": [{"amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 10}]},
         "nodeClasses[0]: rootVolumeSizeGib 10 is smaller than the bottlerocket AMI's 20 GiB snapshot for /dev/xvdb; "
         "EC2 refuses a volume smaller than its snapshot (from -c)"),
-    "Windows node class without Windows pools": (
-        {"nodeClasses": [{"amiAlias": "windows2022@latest"}]},
-        "nodeClasses[0].amiAlias = \"windows2022@latest\": Windows AMIs need Windows node pools "
-        "(kubernetes.io/os=windows), which nodePools do not make yet: a Windows node class would launch nothing; "
-        "use al2023 or bottlerocket (from -c)"),
     "reserved capacity without reservations": (
         {"nodePools": [{"capacityTypes": ["reserved", "on-demand"]}]},
-        "nodePools[0].capacityTypes = [\"reserved\", \"on-demand\"]: 'reserved' launches only into capacity "
-        "reservations the node class selects, and nodeClasses cannot select any yet: such a pool would launch "
-        "nothing reserved (from -c)"),
+        "nodePools 'default' allows the reserved capacity type, but its nodeClass 'default' has no "
+        "capacityReservationSelectorTerms: it would launch nothing reserved (from -c)"),
+    "reserved capacity with its gate off": (
+        {"controller": {"featureGates": {"reservedCapacity": False}},
+         "nodeClasses": [{"capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}],
+         "nodePools": [{"capacityTypes": ["reserved"]}]},
+        "nodePools 'default' allows the reserved capacity type, which Karpenter ignores while "
+        "controller.featureGates.reservedCapacity is false (from -c)"),
+    "capacity reservation id with tags": (
+        {"nodeClasses": [{"capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0", "tags": {"a": "b"}}]}]},
+        "nodeClasses[0].capacityReservationSelectorTerms[0]: a capacity reservation selector term with an id takes no "
+        "tags, ownerID or instanceMatchCriteria (from -c)"),
+    "capacity reservation owner alone": (
+        {"nodeClasses": [{"capacityReservationSelectorTerms": [{"ownerID": "111122223333"}]}]},
+        "nodeClasses[0].capacityReservationSelectorTerms[0]: a capacity reservation selector term needs an id, tags or "
+        "instanceMatchCriteria (from -c)"),
+    "capacity reservation id format": (
+        {"nodeClasses": [{"capacityReservationSelectorTerms": [{"id": "cr-12"}]}]},
+        "nodeClasses[0].capacityReservationSelectorTerms[0].id = \"cr-12\": must look like cr-0123456789abcdef0 "
+        "(from -c)"),
+    "capacity reservation match criteria": (
+        {"nodeClasses": [{"capacityReservationSelectorTerms": [{"instanceMatchCriteria": "any"}]}]},
+        "nodeClasses[0].capacityReservationSelectorTerms[0].instanceMatchCriteria = \"any\": Input should be 'open' "
+        "or 'targeted' (from -c)"),
+    # Windows
+    "Windows pool that allows only arm64": (
+        {"nodeClasses": [{"name": "default"}, {"name": "win", "amiAlias": "windows2022@latest"}],
+         "nodePools": [{"name": "default"}, {"name": "win", "nodeClass": "win", "architectures": ["arm64"]}]},
+        "nodePools 'win' uses the Windows nodeClass 'win' but allows only arm64: EKS's Windows AMIs are amd64 only, "
+        "so it would launch nothing (from -c)"),
+    "Windows with access entries": (
+        {"authenticationMode": "API", "nodeClasses": [{"amiAlias": "windows2025@latest"}]},
+        "nodeClasses 'default' launch Windows nodes, which join through the aws-auth mapping (with "
+        "eks:kube-proxy-windows); not with authenticationMode API (EKS reads the node role's EC2_LINUX access entry): "
+        "an access entry is EC2_LINUX or EC2_WINDOWS, and Karpenter's one node role serves both (from -c)"),
+    "Windows root volume below its 50 GiB snapshot": (
+        {"nodeClasses": [{"amiAlias": "windows2019@latest", "rootVolumeSizeGib": 30}]},
+        "nodeClasses[0]: rootVolumeSizeGib 30 is smaller than the windows2019 AMI's 50 GiB snapshot for /dev/sda1; "
+        "EC2 refuses a volume smaller than its snapshot (from -c)"),
+    # extra selector terms and data volumes
+    "subnet term by id and tags": (
+        {"nodeClasses": [{"extraSubnetSelectorTerms": [{"id": "subnet-0123456789abcdef0", "tags": {"tier": "x"}}]}]},
+        "nodeClasses[0].extraSubnetSelectorTerms[0]: a subnet selector term selects by exactly one of id, tags (has "
+        "id, tags) (from -c)"),
+    "security group term with nothing": (
+        {"nodeClasses": [{"extraSecurityGroupSelectorTerms": [{}]}]},
+        "nodeClasses[0].extraSecurityGroupSelectorTerms[0]: a security group selector term selects by exactly one of "
+        "id, name, tags (has none) (from -c)"),
+    "security group term with an empty tag value": (
+        {"nodeClasses": [{"extraSecurityGroupSelectorTerms": [{"tags": {"team": ""}}]}]},
+        "nodeClasses[0].extraSecurityGroupSelectorTerms[0].tags: tag 'team': empty keys and values "
+        "select nothing (use '*' for any value) (from -c)"),
+    "security group id format": (
+        {"nodeClasses": [{"extraSecurityGroupSelectorTerms": [{"id": "sg-xyz"}]}]},
+        "nodeClasses[0].extraSecurityGroupSelectorTerms[0].id = \"sg-xyz\": must look like sg-0123456789abcdef0 "
+        "(from -c)"),
+    "data volume on the storage device": (
+        {"nodeClasses": [{"amiAlias": "bottlerocket@latest", "dataVolumes": [{"deviceName": "/dev/sdb", "sizeGib": 100}]}]},
+        "nodeClasses[0]: dataVolumes /dev/sdb is the same device as /dev/xvdb (/dev/sdX and /dev/xvdX name one "
+        "device); use another letter (from -c)"),
+    "two data volumes on one device": (
+        {"nodeClasses": [{"dataVolumes": [{"deviceName": "/dev/sdf", "sizeGib": 10},
+                                          {"deviceName": "/dev/xvdf", "sizeGib": 10}]}]},
+        "nodeClasses[0]: dataVolumes /dev/xvdf is the same device as /dev/sdf (/dev/sdX and /dev/xvdX name one "
+        "device); use another letter (from -c)"),
+    "data volume device name": (
+        {"nodeClasses": [{"dataVolumes": [{"deviceName": "/dev/nvme1n1", "sizeGib": 10}]}]},
+        "nodeClasses[0].dataVolumes[0].deviceName = \"/dev/nvme1n1\": must be /dev/xvdb to /dev/xvdz or /dev/sdb to "
+        "/dev/sdz (from -c)"),
+    "data volume without a size": (
+        {"nodeClasses": [{"dataVolumes": [{"deviceName": "/dev/sdf"}]}]},
+        "nodeClasses[0].dataVolumes[0]: a data volume needs sizeGib or snapshotID (from -c)"),
+    "st1 data volume below its minimum size": (
+        {"nodeClasses": [{"dataVolumes": [{"deviceName": "/dev/sdf", "sizeGib": 100, "volumeType": "st1"}]}]},
+        "nodeClasses[0].dataVolumes[0]: sizeGib 100 is below the 125 GiB EC2 needs for st1 (from -c)"),
+    "data volume IOPS above 500 per GiB": (
+        {"nodeClasses": [{"dataVolumes": [{"deviceName": "/dev/sdf", "sizeGib": 10, "iops": 6000}]}]},
+        "nodeClasses[0].dataVolumes[0]: iops 6000 is outside what EC2 allows for a 10 GiB gp3 volume: 3000-5000 (500 "
+        "per GiB, at most 16000) (from -c)"),
+    "data volume IOPS on a snapshot of unknown size": (
+        {"nodeClasses": [{"dataVolumes": [{"deviceName": "/dev/sdf", "snapshotID": "snap-0123456789abcdef0",
+                                           "iops": 4000}]}]},
+        "nodeClasses[0].dataVolumes[0]: iops and throughput need sizeGib (EC2 checks them against the size) (from -c)"),
     "instance category that does not exist": (
         {"nodePools": [{"instanceCategories": ["c", "zz"]}]},
         "nodePools[0].instanceCategories = [\"c\", \"zz\"]: 'zz' is no EC2 instance category (known: a, c, d, dl, "

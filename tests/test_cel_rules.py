@@ -12,11 +12,13 @@ from constructs_lib.names import KARPENTER_AWS_WELL_KNOWN_LABELS, KARPENTER_SH_L
 from karpenter_stack import versions
 from tests.cel_rules import KINDS, evaluate, mirror, with_defaults
 from tests.cfn import each, kubernetes_objects
+from tests.conftest import EXAMPLE_FIXTURES
 
 VERSION = "1.14.1"
 # Configurations whose applied Karpenter objects are evaluated (every node class and pool shape the
-# suite synthesizes: defaults, two pools over two classes, the production system pool, by-id selectors).
-CONFIGURATIONS = ["default", "alternative", "production", "existing"]
+# suite synthesizes: defaults, two pools over two classes, the production system pool, by-id selectors,
+# and every example: GPU, Windows, capacity reservations, baseline + burst).
+CONFIGURATIONS = ["default", "alternative", "production", "existing", *EXAMPLE_FIXTURES]
 
 
 def _karpenter_objects(synthesized) -> list[dict]:

@@ -69,6 +69,8 @@ def test_errors_name_the_layer_each_setting_came_from():
     assert error({"environments": {"prod": {}}}) == [
         "environments.prod.nodePools 'system' refers to nodeClass 'default', which is not in nodeClasses (x) "
         "(from profile production)",
+        "environments.prod.nodePools 'default' refers to nodeClass 'default', which is not in nodeClasses (x) "
+        "(from profile production)",
     ]
     assert error({}, {"clusterName": "-c"}) == [
         'clusterName = "-c": must start with a letter or digit and contain only letters, digits, \'-\' and \'_\' '

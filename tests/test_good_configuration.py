@@ -56,6 +56,29 @@ GOOD = {
         "controller": {"featureGates": {"staticCapacity": True}},
         "nodePools": [{"name": "fixed", "replicas": 3, "capacityTypes": ["on-demand"], "limits": {"nodes": "5"}},
                       {"name": "fixed-small", "replicas": 0}, {"name": "default"}]},
+    "extra data volumes, subnets and security groups": {"nodeClasses": [
+        {"name": "default", "dataVolumes": [
+            {"deviceName": "/dev/xvdf", "sizeGib": 500, "volumeType": "st1"},
+            {"deviceName": "/dev/sdg", "sizeGib": 100, "iops": 6000, "throughput": 500},
+            {"deviceName": "/dev/xvdh", "snapshotID": "snap-0123456789abcdef0"}],
+         "extraSubnetSelectorTerms": [{"tags": {"example.com/tier": "private", "example.com/zone": "*"}},
+                                      {"id": "subnet-0123456789abcdef0"}],
+         "extraSecurityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}, {"name": "monitoring"},
+                                             {"tags": {"example.com/role": "nodes"}}]},
+        {"name": "bottlerocket", "amiAlias": "bottlerocket@latest",
+         "dataVolumes": [{"deviceName": "/dev/xvdc", "sizeGib": 50, "volumeType": "io2", "iops": 5000}]}]},
+    "capacity reservations, by id and by tags, reserved first then on-demand": {
+        "nodeClasses": [{"capacityReservationSelectorTerms": [
+            {"id": "cr-0123456789abcdef0"},
+            {"tags": {"team": "ml"}, "ownerID": "111122223333", "instanceMatchCriteria": "open"}]}],
+        "nodePools": [{"capacityTypes": ["reserved", "on-demand"]}]},
+    "Windows 2019, 2022 and 2025 next to Linux": {
+        "nodeClasses": [{"name": "default"}, {"name": "w2019", "amiAlias": "windows2019@latest"},
+                        {"name": "w2022", "amiAlias": "windows2022@latest", "rootVolumeSizeGib": 80},
+                        {"name": "w2025", "amiAlias": "windows2025@latest"}],
+        "nodePools": [{"name": "default"}, *({"name": n, "nodeClass": n, "taints": [{"key": "os", "value": "windows",
+                                                                                  "effect": "NoSchedule"}]}
+                                             for n in ("w2019", "w2022", "w2025"))]},
     "production, pinned": {"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]},
     "Kubernetes 1.35 with its own AMI dates": {"kubernetesVersion": "1.35",
                                                "nodeClasses": [{"amiAlias": "al2023@v20260128"}]},
@@ -63,8 +86,10 @@ GOOD = {
 
 
 def _objects(config: Any) -> list[dict[str, Any]]:
-    return [*(manifests.ec2_node_class(c, cluster_name="c", node_role_name="KarpenterNodeRole-c")
-              for c in config.node_classes), *(manifests.node_pool(p) for p in config.node_pools)]
+    classes, pools = manifests.node_objects(config.node_classes, config.node_pools, cluster_name="c",
+                                            node_role_name="KarpenterNodeRole-c",
+                                            feature_gates=config.controller.feature_gates)
+    return [*classes.values(), *pools.values()]
 
 
 @pytest.mark.parametrize("name", sorted(GOOD))

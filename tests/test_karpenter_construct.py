@@ -129,3 +129,35 @@ def test_an_imported_clusters_aws_auth_is_refused():
     stack = bare_stack()
     with pytest.raises(ValueError, match="node_authorization AWS_AUTH needs an eks.Cluster this app creates"):
         _karpenter(stack, node_authorization=NodeAuthorization.AWS_AUTH)
+
+
+def test_windows_node_classes_need_the_aws_auth_mapping():
+    """An access entry is EC2_LINUX or EC2_WINDOWS; the one node role serves both kinds of node."""
+    stack = bare_stack()
+    with pytest.raises(ValueError) as info:
+        Karpenter(stack, "Karpenter", cluster=imported_cluster(stack), cluster_name=CLUSTER_NAME, version="1.14.1",
+                  template_file=versions.karpenter_template("1.14.1"),
+                  node_classes=[NodeClassSpec(name="win", ami_alias="windows2022@latest")],
+                  node_pools=[NodePoolSpec(name="win", node_class="win")],
+                  node_authorization=NodeAuthorization.ACCESS_ENTRY)
+    assert str(info.value) == ("Windows node classes need node_authorization AWS_AUTH, not ACCESS_ENTRY: Karpenter's "
+                               "one node role serves Linux and Windows nodes, and an EKS access entry is one or the "
+                               "other")
+
+
+def test_pools_and_classes_that_do_not_fit_are_refused_with_every_problem():
+    from constructs_lib.manifests import node_objects
+
+    with pytest.raises(ValueError) as info:
+        node_objects([NodeClassSpec(name="general")],
+                     [NodePoolSpec(name="r", node_class="general", capacity_types=["reserved"]),
+                      NodePoolSpec(name="lost", node_class="gpu"), NodePoolSpec(name="fixed", replicas=2)],
+                     cluster_name=CLUSTER_NAME, node_role_name="KarpenterNodeRole-x", feature_gates={})
+    assert str(info.value).split("\n") == [
+        "nodePools 'r' allows the reserved capacity type, but its nodeClass 'general' has no "
+        "capacityReservationSelectorTerms: it would launch nothing reserved",
+        "nodePools 'lost' refers to nodeClass 'gpu', which is not in nodeClasses (general)",
+        "nodePools 'fixed' refers to nodeClass 'default', which is not in nodeClasses (general)",
+        "nodePools 'fixed' set replicas (static capacity), which Karpenter ignores unless "
+        "controller.featureGates.staticCapacity is true",
+    ]

@@ -10,6 +10,7 @@ import pytest
 
 from karpenter_stack import versions
 from tests.cfn import controller_values, each, kubernetes_objects
+from tests.conftest import EXAMPLE_FIXTURES
 from tests.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
 
 # configuration -> kinds of the objects it applies (aws-auth is a ConfigMap; an existing cluster's nodes
@@ -19,6 +20,7 @@ CONFIGURATIONS = {
     "alternative": {"NodePool", "EC2NodeClass", "ConfigMap"},
     "production": {"NodePool", "EC2NodeClass", "ConfigMap"},
     "existing": {"NodePool", "EC2NodeClass"},
+    **{example: {"NodePool", "EC2NodeClass", "ConfigMap"} for example in EXAMPLE_FIXTURES},
 }
 
 

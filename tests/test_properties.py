@@ -125,10 +125,10 @@ valid_class = st.fixed_dictionaries(
 
 
 def _objects(config: Any) -> list[dict[str, Any]]:
-    return [
-        *(manifests.ec2_node_class(c, cluster_name="c", node_role_name="KarpenterNodeRole-c") for c in config.node_classes),
-        *(manifests.node_pool(p) for p in config.node_pools),
-    ]
+    classes, pools = manifests.node_objects(config.node_classes, config.node_pools, cluster_name="c",
+                                            node_role_name="KarpenterNodeRole-c",
+                                            feature_gates=config.controller.feature_gates)
+    return [*classes.values(), *pools.values()]
 
 
 PROPERTY = settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

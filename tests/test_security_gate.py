@@ -29,6 +29,8 @@ GATED = {
     # an imported cluster: CDK's kubectl provider for it, in the VPC (private endpoint) and outside it
     "existing-nist": {**EXISTING, **NIST},
     "existing-public-endpoint": {**EXISTING, "existingCluster": {**EXISTING["existingCluster"], "privateEndpoint": False}},
+    # Windows node classes: the cluster role's extra managed policy
+    "windows-nist": {**json.loads((ROOT / "examples" / "windows.json").read_text()), **NIST},
 }
 
 

@@ -10,9 +10,10 @@ import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from tests.cfn import each
+from tests.conftest import EXAMPLE_FIXTURES
 
-# configuration -> templates (main + nested)
-CONFIGURATIONS = {"default": 4, "production": 4, "existing": 3}
+# configuration -> templates (main + nested); every example of examples/ too
+CONFIGURATIONS = {"default": 4, "production": 4, "existing": 3, **{example: 4 for example in EXAMPLE_FIXTURES}}
 
 
 def _templates(synthesized) -> dict[str, dict]:

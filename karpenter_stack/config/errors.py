@@ -13,8 +13,12 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
+    CapacityReservationTermSpec,
+    DataVolumeSpec,
     KubeletSpec,
     CamelModel,
+    SecurityGroupTermSpec,
+    SubnetTermSpec,
     DisruptionBudgetSpec,
     NodeClassSpec,
     NodePoolSpec,
@@ -71,6 +75,10 @@ NESTED_MODELS: dict[str, type[CamelModel]] = {
     "budgets": DisruptionBudgetSpec,
     "requirements": RequirementSpec,
     "taints": TaintSpec,
+    "dataVolumes": DataVolumeSpec,
+    "extraSubnetSelectorTerms": SubnetTermSpec,
+    "extraSecurityGroupSelectorTerms": SecurityGroupTermSpec,
+    "capacityReservationSelectorTerms": CapacityReservationTermSpec,
 }
 
 

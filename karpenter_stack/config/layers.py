@@ -183,5 +183,9 @@ def _validate(raw: dict[str, Any], today: Optional[date], prefix: str, origins: 
             "which needs authentication mode API or API_AND_CONFIG_MAP (a CONFIG_MAP cluster fails the deploy at "
             "the access entry); set it to what `aws eks describe-cluster` reports to check it at synth"
         )
+    if config.profile == "production":
+        warnings += [f"nodeClasses[{i}].amiAlias '{c.ami_alias}': Windows AMIs cannot be pinned (alias @latest only), so "
+                     "this class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets"
+                     for i, c in enumerate(config.node_classes) if c.windows]
     config._warnings = tuple(prefix + w for w in warnings)
     return config

@@ -16,7 +16,14 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
-from constructs_lib.node_specs import INSTANCE_TYPE, CamelModel, NodeClassSpec, NodePoolSpec, optional_match
+from constructs_lib.node_specs import (
+    INSTANCE_TYPE,
+    CamelModel,
+    NodeClassSpec,
+    NodePoolSpec,
+    optional_match,
+    pool_problems,
+)
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 
@@ -302,24 +309,24 @@ class AppConfig(CamelModel):
             raise ValueError(f"natGateways ({self.nat_gateways}) cannot exceed maxAzs ({self.max_azs})")
         if self.profile == "production":
             for i, node_class in enumerate(self.node_classes):
-                if node_class.ami_alias.endswith("@latest"):
+                if node_class.ami_alias.endswith("@latest") and not node_class.windows:  # (a synth warning)
                     raise ValueError(
                         f"nodeClasses[{i}].amiAlias '{node_class.ami_alias}': the production profile needs a pinned AMI "
                         "(e.g. al2023@v20260801), so node images change only when this setting does"
                     )
-        static = [p.name for p in self.node_pools if p.replicas is not None]
-        if static and not self.controller.feature_gates.get("staticCapacity", False):
-            raise ValueError(f"nodePools {', '.join(repr(n) for n in static)} set replicas (static capacity), which "
-                             "Karpenter ignores unless controller.featureGates.staticCapacity is true")
         _unique("nodeClasses", [c.name for c in self.node_classes])
         _unique("nodePools", [p.name for p in self.node_pools])
-        class_names = {c.name for c in self.node_classes}
-        for pool in self.node_pools:
-            if pool.node_class not in class_names:
-                raise ValueError(
-                    f"nodePools '{pool.name}' refers to nodeClass '{pool.node_class}', "
-                    f"which is not in nodeClasses ({', '.join(sorted(class_names))})"
-                )
+        windows = [c.name for c in self.node_classes if c.windows]
+        if windows and (self.existing_cluster is not None or self.authentication_mode in ("API", "API_AND_CONFIG_MAP")):
+            where = ("existingCluster (its nodes join through an EC2_LINUX access entry)" if self.existing_cluster
+                     else f"authenticationMode {self.authentication_mode} (EKS reads the node role's EC2_LINUX access "
+                          "entry)")
+            raise ValueError(f"nodeClasses {', '.join(repr(n) for n in windows)} launch Windows nodes, which join through "
+                             f"the aws-auth mapping (with eks:kube-proxy-windows); not with {where}: an access entry is "
+                             "EC2_LINUX or EC2_WINDOWS, and Karpenter's one node role serves both")
+        problems = pool_problems(self.node_classes, self.node_pools, self.controller.feature_gates)
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
 
     # Filled by load_config: things the user should know that do not stop the synth.

@@ -10,7 +10,11 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
+    CapacityReservationTermSpec,
+    DataVolumeSpec,
     KubeletSpec,
+    SecurityGroupTermSpec,
+    SubnetTermSpec,
     CamelModel,
     DisruptionBudgetSpec,
     NodeClassSpec,
@@ -44,6 +48,10 @@ def reference_markdown() -> str:
         ("`existingCluster` keys (Karpenter on a cluster this app does not create)", ExistingClusterConfig),
         ("`nodeClasses[]` entries", NodeClassSpec),
         ("`nodeClasses[].kubelet` keys", KubeletSpec),
+        ("`nodeClasses[].dataVolumes[]` entries", DataVolumeSpec),
+        ("`nodeClasses[].extraSubnetSelectorTerms[]` entries (exactly one key each)", SubnetTermSpec),
+        ("`nodeClasses[].extraSecurityGroupSelectorTerms[]` entries (exactly one key each)", SecurityGroupTermSpec),
+        ("`nodeClasses[].capacityReservationSelectorTerms[]` entries", CapacityReservationTermSpec),
         ("`nodePools[]` entries", NodePoolSpec),
         ("`nodePools[].requirements[]` entries", RequirementSpec),
         ("`nodePools[].taints[]` entries", TaintSpec),

@@ -1,0 +1,116 @@
+"""The examples of examples/ as a platform team applies them: what each emits, and what deploying it over
+a running default cluster does (added, removed, changed in place -- never a replacement). Their
+snapshots, schemas and CEL rules are checked with every other configuration (test_snapshots,
+test_kubernetes_schemas, test_cel_rules)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from constructs_lib.names import NODE_GROUPS, WINDOWS_NODE_GROUP
+from tests.cfn import create_only_properties, kubernetes_objects, only, render, resources, template_change
+from tests.conftest import EXAMPLE_FIXTURES
+
+
+def _objects(synthesized) -> dict[str, dict]:
+    return {k: {f: v for f, v in o.items() if f != "_logicalId"} for k, o in kubernetes_objects(synthesized.template).items()}
+
+
+def _requirement(pool: dict, key: str) -> dict:
+    (requirement,) = [r for r in pool["spec"]["template"]["spec"]["requirements"] if r["key"] == key]
+    return requirement
+
+
+def test_every_example_is_a_fixture_of_the_suite():
+    assert sorted(EXAMPLE_FIXTURES) == ["example_baseline_and_burst", "example_capacity_reservation", "example_gpu",
+                                        "example_windows"]
+
+
+def test_windows_example_launches_windows_nodes_that_can_join_and_get_pod_ips(example_windows, default):
+    objects = _objects(example_windows)
+    node_class = objects["EC2NodeClass/windows"]["spec"]
+    assert node_class["amiSelectorTerms"] == [{"alias": "windows2022@latest"}]
+    assert node_class["blockDeviceMappings"] == [{"deviceName": "/dev/sda1", "ebs": {
+        "volumeSize": "100Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}}]
+    pool = objects["NodePool/windows"]
+    assert _requirement(pool, "kubernetes.io/os")["values"] == ["windows"]
+    assert _requirement(pool, "kubernetes.io/arch")["values"] == ["amd64"]
+    assert pool["spec"]["template"]["spec"]["taints"] == [{"key": "os", "value": "windows", "effect": "NoSchedule"}]
+    assert _requirement(objects["NodePool/default"], "kubernetes.io/os")["values"] == ["linux"]
+    # the node role's one aws-auth mapping carries the Windows group (kube-proxy on Windows needs it)
+    roles = [r for r in json.loads(objects["ConfigMap/aws-auth"]["data"]["mapRoles"])
+             if r["username"] == "system:node:{{EC2PrivateDNSName}}"]
+    assert [r["groups"] for r in roles] == [[*NODE_GROUPS, WINDOWS_NODE_GROUP]]
+    # Windows IPAM: the vpc-cni add-on's own switch; the cluster role may assign Windows pod IPs
+    addons = {r["Properties"]["AddonName"]: r["Properties"] for r in resources(example_windows.template,
+                                                                               "AWS::EKS::Addon").values()}
+    assert addons["vpc-cni"]["ConfigurationValues"] == '{"enableWindowsIpam": "true"}'
+    assert "ConfigurationValues" not in only({k: v for k, v in resources(default.template, "AWS::EKS::Addon").items()
+                                              if v["Properties"]["AddonName"] == "vpc-cni"})[1]["Properties"]
+    cluster_role = example_windows.json["Resources"]["ClusterRoleFA261979"]["Properties"]
+    assert [render(a) for a in cluster_role["ManagedPolicyArns"]] == [
+        "arn:${Ref:AWS::Partition}:iam::aws:policy/AmazonEKSClusterPolicy",
+        "arn:${Ref:AWS::Partition}:iam::aws:policy/AmazonEKSVPCResourceController"]
+
+
+def test_gpu_example_keeps_gpu_nodes_for_gpu_pods(example_gpu):
+    objects = _objects(example_gpu)
+    node_class = objects["EC2NodeClass/gpu"]["spec"]
+    # Bottlerocket: its NVIDIA variant (chosen by the alias for GPU instances) ships the device plugin;
+    # images live on the data volume /dev/xvdb, sized and sped up for large images
+    assert node_class["amiSelectorTerms"] == [{"alias": "bottlerocket@latest"}]
+    assert node_class["blockDeviceMappings"][1] == {"deviceName": "/dev/xvdb", "ebs": {
+        "volumeSize": "200Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True, "throughput": 500}}
+    pool = objects["NodePool/gpu"]["spec"]
+    assert _requirement(objects["NodePool/gpu"], "karpenter.k8s.aws/instance-gpu-manufacturer")["values"] == ["nvidia"]
+    assert _requirement(objects["NodePool/gpu"], "karpenter.k8s.aws/instance-category")["values"] == ["g"]
+    assert pool["template"]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    assert pool["limits"] == {"cpu": "384", "memory": "1536Gi", "nvidia.com/gpu": "16"}
+    assert pool["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m",
+                                  "budgets": [{"nodes": "1"}]}
+
+
+def test_capacity_reservation_example_launches_into_the_reservations_first(example_capacity_reservation):
+    objects = _objects(example_capacity_reservation)
+    assert objects["EC2NodeClass/reserved"]["spec"]["capacityReservationSelectorTerms"] == [
+        {"tags": {"example.com/reserved-for": "eks-karpenter"}, "instanceMatchCriteria": "targeted"}]
+    assert "capacityReservationSelectorTerms" not in objects["EC2NodeClass/default"]["spec"]
+    pool = objects["NodePool/reserved"]
+    assert _requirement(pool, "karpenter.sh/capacity-type")["values"] == ["reserved"]
+    # preferred over the default pool (weight 0), which takes over when the reservations are full
+    assert pool["spec"]["weight"] == 100 and "weight" not in objects["NodePool/default"]["spec"]
+
+
+# example -> (manifests added, removed, properties changed in place) when deployed over the default
+# configuration: what a platform team adopting it does to a running cluster.
+OVER_DEFAULT = {
+    "example_baseline_and_burst": ({"ClustermanifestNodePoolbaseline0D558DD6", "ClustermanifestNodePoolburst995D3138"},
+                                   {"ClustermanifestNodePooldefault04636ED7"}, {}),
+    "example_capacity_reservation": ({"ClustermanifestEC2NodeClassreserved7571C077",
+                                      "ClustermanifestNodePoolreservedD92E43F9"}, set(), {}),
+    "example_gpu": ({"ClustermanifestEC2NodeClassgpuA84CB595", "ClustermanifestNodePoolgpu11DF1E5E"}, set(), {}),
+    "example_windows": ({"ClustermanifestEC2NodeClasswindows71D10F77", "ClustermanifestNodePoolwindowsFFD572AE"},
+                        set(), {"Addonsvpccni1C4D5563": ["ConfigurationValues"],
+                                "ClusterAwsAuthmanifestFE51F8AE": ["Manifest"],
+                                "ClusterRoleFA261979": ["ManagedPolicyArns"]}),
+}
+
+
+@pytest.mark.parametrize("example", sorted(OVER_DEFAULT))
+def test_adopting_an_example_on_a_running_cluster_replaces_nothing(example, default, request):
+    after = request.getfixturevalue(example)
+    added, removed, changed = template_change(default.json, after.json)
+    assert (added, removed, changed) == OVER_DEFAULT[example]
+    for logical_id, properties in changed.items():
+        resource_type = after.json["Resources"][logical_id]["Type"]
+        if not resource_type.startswith("Custom::"):  # custom resources: their handler applies the change
+            assert not create_only_properties(resource_type) & set(properties), logical_id
+    # the nested Karpenter stack (node role, queue) is the same template
+    assert after.karpenter_json == default.karpenter_json
+
+
+def test_create_only_properties_come_from_the_resource_schemas():
+    assert create_only_properties("AWS::EKS::Addon") == {"ClusterName", "AddonName", "NamespaceConfig"}
+    assert create_only_properties("AWS::IAM::Role") == {"Path", "RoleName"}
