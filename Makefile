@@ -24,10 +24,8 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet $(CDK_ARGS) $(CONTEXT_ARGS)
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
-# Two workers (pytest-xdist): each synthesizes what its tests need once; TEST_WORKERS=0 runs serially.
-TEST_WORKERS ?= 2
 test: $(DEV_STAMP) $(NODE_STAMP)
-	python -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+	python -m pytest $(PYTEST_ARGS)
 
 setup: $(DEV_STAMP) $(NODE_STAMP)
 

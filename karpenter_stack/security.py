@@ -8,7 +8,9 @@ preferred: see README, "Security gate", for what is fixed rather than acknowledg
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 import cdk_nag
@@ -77,26 +79,28 @@ def findings(app: App, packs: Iterable[str]) -> list[Finding]:
 NAG_RULE_PREFIXES = tuple(PACK_PREFIXES.values())
 _ACK_METADATA = "aws:cdk:acknowledged-rules"
 _ACK_PREFIX = "Annotation::"
+_TEMPLATE_FILE_METADATA = "aws:cdk:templateFile"
 
 
 def acknowledgments(app: App) -> list[AcknowledgmentRecord]:
-    """Every cdk-nag acknowledgment in the app, read back from construct metadata."""
+    """Every cdk-nag acknowledgment in the app, read back from the cloud assembly's metadata files
+    (one per stack: construct path -> metadata entries), which the synth writes even when findings
+    fail it -- reading them is one file per stack instead of a jsii call per construct."""
+    try:
+        app.synth()
+    except RuntimeError:
+        pass  # open findings: the assembly is written all the same
     records = []
-    for construct in app.node.find_all():
-        for entry in construct.node.metadata:
-            if entry.type != _ACK_METADATA:
-                continue
-            for rule, reason in entry.data.items():
-                if not rule.removeprefix(_ACK_PREFIX).startswith(NAG_RULE_PREFIXES):
+    for metadata_file in sorted(Path(app.outdir).glob("*.metadata.json")):
+        for path, entries in json.loads(metadata_file.read_text()).items():
+            on_stack = any(e["type"] == _TEMPLATE_FILE_METADATA for e in entries)  # a stack, nested or not
+            for entry in entries:
+                if entry["type"] != _ACK_METADATA:
                     continue
-                records.append(
-                    AcknowledgmentRecord(
-                        path=construct.node.path,
-                        rule=rule.removeprefix(_ACK_PREFIX),
-                        reason=reason,
-                        on_stack=isinstance(construct, Stack),
-                    )
-                )
+                for rule, reason in entry["data"].items():
+                    if rule.removeprefix(_ACK_PREFIX).startswith(NAG_RULE_PREFIXES):
+                        records.append(AcknowledgmentRecord(path=path.lstrip("/"), rule=rule.removeprefix(_ACK_PREFIX),
+                                                            reason=reason, on_stack=on_stack))
     return records
 
 

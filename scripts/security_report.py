@@ -69,24 +69,43 @@ def nag_section(context: dict) -> tuple[str, int, cdk.App]:
         len(open_findings), app
 
 
+class LintRun:
+    """One cfn-lint run (with the project's .cfnlintrc) over files, started in the background: its
+    start-up costs about a second, so callers pay it once. Files with the same content (CDK's provider
+    stacks of several configurations) are linted once; each gets the findings under its own name."""
+
+    def __init__(self, paths: Iterable[Path]) -> None:
+        self.paths = [str(p) for p in paths]
+        self._first: dict[bytes, str] = {}  # content -> the file linted for it
+        for path in self.paths:
+            self._first.setdefault(Path(path).read_bytes(), path)
+        self._process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *self._first.values()],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        )
+
+    def findings(self) -> dict[str, list[str]]:
+        """File -> its findings in cfn-lint's parseable format (``[]`` when clean); waits for the run."""
+        stdout, stderr = self._process.communicate()
+        if stderr.strip():
+            raise RuntimeError(f"cfn-lint failed: {stderr.strip()}")
+        linted = list(self._first.values())
+        found: dict[str, list[str]] = {p: [] for p in linted}
+        for line in stdout.splitlines():
+            path = next((p for p in linted if line.startswith(p + ":")), None)
+            if path is None:  # parseable output names the file first
+                raise RuntimeError(f"unexpected cfn-lint output: {line}")
+            found[path].append(line)
+        findings = {}
+        for path in self.paths:
+            linted_as = self._first[Path(path).read_bytes()]
+            findings[path] = [path + line[len(linted_as):] for line in found[linted_as]]
+        return findings
+
+
 def lint_each(paths: Iterable[Path]) -> dict[str, list[str]]:
-    """One cfn-lint run (with the project's .cfnlintrc) over all the files -- its start-up costs about a
-    second, so callers pay it once: file -> its findings in cfn-lint's parseable format (``[]`` when
-    clean)."""
-    paths = [str(p) for p in paths]
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *paths],
-        capture_output=True, text=True, cwd=ROOT,
-    )
-    if result.stderr.strip():
-        raise RuntimeError(f"cfn-lint failed: {result.stderr.strip()}")
-    findings: dict[str, list[str]] = {p: [] for p in paths}
-    for line in result.stdout.splitlines():
-        path = next((p for p in paths if line.startswith(p + ":")), None)
-        if path is None:  # parseable output names the file first
-            raise RuntimeError(f"unexpected cfn-lint output: {line}")
-        findings[path].append(line)
-    return findings
+    """The findings of one cfn-lint run over ``paths`` (see :class:`LintRun`)."""
+    return LintRun(paths).findings()
 
 
 def lint_section(app: cdk.App) -> tuple[str, int]:

@@ -26,6 +26,29 @@ CDK_JSON_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["
 TODAY = date(2026, 11, 21)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that read a background run (tests/background.py, the cfn-lint run) go last, so that the
+    in-process tests run while those commands do."""
+    items.sort(key=lambda item: bool({"lint_findings"} & set(item.fixturenames))
+               or item.get_closest_marker("background") is not None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    from tests import background
+
+    background.start({getattr(item, "originalname", item.name) for item in session.items})
+
+
+def pytest_sessionfinish() -> None:
+    from tests import background
+
+    background.stop()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "background: reads a command started in the background (tests/background.py)")
+
+
 class Synthesized:
     """One synthesized configuration: the stack, its template and the Karpenter nested template."""
 
@@ -159,14 +182,28 @@ for _name, _path in EXAMPLE_FIXTURES.items():
     globals()[_name] = _example_fixture(_path)
 
 
-@pytest.fixture(scope="session")
-def lint_findings(default, alternative, existing, access_entries) -> dict[str, list[str]]:
-    """cfn-lint findings of every synthesized template of the default, alternative, existing-cluster and
-    access-entries configurations, of templates/ and of a deliberately broken template (proving findings are
-    reported), from one cfn-lint run."""
-    from scripts.security_report import lint_each
+# What the session's one cfn-lint run covers: every template of these configurations, templates/, and a
+# template cfn-lint must refuse.
+LINTED = ("default", "alternative", "existing", "access_entries", "example_windows")
 
-    files = [*(path for synthesized in (default, alternative, existing, access_entries)
-               for path in sorted(Path(synthesized.app.outdir).glob("*.template.json"))),
+
+@pytest.fixture(scope="session", autouse=True)
+def _lint_run(request: pytest.FixtureRequest):
+    """Starts the session's one cfn-lint run in the background when the session starts (if any selected
+    test reads it): the templates of the default, alternative, existing-cluster, access-entries and
+    Windows configurations, templates/, and a deliberately broken template (proving findings are
+    reported)."""
+    if not any("lint_findings" in item.fixturenames for item in request.session.items):
+        return None
+    from scripts.security_report import LintRun
+
+    files = [*(path for name in LINTED for path in sorted(Path(request.getfixturevalue(name).app.outdir)
+                                                         .glob("*.template.json"))),
              *sorted((ROOT / "templates").glob("*.yaml")), BROKEN_TEMPLATE]
-    return lint_each(files)
+    return LintRun(files)
+
+
+@pytest.fixture(scope="session")
+def lint_findings(_lint_run) -> dict[str, list[str]]:
+    """file -> its cfn-lint findings, from the session's one run."""
+    return _lint_run.findings()

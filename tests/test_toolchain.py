@@ -3,47 +3,48 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from tests import background
 from tests.cfn import each
 from tests.conftest import ROOT
 
 NOISE = re.compile(r"end-of-life|deprecated|\[WARNING\]|WARNING|Traceback|feature flags are not configured", re.I)
 
 
-def cdk(*args: str, outdir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true"}
-    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION",
-                "AWS_DEFAULT_REGION", "CDK_DEFAULT_ACCOUNT", "CDK_DEFAULT_REGION"):
-        env.pop(var, None)
-    return subprocess.run(
-        ["cdk", "--no-notices", *args, "--output", str(outdir)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )
+# The README's synth and a bad -c flag, on a machine without AWS credentials: started in the background
+# when collection ends (tests/background.py).
+SYNTH = background.command("default-synth", ["cdk", "--no-notices", "synth", "--quiet", "--output", "{outdir}"],
+                           test="test_cdk_cli_synthesizes_the_default_configuration_without_credentials_or_noise",
+                           env=background.clean_env())
+BAD_FLAG = background.command("bad-flag-synth", ["cdk", "--no-notices", "synth", "--quiet", "-c", "clusterName=bad name",
+                                                 "--output", "{outdir}"],
+                              test="test_bad_configuration_fails_with_one_clear_message_and_no_output",
+                              env=background.clean_env())
 
 
-def test_cdk_cli_synthesizes_the_default_configuration_without_credentials_or_noise(tmp_path):
-    result = cdk("synth", "--quiet", outdir=tmp_path)
+@pytest.mark.background
+def test_cdk_cli_synthesizes_the_default_configuration_without_credentials_or_noise():
+    result = background.result(SYNTH)
     assert result.returncode == 0, result.stderr
     assert not NOISE.search(result.stdout + result.stderr), result.stdout + result.stderr
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest = json.loads((result.outdir / "manifest.json").read_text())
     stack = manifest["artifacts"]["eks-karpenter"]
     assert stack["environment"] == "aws://unknown-account/unknown-region"
-    assert sorted(p.name for p in tmp_path.glob("*.template.json"))[0] == "eks-karpenter.template.json"
+    assert sorted(p.name for p in result.outdir.glob("*.template.json"))[0] == "eks-karpenter.template.json"
 
 
-def test_bad_configuration_fails_with_one_clear_message_and_no_output(tmp_path):
-    result = cdk("synth", "--quiet", "-c", "clusterName=bad name", outdir=tmp_path)
+@pytest.mark.background
+def test_bad_configuration_fails_with_one_clear_message_and_no_output():
+    result = background.result(BAD_FLAG)
     assert result.returncode != 0
     assert "Configuration error:\nclusterName = \"bad name\": must start with a letter or digit" in result.stderr
     assert "Traceback" not in result.stderr and "jsii" not in result.stderr
-    assert not (tmp_path / "manifest.json").exists()
-    assert not list(tmp_path.glob("*.template.json"))
+    assert not (result.outdir / "manifest.json").exists()
+    assert not list(result.outdir.glob("*.template.json"))
 
 
 def test_node_is_pinned_to_22_and_the_cli_to_the_2_1148_line():
