@@ -54,7 +54,7 @@ from .karpenter_nodes import KarpenterNodes
 from .karpenter_release import KarpenterRelease, controller_values
 from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
-from .node_specs import NodeClassSpec, NodePoolSpec
+from .node_specs import NodeClassSpec, NodeOverlaySpec, NodePoolSpec
 from .queue_alarms import InterruptionQueueAlarms
 from .teardown import TeardownSafetyNet
 
@@ -73,7 +73,7 @@ class Karpenter(Construct):
     """Karpenter on one EKS cluster. Handles: :attr:`infra` (the nested stack), :attr:`node_role`,
     :attr:`node_role_name`, :attr:`node_role_arn`, :attr:`queue_name`, :attr:`queue_arn`,
     :attr:`controller_role`, :attr:`crd_chart`, :attr:`controller_chart`, :attr:`node_classes`,
-    :attr:`node_pools`, :attr:`node_access`, :attr:`teardown`, :attr:`discovery_tag`."""
+    :attr:`node_pools`, :attr:`node_overlays`, :attr:`node_access`, :attr:`teardown`, :attr:`discovery_tag`."""
 
     def __init__(
         self,
@@ -87,6 +87,7 @@ class Karpenter(Construct):
         node_classes: Sequence[NodeClassSpec],
         node_pools: Sequence[NodePoolSpec],
         node_authorization: NodeAuthorization,
+        node_overlays: Sequence[NodeOverlaySpec] = (),
         namespace: str = "kube-system",
         service_account: str = "karpenter",
         controller_after: Sequence[IDependable] = (),
@@ -186,6 +187,7 @@ class Karpenter(Construct):
             node_role_name=self.node_role_name,
             node_classes=node_classes,
             node_pools=node_pools,
+            node_overlays=node_overlays,
             # Karpenter's objects go before the controller that runs their finalizers, the authorization
             # that lets their nodes stay in the cluster while they drain, the pod networking and the
             # security group those nodes use.
@@ -196,6 +198,7 @@ class Karpenter(Construct):
         )
         self.node_classes = self.nodes.node_classes
         self.node_pools = self.nodes.node_pools
+        self.node_overlays = self.nodes.node_overlays
         if self.spot_service_linked_role is not None:
             # Spot launches need the role: pools that may launch spot are applied after it exists.
             for pool in node_pools:

@@ -7,7 +7,7 @@ from typing import Mapping, Sequence
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
-from .node_specs import NodeClassSpec, NodePoolSpec
+from .node_specs import NodeClassSpec, NodeOverlaySpec, NodePoolSpec
 
 from . import manifests
 
@@ -30,6 +30,7 @@ class KarpenterNodes(Construct):
         node_role_name: str,
         node_classes: Sequence[NodeClassSpec],
         node_pools: Sequence[NodePoolSpec],
+        node_overlays: Sequence[NodeOverlaySpec],
         depends_on: Sequence[IDependable],
         feature_gates: Mapping[str, bool],
         subnet_ids: Sequence[str] = (),
@@ -38,8 +39,10 @@ class KarpenterNodes(Construct):
         super().__init__(scope, id)
         self.node_classes: dict[str, eks.KubernetesManifest] = {}
         self.node_pools: dict[str, eks.KubernetesManifest] = {}
+        self.node_overlays: dict[str, eks.KubernetesManifest] = {}
         class_objects, pool_objects = manifests.node_objects(
-            node_classes, node_pools, cluster_name=cluster_name, node_role_name=node_role_name,
+            node_classes, node_pools, node_overlays=node_overlays, cluster_name=cluster_name,
+            node_role_name=node_role_name,
             feature_gates=feature_gates, subnet_ids=subnet_ids, security_group_ids=security_group_ids,
         )
         for name, obj in class_objects.items():
@@ -50,3 +53,8 @@ class KarpenterNodes(Construct):
             manifest = cluster.add_manifest(f"NodePool-{spec.name}", pool_objects[spec.name])
             manifest.node.add_dependency(*depends_on, self.node_classes[spec.node_class])
             self.node_pools[spec.name] = manifest
+        for overlay in node_overlays:
+            # Read by the controller when it simulates launches; no finalizer, no node depends on it.
+            manifest = cluster.add_manifest(f"NodeOverlay-{overlay.name}", overlay.manifest())
+            manifest.node.add_dependency(*depends_on)
+            self.node_overlays[overlay.name] = manifest

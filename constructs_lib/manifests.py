@@ -9,6 +9,7 @@ from .node_specs import (
     STORAGE_DEVICE,
     CamelModel,
     DataVolumeSpec,
+    NodeOverlaySpec,
     DisruptionBudgetSpec,
     NodeClassSpec,
     NodePoolSpec,
@@ -165,13 +166,14 @@ def node_objects(
     cluster_name: str,
     node_role_name: str,
     feature_gates: Mapping[str, bool],
+    node_overlays: Sequence[NodeOverlaySpec] = (),
     subnet_ids: Sequence[str] = (),
     security_group_ids: Sequence[str] = (),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Every EC2NodeClass and NodePool by name; each pool's kubernetes.io/os follows its class's family.
     Raises ValueError (one line per problem) when pools and classes do not fit together or need a
     feature gate that ``feature_gates`` (the controller's) leaves off."""
-    problems = pool_problems(node_classes, node_pools, feature_gates)
+    problems = pool_problems(node_classes, node_pools, feature_gates, node_overlays)
     if problems:
         raise ValueError("\n".join(problems))
     classes = {c.name: c for c in node_classes}

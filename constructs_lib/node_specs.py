@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic.alias_generators import to_camel
 
 from .names import (
+    NODE_OVERLAY_API_VERSION,
     KARPENTER_AWS_WELL_KNOWN_LABELS,
+    NODE_OVERLAY_AWS_LABELS,
     KARPENTER_SH_LABELS_ALLOWED,
     RESTRICTED_TAG_KEYS,
     RESTRICTED_TAG_PREFIX,
@@ -505,26 +507,28 @@ class RequirementSpec(CamelModel):
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> "RequirementSpec":
-        if self.operator in ("In", "NotIn") and not self.values:
-            raise ValueError(f"requirement '{self.key}' with operator {self.operator} needs at least one value")
-        if self.operator in ("Exists", "DoesNotExist") and self.values:
-            raise ValueError(f"requirement '{self.key}' with operator {self.operator} takes no values")
-        names = {"node.kubernetes.io/instance-type": (INSTANCE_TYPE, "instance type like m7g.large"),
-                 "karpenter.k8s.aws/instance-family": (INSTANCE_FAMILY, "instance family like m7g")}
-        if self.key in names:
-            pattern, what = names[self.key]
-            bad = [v for v in self.values if not pattern.fullmatch(v)]
-            if bad:
-                raise ValueError(f"requirement '{self.key}': {', '.join(repr(v) for v in bad)} is no EC2 {what}")
+        operator_values(self.key, self.operator, self.values)
         if self.operator == "In" and self.min_values is not None and len(self.values) < self.min_values:
             raise ValueError(f"requirement '{self.key}' has minValues {self.min_values} but only {len(self.values)} "
                              "value(s); Karpenter needs at least as many values as minValues")
-        if self.operator in ("Gt", "Lt", "Gte", "Lte") and (
-            len(self.values) != 1 or not self.values[0].isdigit()
-        ):
-            raise ValueError(f"requirement '{self.key}' with operator {self.operator} needs exactly one whole number")
         return self
 
+
+def operator_values(key: str, operator: str, values: Sequence[str]) -> None:
+    """The values a requirement's operator needs (the CRDs' rules), and EC2 names where the key is one."""
+    if operator in ("In", "NotIn") and not values:
+        raise ValueError(f"requirement '{key}' with operator {operator} needs at least one value")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ValueError(f"requirement '{key}' with operator {operator} takes no values")
+    names = {"node.kubernetes.io/instance-type": (INSTANCE_TYPE, "instance type like m7g.large"),
+             "karpenter.k8s.aws/instance-family": (INSTANCE_FAMILY, "instance family like m7g")}
+    if key in names:
+        pattern, what = names[key]
+        bad = [v for v in values if not pattern.fullmatch(v)]
+        if bad:
+            raise ValueError(f"requirement '{key}': {', '.join(repr(v) for v in bad)} is no EC2 {what}")
+    if operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not values[0].isdigit()):
+        raise ValueError(f"requirement '{key}' with operator {operator} needs exactly one whole number")
 
 class TaintSpec(CamelModel):
     key: str = Field(description="Taint key.")
@@ -702,14 +706,123 @@ def check_volume(fields: tuple[str, str, str, str], kind: str, size: int, iops: 
                              f"{iops or GP3_BASELINE_IOPS} IOPS: {GP3_MIN_THROUGHPUT}-{most} (at most IOPS/4)")
 
 
+# NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
+# amount (+0.1, -0.05) or a percentage (+10%, -10%, at most -100%).
+_PRICE = re.compile(r"\d+(\.\d+)?")
+_PRICE_ADJUSTMENT = re.compile(r"[+-]\d*\.?\d+|\+\d*\.?\d+%|-\d{1,2}(\.\d+)?%|-100%")
+# Resources a NodeOverlay cannot add capacity of (the CRD refuses them: Karpenter computes them itself).
+OVERLAY_RESTRICTED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
+
+
+class OverlayRequirementSpec(CamelModel):
+    """Which instance types a NodeOverlay applies to (a node selector requirement, without minValues)."""
+
+    key: str = Field(description="Label key, e.g. karpenter.k8s.aws/instance-family or karpenter.sh/nodepool.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] = Field(
+        description="How the values apply."
+    )
+    values: list[str] = Field(default_factory=list, description="Values (none for Exists/DoesNotExist).")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return label_key(value, aws_labels=NODE_OVERLAY_AWS_LABELS, node_pool_key=True)
+
+    @field_validator("values")
+    @classmethod
+    def _values(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not _LABEL_VALUE.fullmatch(item):
+                raise ValueError(f"'{item}' is not a label value (at most 63 of a-z, A-Z, 0-9, '-', '_', '.')")
+        return value
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> "OverlayRequirementSpec":
+        operator_values(self.key, self.operator, self.values)
+        return self
+
+
+class NodeOverlaySpec(CamelModel):
+    """One NodeOverlay (alpha; needs controller.featureGates.nodeOverlay): changes what Karpenter assumes
+    about matching instance types when it chooses one -- their price, or extra capacity of an extended
+    resource. It changes no running node."""
+
+    name: str = Field(description="Kubernetes name of the NodeOverlay.")
+    requirements: list[OverlayRequirementSpec] = Field(
+        default_factory=list, max_length=100,
+        description="Instance types it applies to (all when empty); karpenter.sh/nodepool limits it to pools.",
+    )
+    price: Optional[str] = Field(None, description="Price to assume (USD per hour), e.g. \"0.25\".")
+    price_adjustment: Optional[str] = Field(
+        None, description="Change of the price: an amount (+0.1, -0.05) or a percentage (+10%, -10%, -100%)."
+    )
+    capacity: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra capacity of extended resources per node (e.g. {\"example.com/device\": \"2\"}); not "
+                    "cpu, memory, ephemeral-storage or pods.",
+    )
+    weight: Optional[int] = Field(
+        None, ge=1, le=10000, description="Which overlay wins where several match (higher first)."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _k8s_name(cls, value: str) -> str:
+        return kubernetes_name(value)
+
+    @field_validator("price")
+    @classmethod
+    def _price(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, _PRICE, "must be a price like 0.25 (USD per hour)")
+
+    @field_validator("price_adjustment")
+    @classmethod
+    def _adjustment(cls, value: Optional[str]) -> Optional[str]:
+        return optional_match(value, _PRICE_ADJUSTMENT, "must be a signed amount like +0.1 or -0.05, or a percentage "
+                                                        "like +10% or -10% (at most -100%)")
+
+    @field_validator("capacity")
+    @classmethod
+    def _capacity(cls, value: dict[str, str]) -> dict[str, str]:
+        restricted = [r for r in value if r in OVERLAY_RESTRICTED_RESOURCES]
+        if restricted:
+            raise ValueError(f"{', '.join(restricted)}: Karpenter computes {', '.join(OVERLAY_RESTRICTED_RESOURCES)} "
+                             "itself; an overlay adds capacity of extended resources only")
+        for resource in value:
+            if not _QUALIFIED_NAME.fullmatch(resource):
+                raise ValueError(f"'{resource}' is not a resource name like example.com/device")
+        return non_negative_quantities(value)
+
+    @model_validator(mode="after")
+    def _effect(self) -> "NodeOverlaySpec":
+        if self.price is not None and self.price_adjustment is not None:
+            raise ValueError("a node overlay sets price or priceAdjustment, not both")
+        if self.price is None and self.price_adjustment is None and not self.capacity:
+            raise ValueError("a node overlay needs price, priceAdjustment or capacity (it would change nothing)")
+        return self
+
+    def manifest(self) -> dict[str, object]:
+        return {
+            "apiVersion": NODE_OVERLAY_API_VERSION,
+            "kind": "NodeOverlay",
+            "metadata": {"name": self.name},
+            "spec": {"requirements": [r.model_dump(by_alias=True, exclude_defaults=True) for r in self.requirements],
+                     **self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True,
+                                       include={"price", "price_adjustment", "capacity", "weight"})},
+        }
+
+
 def pool_problems(node_classes: Sequence[NodeClassSpec], node_pools: Sequence[NodePoolSpec],
-                  feature_gates: Mapping[str, bool]) -> list[str]:
-    """What makes pools and their classes unusable together: an unknown class, the reserved capacity
-    type without reservations to launch into or with its gate off, static capacity with its gate off,
-    a Windows pool that allows only arm64 (EKS's Windows AMIs are x86-64). One line per problem, each
-    starting with the setting."""
+                  feature_gates: Mapping[str, bool], node_overlays: Sequence[NodeOverlaySpec] = ()) -> list[str]:
+    """What makes pools, their classes and overlays unusable together: an unknown class, the reserved
+    capacity type without reservations to launch into or with its gate off, static capacity or overlays
+    with their gate off, a Windows pool that allows only arm64 (EKS's Windows AMIs are x86-64). One line
+    per problem, each starting with the setting."""
     classes = {c.name: c for c in node_classes}
     problems = []
+    if node_overlays and not feature_gates.get("nodeOverlay", False):
+        problems.append(f"nodeOverlays {', '.join(repr(o.name) for o in node_overlays)}: Karpenter ignores node "
+                        "overlays unless controller.featureGates.nodeOverlay is true")
     for pool in node_pools:
         node_class = classes.get(pool.node_class)
         if node_class is None:
@@ -764,19 +877,22 @@ def optional_match(value: Optional[str], pattern: re.Pattern[str], message: str)
     return value
 
 
-def label_key(key: str) -> str:
-    """A label or requirement key Karpenter accepts (not one of its restricted keys)."""
+def label_key(key: str, *, aws_labels: Sequence[str] = KARPENTER_AWS_WELL_KNOWN_LABELS,
+              node_pool_key: bool = False) -> str:
+    """A label or requirement key Karpenter accepts (not one of its restricted keys). ``aws_labels``: the
+    karpenter.k8s.aws keys the object's CRD allows; ``node_pool_key``: karpenter.sh/nodepool may be
+    required (a NodeOverlay's requirements; a pool's nodes get it from Karpenter)."""
     if not _QUALIFIED_NAME.fullmatch(key) or len(key) > 316:
         raise ValueError(f"'{key}' is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 "
                          "characters)")
-    if key in ("karpenter.sh/nodepool", "kubernetes.io/hostname"):
+    if key == "kubernetes.io/hostname" or key == "karpenter.sh/nodepool" and not node_pool_key:
         raise ValueError(f"'{key}' is a label key Karpenter sets itself; it cannot be set or required here")
     domain = key.split("/", 1)[0]
     if domain.endswith("karpenter.sh") and key not in KARPENTER_SH_LABELS_ALLOWED:
         raise ValueError(f"'{key}': label domain \"karpenter.sh\" is restricted (allowed there: "
-                         "karpenter.sh/capacity-type)")
-    if domain.endswith("karpenter.k8s.aws") and key not in KARPENTER_AWS_WELL_KNOWN_LABELS:
+                         f"karpenter.sh/capacity-type{', karpenter.sh/nodepool' if node_pool_key else ''})")
+    if domain.endswith("karpenter.k8s.aws") and key not in aws_labels:
         raise ValueError(f"'{key}': label domain \"karpenter.k8s.aws\" is restricted to Karpenter's well-known "
                          "labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, "
-                         "...)")
+                         f"...{'' if aws_labels is KARPENTER_AWS_WELL_KNOWN_LABELS else '; for node overlays not tenancy, capacity-reservation or placement-group keys'})")
     return key

@@ -45,6 +45,7 @@ class AppStack(Stack):
             template_file=versions.karpenter_template(config.karpenter_version),
             node_classes=config.node_classes,
             node_pools=config.node_pools,
+            node_overlays=config.node_overlays,
             namespace=config.karpenter_namespace,
             service_account=config.karpenter_service_account,
             service_monitor=config.service_monitor,

@@ -22,7 +22,8 @@ from celpy import celtypes
 from tests.kubernetes_schemas import SCHEMAS
 
 # Kubernetes kind -> the key of its CRD in the mirror.
-KINDS = {"NodePool": "NodePool karpenter.sh/v1", "EC2NodeClass": "EC2NodeClass karpenter.k8s.aws/v1"}
+KINDS = {"NodePool": "NodePool karpenter.sh/v1", "EC2NodeClass": "EC2NodeClass karpenter.k8s.aws/v1",
+         "NodeOverlay": "NodeOverlay karpenter.sh/v1alpha1"}
 _TOKEN = re.compile(r"\[\]|\{\}|[^.\[\]{}]+")
 
 

@@ -12,7 +12,7 @@ import kubernetes_validate
 from jsonschema import Draft202012Validator
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
-BY_KIND = {"NodePool": "nodepool", "EC2NodeClass": "ec2nodeclass"}
+BY_KIND = {"NodePool": "nodepool", "EC2NodeClass": "ec2nodeclass", "NodeOverlay": "nodeoverlay"}
 
 
 @lru_cache(maxsize=None)

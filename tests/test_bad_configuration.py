@@ -187,6 +187,45 @@ CASES = {
         {"nodeClasses": [{"amiAlias": "windows2019@latest", "rootVolumeSizeGib": 30}]},
         "nodeClasses[0]: rootVolumeSizeGib 30 is smaller than the windows2019 AMI's 50 GiB snapshot for /dev/sda1; "
         "EC2 refuses a volume smaller than its snapshot (from -c)"),
+    # node overlays
+    "node overlays with their gate off": (
+        {"nodeOverlays": [{"name": "cheaper-arm", "priceAdjustment": "-10%"}]},
+        "nodeOverlays 'cheaper-arm': Karpenter ignores node overlays unless controller.featureGates.nodeOverlay is "
+        "true (from -c)"),
+    "node overlay with price and priceAdjustment": (
+        {"controller": {"featureGates": {"nodeOverlay": True}},
+         "nodeOverlays": [{"name": "o", "price": "0.5", "priceAdjustment": "+0.1"}]},
+        "nodeOverlays[0]: a node overlay sets price or priceAdjustment, not both (from -c)"),
+    "node overlay that changes nothing": (
+        {"controller": {"featureGates": {"nodeOverlay": True}}, "nodeOverlays": [{"name": "o"}]},
+        "nodeOverlays[0]: a node overlay needs price, priceAdjustment or capacity (it would change nothing) (from -c)"),
+    "node overlay capacity of memory": (
+        {"controller": {"featureGates": {"nodeOverlay": True}},
+         "nodeOverlays": [{"name": "o", "capacity": {"memory": "1Gi"}}]},
+        "nodeOverlays[0].capacity: memory: Karpenter computes cpu, memory, ephemeral-storage, pods itself; an overlay "
+        "adds capacity of extended resources only (from -c)"),
+    "node overlay price adjustment below -100%": (
+        {"controller": {"featureGates": {"nodeOverlay": True}},
+         "nodeOverlays": [{"name": "o", "priceAdjustment": "-150%"}]},
+        "nodeOverlays[0].priceAdjustment = \"-150%\": must be a signed amount like +0.1 or -0.05, or a percentage "
+        "like +10% or -10% (at most -100%) (from -c)"),
+    "node overlay on a placement-group key": (
+        {"controller": {"featureGates": {"nodeOverlay": True}},
+         "nodeOverlays": [{"name": "o", "price": "1", "requirements": [
+             {"key": "karpenter.k8s.aws/capacity-reservation-id", "operator": "Exists"}]}]},
+        "nodeOverlays[0].requirements[0].key = \"karpenter.k8s.aws/capacity-reservation-id\": "
+        "'karpenter.k8s.aws/capacity-reservation-id': label domain \"karpenter.k8s.aws\" is restricted to Karpenter's "
+        "well-known labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, ...; for "
+        "node overlays not tenancy, capacity-reservation or placement-group keys) (from -c)"),
+    "node overlay requirement with minValues": (
+        {"controller": {"featureGates": {"nodeOverlay": True}},
+         "nodeOverlays": [{"name": "o", "price": "1", "requirements": [
+             {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"], "minValues": 1}]}]},
+        "nodeOverlays[0].requirements[0].minValues: unknown setting; did you mean 'values'? (from -c)"),
+    "two node overlays of one name": (
+        {"controller": {"featureGates": {"nodeOverlay": True}},
+         "nodeOverlays": [{"name": "o", "price": "1"}, {"name": "o", "price": "2"}]},
+        "nodeOverlays has duplicate names: o (from -c)"),
     # extra selector terms and data volumes
     "subnet term by id and tags": (
         {"nodeClasses": [{"extraSubnetSelectorTerms": [{"id": "subnet-0123456789abcdef0", "tags": {"tier": "x"}}]}]},

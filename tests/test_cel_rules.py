@@ -8,7 +8,12 @@ import re
 
 import pytest
 
-from constructs_lib.names import KARPENTER_AWS_WELL_KNOWN_LABELS, KARPENTER_SH_LABELS_ALLOWED, RESTRICTED_TAG_KEYS
+from constructs_lib.names import (
+    KARPENTER_AWS_WELL_KNOWN_LABELS,
+    KARPENTER_SH_LABELS_ALLOWED,
+    NODE_OVERLAY_AWS_LABELS,
+    RESTRICTED_TAG_KEYS,
+)
 from karpenter_stack import versions
 from tests.cel_rules import KINDS, evaluate, mirror, with_defaults
 from tests.cfn import each, kubernetes_objects
@@ -50,7 +55,7 @@ def test_every_applied_object_passes_every_cel_rule(configuration, request):
     assert {k: o.violations for k, o in outcomes.items()} == {k: [] for k in outcomes}
     # every object had rules evaluated; a NodePool's three transition rules are listed and skipped
     for key, outcome in outcomes.items():
-        assert outcome.evaluated >= 20, key
+        assert outcome.evaluated >= (5 if key.startswith("NodeOverlay/") else 20), key
         assert len(outcome.skipped) == (3 if key.startswith("NodePool/") else 0), key
 
 
@@ -117,6 +122,10 @@ def test_the_model_mirrors_the_rules_users_can_trip():
 
     assert listed(rules['label domain "karpenter.sh" is restricted']) == KARPENTER_SH_LABELS_ALLOWED
     assert listed(rules['label domain "karpenter.k8s.aws" is restricted']) == KARPENTER_AWS_WELL_KNOWN_LABELS
+    overlay_rules = {r.get("message"): r["rule"] for r in mirror(VERSION)["kinds"][KINDS["NodeOverlay"]]["rules"]
+                     if r["path"] == "spec.requirements[].key"}
+    assert listed(overlay_rules['label domain "karpenter.k8s.aws" is restricted']) == NODE_OVERLAY_AWS_LABELS
+    assert len(NODE_OVERLAY_AWS_LABELS) == 22 and len(KARPENTER_AWS_WELL_KNOWN_LABELS) == 28
     tag_rules = [r["rule"] for r in mirror(VERSION)["kinds"][KINDS["EC2NodeClass"]]["rules"] if r["path"] == "spec.tags"]
     named = sorted(m for r in tag_rules for m in re.findall(r"k ?!= ?'([^']+)'", r))
     assert named == sorted(RESTRICTED_TAG_KEYS)
@@ -159,7 +168,27 @@ PREEMPTED = [
     ("class", {"kubelet": {"evictionHard": {"memory.free": "1%"}}},
      "valid keys for evictionHard are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available',"
      "'imagefs.inodesFree','pid.available']"),
+    ("class", {"capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0", "tags": {"a": "b"}}]},
+     "'id' is mutually exclusive, cannot be set along with other fields in a capacity reservation selector term"),
+    ("class", {"capacityReservationSelectorTerms": [{"ownerID": "111122223333"}]},
+     "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"),
+    ("class", {"capacityReservationSelectorTerms": [{"tags": {"a": ""}}]}, "empty tag keys or values aren't supported"),
+    ("class", {"extraSecurityGroupSelectorTerms": [{}]}, "expected at least one, got none, ['tags', 'id', 'name']"),
+    ("overlay", {"price": "1", "priceAdjustment": "+1"}, "cannot set both 'price' and 'priceAdjustment'"),
+    ("overlay", {"capacity": {"memory": "1Gi"}}, "invalid resource restricted"),
+    ("overlay", {"price": "1", "requirements": [{**R, "key": "karpenter.k8s.aws/placement-group-id"}]},
+     'label domain "karpenter.k8s.aws" is restricted'),
+    ("overlay", {"price": "1", "requirements": [{**R, "key": "x.karpenter.sh/y"}]},
+     'label domain "karpenter.sh" is restricted'),
+    ("overlay", {"price": "1", "requirements": [{**R, "key": "kubernetes.io/hostname"}]},
+     'label "kubernetes.io/hostname" is restricted'),
+    ("overlay", {"price": "1", "requirements": [{**R, "operator": "NotIn", "values": []}]},
+     "requirements with operator 'NotIn' must have a value defined"),
+    ("overlay", {"price": "1", "requirements": [{**R, "operator": "Lte", "values": ["1", "2"]}]},
+     "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value"),
 ]
+TERMS = {"capacityReservationSelectorTerms": "CapacityReservationTermSpec",
+         "extraSecurityGroupSelectorTerms": "SecurityGroupTermSpec", "extraSubnetSelectorTerms": "SubnetTermSpec"}
 
 
 def _unvalidated(kind: str, fields: dict) -> dict:
@@ -172,8 +201,16 @@ def _unvalidated(kind: str, fields: dict) -> dict:
         RequirementSpec,
     )
 
+    if kind == "overlay":  # as NodeOverlaySpec.manifest writes it
+        return {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "o"},
+                "spec": {"requirements": [], **copy.deepcopy(fields)}}
     if kind == "class":
+        from constructs_lib import node_specs
+
         fields = dict(fields)
+        for key, model in TERMS.items():
+            if key in fields:
+                fields[key] = [getattr(node_specs, model).model_construct(**term) for term in fields[key]]
         if "kubelet" in fields:
             names = {f.alias or n: n for n, f in KubeletSpec.model_fields.items()}
             fields["kubelet"] = KubeletSpec.model_construct(**{names.get(k, k): v for k, v in fields["kubelet"].items()})
@@ -194,7 +231,8 @@ def test_the_model_refuses_first_what_a_cel_rule_would(kind, fields, rule_messag
 
     violations = evaluate(_unvalidated(kind, fields), VERSION).violations
     assert any(f": {rule_message} (rule:" in v for v in violations), violations
-    setting = {"pool": "nodePools", "class": "nodeClasses"}[kind]
+    setting = {"pool": "nodePools", "class": "nodeClasses", "overlay": "nodeOverlays"}[kind]
+    entry = {"name": "o", **fields} if kind == "overlay" else fields
     with pytest.raises(ConfigError) as info:
-        load_config({setting: [fields]}, today=TODAY)
+        load_config({setting: [entry], "controller": {"featureGates": {"nodeOverlay": True}}}, today=TODAY)
     assert str(info.value).startswith(f"{setting}[0]") and "(rule:" not in str(info.value)

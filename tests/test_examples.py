@@ -10,7 +10,16 @@ import json
 import pytest
 
 from constructs_lib.names import NODE_GROUPS, WINDOWS_NODE_GROUP
-from tests.cfn import create_only_properties, kubernetes_objects, only, render, resources, template_change
+from tests.cfn import (
+    controller_values,
+    create_only_properties,
+    depends_on,
+    kubernetes_objects,
+    only,
+    render,
+    resources,
+    template_change,
+)
 from tests.conftest import EXAMPLE_FIXTURES
 
 
@@ -72,6 +81,20 @@ def test_gpu_example_keeps_gpu_nodes_for_gpu_pods(example_gpu):
                                   "budgets": [{"nodes": "1"}]}
 
 
+def test_baseline_and_burst_example_prefers_graviton_through_a_node_overlay(example_baseline_and_burst):
+    overlay = _objects(example_baseline_and_burst)["NodeOverlay/prefer-graviton"]
+    assert overlay == {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
+                       "metadata": {"name": "prefer-graviton"},
+                       "spec": {"requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
+                                "priceAdjustment": "-10%"}}
+    chart_values = controller_values(example_baseline_and_burst.template)
+    assert chart_values["settings"]["featureGates"] == {"nodeOverlay": True}
+    # applied after the charts (its CRD), like every Karpenter object
+    overlay_id = kubernetes_objects(example_baseline_and_burst.template)["NodeOverlay/prefer-graviton"]["_logicalId"]
+    assert {"KarpenterReleaseCrdChart14B91BFB", "KarpenterReleaseControllerChartB127D32C"} <= set(
+        depends_on(example_baseline_and_burst.json, overlay_id))
+
+
 def test_capacity_reservation_example_launches_into_the_reservations_first(example_capacity_reservation):
     objects = _objects(example_capacity_reservation)
     assert objects["EC2NodeClass/reserved"]["spec"]["capacityReservationSelectorTerms"] == [
@@ -86,8 +109,11 @@ def test_capacity_reservation_example_launches_into_the_reservations_first(examp
 # example -> (manifests added, removed, properties changed in place) when deployed over the default
 # configuration: what a platform team adopting it does to a running cluster.
 OVER_DEFAULT = {
-    "example_baseline_and_burst": ({"ClustermanifestNodePoolbaseline0D558DD6", "ClustermanifestNodePoolburst995D3138"},
-                                   {"ClustermanifestNodePooldefault04636ED7"}, {}),
+    # the nodeOverlay gate changes the controller chart's values: a helm upgrade, the controller rolls
+    "example_baseline_and_burst": ({"ClustermanifestNodePoolbaseline0D558DD6", "ClustermanifestNodePoolburst995D3138",
+                                    "ClustermanifestNodeOverlayprefergraviton9F51F0D1"},
+                                   {"ClustermanifestNodePooldefault04636ED7"},
+                                   {"KarpenterReleaseControllerChartB127D32C": ["Values"]}),
     "example_capacity_reservation": ({"ClustermanifestEC2NodeClassreserved7571C077",
                                       "ClustermanifestNodePoolreservedD92E43F9"}, set(), {}),
     "example_gpu": ({"ClustermanifestEC2NodeClassgpuA84CB595", "ClustermanifestNodePoolgpu11DF1E5E"}, set(), {}),

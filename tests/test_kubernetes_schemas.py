@@ -21,6 +21,7 @@ CONFIGURATIONS = {
     "production": {"NodePool", "EC2NodeClass", "ConfigMap"},
     "existing": {"NodePool", "EC2NodeClass"},
     **{example: {"NodePool", "EC2NodeClass", "ConfigMap"} for example in EXAMPLE_FIXTURES},
+    "example_baseline_and_burst": {"NodePool", "EC2NodeClass", "ConfigMap", "NodeOverlay"},
 }
 
 

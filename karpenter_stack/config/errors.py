@@ -21,7 +21,9 @@ from constructs_lib.node_specs import (
     SubnetTermSpec,
     DisruptionBudgetSpec,
     NodeClassSpec,
+    NodeOverlaySpec,
     NodePoolSpec,
+    OverlayRequirementSpec,
     RequirementSpec,
     TaintSpec,
 )
@@ -79,13 +81,19 @@ NESTED_MODELS: dict[str, type[CamelModel]] = {
     "extraSubnetSelectorTerms": SubnetTermSpec,
     "extraSecurityGroupSelectorTerms": SecurityGroupTermSpec,
     "capacityReservationSelectorTerms": CapacityReservationTermSpec,
+    "nodeOverlays": NodeOverlaySpec,
 }
+# Keys whose model depends on where they are: (enclosing key, key) -> model.
+NESTED_IN: dict[tuple[str, str], type[CamelModel]] = {("nodeOverlays", "requirements"): OverlayRequirementSpec}
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     model: type[CamelModel] = AppConfig
-    for item in loc[:-1]:
-        if isinstance(item, str) and item in NESTED_MODELS:
+    keys = [item for item in loc[:-1] if isinstance(item, str)]
+    for before, item in zip([None, *keys], keys):
+        if (before, item) in NESTED_IN:
+            model = NESTED_IN[(before, item)]
+        elif item in NESTED_MODELS:
             model = NESTED_MODELS[item]
     return [field.alias or to_camel(name) for name, field in model.model_fields.items()]
 

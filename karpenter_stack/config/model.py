@@ -20,6 +20,7 @@ from constructs_lib.node_specs import (
     INSTANCE_TYPE,
     CamelModel,
     NodeClassSpec,
+    NodeOverlaySpec,
     NodePoolSpec,
     optional_match,
     pool_problems,
@@ -223,6 +224,11 @@ class AppConfig(CamelModel):
     node_pools: list[NodePoolSpec] = Field(
         default_factory=lambda: [NodePoolSpec()], min_length=1, description="NodePools to apply."
     )
+    node_overlays: list[NodeOverlaySpec] = Field(
+        default_factory=list,
+        description="NodeOverlays to apply (alpha, needs controller.featureGates.nodeOverlay): price or extended-"
+                    "resource capacity Karpenter assumes for matching instance types.",
+    )
 
     @field_validator("cluster_name")
     @classmethod
@@ -316,6 +322,7 @@ class AppConfig(CamelModel):
                     )
         _unique("nodeClasses", [c.name for c in self.node_classes])
         _unique("nodePools", [p.name for p in self.node_pools])
+        _unique("nodeOverlays", [o.name for o in self.node_overlays])
         windows = [c.name for c in self.node_classes if c.windows]
         if windows and (self.existing_cluster is not None or self.authentication_mode in ("API", "API_AND_CONFIG_MAP")):
             where = ("existingCluster (its nodes join through an EC2_LINUX access entry)" if self.existing_cluster
@@ -324,7 +331,7 @@ class AppConfig(CamelModel):
             raise ValueError(f"nodeClasses {', '.join(repr(n) for n in windows)} launch Windows nodes, which join through "
                              f"the aws-auth mapping (with eks:kube-proxy-windows); not with {where}: an access entry is "
                              "EC2_LINUX or EC2_WINDOWS, and Karpenter's one node role serves both")
-        problems = pool_problems(self.node_classes, self.node_pools, self.controller.feature_gates)
+        problems = pool_problems(self.node_classes, self.node_pools, self.controller.feature_gates, self.node_overlays)
         if problems:
             raise ValueError("\n".join(problems))
         return self

@@ -18,7 +18,9 @@ from constructs_lib.node_specs import (
     CamelModel,
     DisruptionBudgetSpec,
     NodeClassSpec,
+    NodeOverlaySpec,
     NodePoolSpec,
+    OverlayRequirementSpec,
     RequirementSpec,
     TaintSpec,
 )
@@ -56,6 +58,8 @@ def reference_markdown() -> str:
         ("`nodePools[].requirements[]` entries", RequirementSpec),
         ("`nodePools[].taints[]` entries", TaintSpec),
         ("`nodePools[].budgets[]` entries", DisruptionBudgetSpec),
+        ("`nodeOverlays[]` entries", NodeOverlaySpec),
+        ("`nodeOverlays[].requirements[]` entries", OverlayRequirementSpec),
     ]
     out: list[str] = []
     for title, model in sections:
