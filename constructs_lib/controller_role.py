@@ -1,23 +1,35 @@
-"""The Karpenter controller's IAM role, assumed through IRSA."""
+"""The Karpenter controller's IAM role, assumed through IRSA or EKS Pod Identity."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from enum import Enum
+from typing import Optional, Sequence
 
-from aws_cdk import CfnJson
+from aws_cdk import Aws, CfnJson
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from .names import IRSA_AUDIENCE, service_account_subject
+from .names import IRSA_AUDIENCE, POD_IDENTITY_PRINCIPAL, service_account_subject
+
+
+class ControllerCredentials(Enum):
+    """How the controller's pods get the role's credentials."""
+
+    IRSA = "irsa"  # a projected service-account token and the cluster's OIDC provider (works everywhere)
+    POD_IDENTITY = "pod-identity"  # an EKS Pod Identity association (not on Fargate; needs the agent add-on)
 
 
 class ControllerRole(Construct):
     """An IAM role only the given service account of the given cluster can assume.
 
     Trust: ``sts:AssumeRoleWithWebIdentity`` from the cluster's OIDC provider with ``StringEquals`` on
-    both ``<issuer>:aud`` and ``<issuer>:sub`` -- exact values, no wildcards. IRSA rather than EKS Pod
-    Identity because Pod Identity does not work for pods on Fargate.
+    both ``<issuer>:aud`` and ``<issuer>:sub`` -- exact values, no wildcards. With
+    ``ControllerCredentials.POD_IDENTITY`` also ``sts:AssumeRole`` + ``sts:TagSession`` by EKS Pod
+    Identity, only with the session tags of this cluster, namespace and service account, plus the
+    association of that service account with the role. The IRSA statement stays, so that a running
+    controller switched either way keeps its credentials until its pods are replaced (and through a
+    rollback of the switch); Karpenter's AWS SDK prefers a web identity token where a pod has both.
     """
 
     def __init__(
@@ -29,7 +41,10 @@ class ControllerRole(Construct):
         namespace: str,
         service_account: str,
         managed_policy_arns: Sequence[str],
+        credentials: ControllerCredentials = ControllerCredentials.IRSA,
+        cluster_name: Optional[str] = None,
     ) -> None:
+        """:param cluster_name: the cluster's name (with ``POD_IDENTITY``: the session tag the trust checks)."""
         super().__init__(scope, id)
         provider = cluster.open_id_connect_provider
         issuer = provider.open_id_connect_provider_issuer
@@ -58,3 +73,22 @@ class ControllerRole(Construct):
             ],
         )
         self.role_arn = self.role.role_arn
+        self.credentials = credentials
+        self.pod_identity: Optional[eks.CfnPodIdentityAssociation] = None
+        if credentials is ControllerCredentials.POD_IDENTITY:
+            if cluster_name is None:
+                raise ValueError("ControllerCredentials.POD_IDENTITY needs cluster_name (the trust checks its session tag)")
+            self.role.assume_role_policy.add_statements(iam.PolicyStatement(
+                actions=["sts:AssumeRole", "sts:TagSession"],
+                principals=[iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL)],
+                conditions={"StringEquals": {
+                    "aws:SourceAccount": Aws.ACCOUNT_ID,
+                    "aws:RequestTag/eks-cluster-name": cluster_name,
+                    "aws:RequestTag/kubernetes-namespace": namespace,
+                    "aws:RequestTag/kubernetes-service-account": service_account,
+                }},
+            ))
+            self.pod_identity = eks.CfnPodIdentityAssociation(
+                self, "PodIdentityAssociation", cluster_name=cluster.cluster_name, namespace=namespace,
+                service_account=service_account, role_arn=self.role.role_arn,
+            )

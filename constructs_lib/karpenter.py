@@ -20,7 +20,8 @@ What it builds, and the order CloudFormation creates and deletes it in:
   with the cluster;
 * the node role's authorization: an aws-auth mapping (a cluster this app owns) or an EKS access
   entry of type ``EC2_LINUX`` (any cluster whose authentication mode allows access entries);
-* the controller's IRSA role, trusted by the cluster's OIDC provider for one service account;
+* the controller's role, trusted by the cluster's OIDC provider for one service account (IRSA) and,
+  with EKS Pod Identity, by an association of that service account;
 * the ``karpenter-crd`` then ``karpenter`` Helm charts (the controller after ``controller_after``:
   the capacity it runs on and the DNS it resolves AWS endpoints with);
 * the discovery tags: on the subnets it is given and, unless security groups are selected by id, on
@@ -46,7 +47,7 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, DependencyGroup, IDependable
 
-from .controller_role import ControllerRole
+from .controller_role import ControllerCredentials, ControllerRole
 from .controller_spec import ControllerSpec
 from .discovery_tag import SecurityGroupTag
 from .karpenter_infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
@@ -99,6 +100,7 @@ class Karpenter(Construct):
         security_group_ids: Sequence[str] = (),
         service_monitor: bool = False,
         controller: ControllerSpec = ControllerSpec(),
+        controller_credentials: ControllerCredentials = ControllerCredentials.IRSA,
         spot_service_linked_role: bool = False,
         interruption_queue_alarms: bool = False,
         alarm_topic_arn: Optional[str] = None,
@@ -119,6 +121,9 @@ class Karpenter(Construct):
         :param subnet_ids: select node subnets by id; unset: by the discovery tag (on ``discovery_subnets``,
             or added by whoever owns the subnets).
         :param controller: feature gates, batching, zonal shift, log level and size of the controller.
+        :param controller_credentials: IRSA (anywhere) or EKS Pod Identity (not on Fargate; the
+            ``eks-pod-identity-agent`` add-on must run on the controller's nodes: pass it in
+            ``controller_after``).
         :param security_group_ids: select node security groups by id; unset: the cluster security group,
             tagged for discovery by this construct.
         """
@@ -154,15 +159,17 @@ class Karpenter(Construct):
 
         self.controller_role = ControllerRole(
             self, "ControllerRole", cluster=cluster, namespace=namespace, service_account=service_account,
-            managed_policy_arns=self.infra.controller_policy_arns,
+            managed_policy_arns=self.infra.controller_policy_arns, credentials=controller_credentials,
+            cluster_name=cluster_name,
         )
+        irsa = controller_credentials is ControllerCredentials.IRSA
         self.release = KarpenterRelease(
             self, "KarpenterRelease", cluster=cluster, version=version, namespace=namespace,
             values=controller_values(
                 cluster_name=cluster_name,
                 interruption_queue=self.queue_name,
                 service_account=service_account,
-                role_arn=self.controller_role.role_arn,
+                role_arn=self.controller_role.role_arn if irsa else None,
                 dns_policy=controller_dns_policy,
                 tolerations=[dict(t) for t in controller_tolerations] or None,
                 service_monitor=service_monitor,
@@ -171,6 +178,10 @@ class Karpenter(Construct):
         )
         self.crd_chart = self.release.crd_chart
         self.controller_chart = self.release.controller_chart
+        if self.controller_role.pod_identity is not None:
+            # Create: the association exists before the controller's pods (EKS injects credentials at pod
+            # creation). Delete: the controller goes first, so it drains nodes with working credentials.
+            self.controller_chart.node.add_dependency(self.controller_role.pod_identity)
         if controller_after:
             # Create: the controller starts on its capacity with DNS. Delete: it goes first, so it is
             # never left without a host or a resolver while it drains nodes.

@@ -23,18 +23,20 @@ def controller_values(
     cluster_name: str,
     interruption_queue: str,
     service_account: str,
-    role_arn: str,
+    role_arn: Optional[str],
     dns_policy: str,
     tolerations: Optional[Sequence[dict[str, str]]] = None,
     service_monitor: bool = False,
     controller: ControllerSpec = ControllerSpec(),
 ) -> dict[str, Any]:
-    """Values for the ``karpenter`` chart. Every key here exists in the 1.14 chart's values.yaml."""
+    """Values for the ``karpenter`` chart. Every key here exists in the 1.14 chart's values.yaml.
+    ``role_arn``: the IRSA annotation of the service account (None with EKS Pod Identity, whose
+    association names the role)."""
     values: dict[str, Any] = {
         "serviceAccount": {
             "create": True,
             "name": service_account,
-            "annotations": {IRSA_ROLE_ANNOTATION: role_arn},
+            **({"annotations": {IRSA_ROLE_ANNOTATION: role_arn}} if role_arn is not None else {}),
         },
         "settings": {
             "clusterName": cluster_name,

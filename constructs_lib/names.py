@@ -87,6 +87,10 @@ WINDOWS_CLUSTER_POLICY = "AmazonEKSVPCResourceController"
 # IRSA: the audience STS expects and the annotation the EKS pod identity webhook reads.
 IRSA_AUDIENCE = "sts.amazonaws.com"
 IRSA_ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
+# EKS Pod Identity: the service principal that assumes the role, and the add-on whose agent hands pods
+# their credentials.
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
 
 # Pod labels the Karpenter chart puts on its controller pods (the chart name, without nameOverride),
 # and the label of the CoreDNS pods EKS installs. Fargate profile selectors match on these.

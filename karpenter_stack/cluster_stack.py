@@ -16,7 +16,8 @@ from constructs_lib.cluster_addons import ManagedAddons, retire_coredns_compute_
 from constructs_lib.controller_hosting import FargateControllerHosting, SystemNodeGroupHosting
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
 from constructs_lib.nag import acknowledge, managed_policy_finding
-from constructs_lib.names import WINDOWS_CLUSTER_POLICY
+from constructs_lib.controller_role import ControllerCredentials
+from constructs_lib.names import POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
 from constructs_lib.network import ClusterVpc
 
 from . import versions
@@ -197,11 +198,15 @@ class KarpenterClusterStack(AppStack):
                 self, "ControllerHosting", cluster=self.cluster,
                 instance_type=config.system_node_instance_type, subnets=self.network.private_subnets,
             )
+        addon_versions = versions.addon_versions(config.kubernetes_version, dict(config.addon_versions))
+        if config.controller_credentials == "pod-identity":
+            # The agent (a DaemonSet on the node group) hands the controller's pods their credentials.
+            addon_versions[POD_IDENTITY_AGENT] = config.addon_versions.get(POD_IDENTITY_AGENT)
         addons = ManagedAddons(
             self,
             "Addons",
             cluster=self.cluster,
-            versions=versions.addon_versions(config.kubernetes_version, dict(config.addon_versions)),
+            versions=addon_versions,
             coredns_on_fargate=fargate,
             windows_ipam=self.windows,
             coredns_after=[hosting.capacity],
@@ -217,7 +222,9 @@ class KarpenterClusterStack(AppStack):
             "Default",
             cluster=self.cluster,
             node_authorization=NODE_AUTHORIZATION[self.config.authentication_mode],
-            controller_after=[self.hosting.capacity, self.addons.coredns],
+            controller_after=[self.hosting.capacity, self.addons.coredns,
+                              *([self.addons.addons[POD_IDENTITY_AGENT]] if POD_IDENTITY_AGENT in self.addons.addons else [])],
+            controller_credentials=ControllerCredentials(self.config.controller_credentials),
             controller_dns_policy=self.hosting.controller_dns_policy,
             controller_tolerations=self.hosting.controller_tolerations,
             node_networking=list(self.addons.addons.values()),

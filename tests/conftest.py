@@ -151,6 +151,15 @@ def access_entries() -> Synthesized:
     return synth(**ACCESS_ENTRIES)
 
 
+# The alternative configuration with the controller on EKS Pod Identity (tests/test_controller_credentials.py).
+POD_IDENTITY: dict[str, Any] = {**ALTERNATIVE, "controllerCredentials": "pod-identity"}
+
+
+@pytest.fixture(scope="session")
+def pod_identity() -> Synthesized:
+    return synth(**POD_IDENTITY)
+
+
 # A template cfn-lint must refuse (an unknown property): tests/test_synth_lint.py.
 BROKEN_TEMPLATE = ROOT / "tests" / "data" / "broken-template.yaml"
 
@@ -184,15 +193,15 @@ for _name, _path in EXAMPLE_FIXTURES.items():
 
 # What the session's one cfn-lint run covers: every template of these configurations, templates/, and a
 # template cfn-lint must refuse.
-LINTED = ("default", "alternative", "existing", "access_entries", "example_windows")
+LINTED = ("default", "alternative", "existing", "access_entries", "example_windows", "pod_identity")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _lint_run(request: pytest.FixtureRequest):
     """Starts the session's one cfn-lint run in the background when the session starts (if any selected
-    test reads it): the templates of the default, alternative, existing-cluster, access-entries and
-    Windows configurations, templates/, and a deliberately broken template (proving findings are
-    reported)."""
+    test reads it): the templates of the default, alternative, existing-cluster, access-entries, Windows
+    and Pod Identity configurations, templates/, and a deliberately broken template (proving findings
+    are reported)."""
     if not any("lint_findings" in item.fixturenames for item in request.session.items):
         return None
     from scripts.security_report import LintRun

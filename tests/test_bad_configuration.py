@@ -339,6 +339,17 @@ CASES = {
         {**EXISTING, "authenticationMode": "API"},
         "authenticationMode: applies only to a cluster this app creates; remove it when existingCluster is set "
         "(from -c)"),
+    "pod identity on Fargate": (
+        {"controllerCredentials": "pod-identity"},
+        "controllerCredentials 'pod-identity' needs controllerHosting=nodegroup: EKS Pod Identity does not work for "
+        "pods on Fargate (allowed with fargate: irsa) (from -c)"),
+    "pod identity on an existing cluster": (
+        {**EXISTING, "controllerCredentials": "pod-identity"},
+        "controllerCredentials: applies only to a cluster this app creates; remove it when existingCluster is set "
+        "(from -c)"),
+    "unknown controller credentials": (
+        {"controllerCredentials": "keys"},
+        "controllerCredentials = \"keys\": Input should be 'irsa' or 'pod-identity' (from -c)"),
     "unknown authentication mode": ({"authenticationMode": "IAM"},
                                     "authenticationMode = \"IAM\": Input should be 'API', 'API_AND_CONFIG_MAP' or "
                                     "'CONFIG_MAP' (from -c)"),
@@ -461,7 +472,8 @@ MORE_CASES = {
     'addon version malformed': ({"addonVersions": {"vpc-cni": "1.20.1"}},
         "addonVersions: vpc-cni '1.20.1' is not an EKS add-on version like v1.20.1-eksbuild.3 (from -c)"),
     'unknown addon': ({"addonVersions": {"aws-ebs-csi-driver": "v1.40.0-eksbuild.1"}},
-        'addonVersions: key "aws-ebs-csi-driver": Input should be \'vpc-cni\', \'kube-proxy\' or \'coredns\' (from -c)'),
+        'addonVersions: key "aws-ebs-csi-driver": Input should be \'vpc-cni\', \'kube-proxy\', \'coredns\' or '
+        '\'eks-pod-identity-agent\' (from -c)'),
     'kube-proxy of another minor': ({"addonVersions": {"kube-proxy": "v1.35.0-eksbuild.2"}},
         "addonVersions.kube-proxy 'v1.35.0-eksbuild.2' is not for Kubernetes 1.36 (kube-proxy's version follows the cluster's minor: v1.36.x-eksbuild.N) (from -c)"),
     'unknown profile': ({"profile": "prod"},

@@ -20,6 +20,7 @@ CONFIGURATIONS = {
     "alternative": {"NodePool", "EC2NodeClass", "ConfigMap"},
     "production": {"NodePool", "EC2NodeClass", "ConfigMap"},
     "existing": {"NodePool", "EC2NodeClass"},
+    "pod_identity": {"NodePool", "EC2NodeClass", "ConfigMap"},
     **{example: {"NodePool", "EC2NodeClass", "ConfigMap"} for example in EXAMPLE_FIXTURES},
     "example_baseline_and_burst": {"NodePool", "EC2NodeClass", "ConfigMap", "NodeOverlay"},
 }

@@ -13,7 +13,7 @@ from karpenter_stack.application import build, new_app
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
 from tests import background
 from tests.cfn import each, kubernetes_objects, only, render, resources
-from tests.conftest import ALTERNATIVE, CDK_JSON_CONTEXT, EXISTING, ROOT, synth
+from tests.conftest import ALTERNATIVE, CDK_JSON_CONTEXT, EXISTING, POD_IDENTITY, ROOT, synth
 
 NIST = {"additionalNagPacks": ["NIST80053R5"]}
 PUBLIC = {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.7/32"]}
@@ -29,6 +29,8 @@ GATED = {
     # an imported cluster: CDK's kubectl provider for it, in the VPC (private endpoint) and outside it
     "existing-nist": {**EXISTING, **NIST},
     "existing-public-endpoint": {**EXISTING, "existingCluster": {**EXISTING["existingCluster"], "privateEndpoint": False}},
+    # the controller on EKS Pod Identity: its association and agent add-on
+    "pod-identity-nist": {**POD_IDENTITY, **NIST},
     # Windows node classes: the cluster role's extra managed policy
     "windows-nist": {**json.loads((ROOT / "examples" / "windows.json").read_text()), **NIST},
 }

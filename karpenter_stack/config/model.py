@@ -68,7 +68,7 @@ _FORMATS = {
 # Settings that shape a cluster this app creates; with existingCluster nobody may set them.
 CREATED_CLUSTER_ONLY = ("authentication_mode", "administrators", "vpc_id", "vpc_cidr", "max_azs", "nat_gateways",
                         "endpoint_access", "public_access_cidrs", "controller_hosting", "system_node_instance_type",
-                        "deletion_protection", "addon_versions")
+                        "deletion_protection", "addon_versions", "controller_credentials")
 
 
 class ExistingClusterConfig(CamelModel):
@@ -185,11 +185,20 @@ class AppConfig(CamelModel):
     create_spot_service_linked_role: bool = Field(
         False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
     )
-    addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns"], str] = Field(
+    addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"], str] = Field(
         default_factory=dict,
         description=(
             "Pin EKS managed add-on versions (e.g. {\"vpc-cni\": \"v1.20.1-eksbuild.3\"}); unset: coredns and "
-            "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni is EKS's default."
+            "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni and "
+            "eks-pod-identity-agent are EKS's default."
+        ),
+    )
+    controller_credentials: Literal["irsa", "pod-identity"] = Field(
+        "irsa",
+        description=(
+            "How the Karpenter controller gets its role: irsa (the cluster's OIDC provider), or pod-identity (an EKS "
+            "Pod Identity association and the eks-pod-identity-agent add-on; needs controllerHosting=nodegroup, as Pod "
+            "Identity does not work on Fargate). Switching keeps the role and lets running pods keep their credentials."
         ),
     )
     authentication_mode: Optional[Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"]] = Field(
@@ -300,6 +309,9 @@ class AppConfig(CamelModel):
                 f"maxAzs ({self.max_azs}) needs account and region: an environment-agnostic stack "
                 "only knows 2 availability zones (allowed without them: 2)"
             )
+        if self.controller_credentials == "pod-identity" and self.controller_hosting == "fargate":
+            raise ValueError("controllerCredentials 'pod-identity' needs controllerHosting=nodegroup: EKS Pod Identity "
+                             "does not work for pods on Fargate (allowed with fargate: irsa)")
         if self.controller_hosting == "fargate" and self.existing_cluster is None and not self.controller.fits_fargate():
             raise ValueError(
                 f"controller cpu {self.controller.cpu} / memory {self.controller.memory} does not fit a Fargate pod "
