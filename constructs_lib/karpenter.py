@@ -41,7 +41,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import Aws, RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -146,7 +146,10 @@ class Karpenter(Construct):
         self.node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.node_role_arn, mutable=False)
         self._acknowledge_template()
         self.node_access_entry: Optional[eks.AccessEntry] = None
-        self.node_access = self._authorize_nodes(node_authorization, windows=any(c.windows for c in node_classes))
+        self.windows_node_role: Optional[iam.Role] = None
+        if any(c.windows for c in node_classes):
+            self.windows_node_role = self._windows_node_role()
+        self.node_access = self._authorize_nodes(node_authorization)
 
         self.spot_service_linked_role: Optional[iam.CfnServiceLinkedRole] = None
         if spot_service_linked_role:
@@ -178,6 +181,17 @@ class Karpenter(Construct):
         )
         self.crd_chart = self.release.crd_chart
         self.controller_chart = self.release.controller_chart
+        windows_pass_role: list[IDependable] = []
+        if self.windows_node_role is not None:
+            # The template lets the controller pass only its node role to EC2; Windows classes use this one.
+            windows_pass_role.append(iam.ManagedPolicy(
+                self, "WindowsNodeRolePassRole", roles=[self.controller_role.role],
+                description="Karpenter controller: pass the Windows node role to EC2",
+                statements=[iam.PolicyStatement(
+                    actions=["iam:PassRole"], resources=[self.windows_node_role.role_arn],
+                    conditions={"StringEquals": {"iam:PassedToService": f"ec2.{Aws.URL_SUFFIX}"}},
+                )],
+            ))
         if self.controller_role.pod_identity is not None:
             # Create: the association exists before the controller's pods (EKS injects credentials at pod
             # creation). Delete: the controller goes first, so it drains nodes with working credentials.
@@ -196,13 +210,15 @@ class Karpenter(Construct):
             cluster=cluster,
             cluster_name=cluster_name,
             node_role_name=self.node_role_name,
+            windows_node_role_name=self.windows_node_role.role_name if self.windows_node_role else None,
             node_classes=node_classes,
             node_pools=node_pools,
             node_overlays=node_overlays,
             # Karpenter's objects go before the controller that runs their finalizers, the authorization
             # that lets their nodes stay in the cluster while they drain, the pod networking and the
             # security group those nodes use.
-            depends_on=[*self.release.charts, self.node_access, self.teardown.resource, *node_needs],
+            depends_on=[*self.release.charts, self.node_access, self.teardown.resource, *node_needs,
+                        *windows_pass_role],
             feature_gates=controller.feature_gates,
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,
@@ -222,28 +238,42 @@ class Karpenter(Construct):
                 self, "InterruptionQueueAlarms", queue_name=self.queue_name, topic_arn=alarm_topic_arn
             )
 
-    def _authorize_nodes(self, how: NodeAuthorization, windows: bool) -> IDependable:
-        """The node role may join the cluster: an aws-auth mapping, an EC2_LINUX access entry, or both.
-        With Windows node classes only the mapping: it gives the one node role both Linux and Windows
-        groups, while an access entry is either EC2_LINUX or EC2_WINDOWS (and EKS reads the entry first)."""
-        if windows and how is not NodeAuthorization.AWS_AUTH:
-            raise ValueError(f"Windows node classes need node_authorization AWS_AUTH, not {how.name}: Karpenter's one "
-                             "node role serves Linux and Windows nodes, and an EKS access entry is one or the other")
+    def _windows_node_role(self) -> iam.Role:
+        """The role of Windows nodes: the node role's trust and managed policies, as a role of its own
+        because an EKS access entry is EC2_LINUX or EC2_WINDOWS (EKS's Windows guide: a role per OS)."""
+        role = iam.Role(
+            self, "WindowsNodeRole", assumed_by=iam.ServicePrincipal(f"ec2.{Aws.URL_SUFFIX}"),
+            description="Windows nodes launched by Karpenter",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_MANAGED_POLICIES],
+        )
+        for policy in NODE_MANAGED_POLICIES:
+            acknowledge(role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (Karpenter's Windows nodes)")
+        return role
+
+    def _authorize_nodes(self, how: NodeAuthorization) -> IDependable:
+        """The node roles may join the cluster: aws-auth mappings, EKS access entries (EC2_LINUX for the
+        node role, EC2_WINDOWS for the Windows node role), or both."""
+        roles: list[tuple[str, iam.IRole, str, eks.AccessEntryType, list[str]]] = [
+            ("NodeAccessEntry", self.node_role, self.node_role_arn, eks.AccessEntryType.EC2_LINUX, list(NODE_GROUPS))]
+        if self.windows_node_role is not None:
+            # kube-proxy on Windows runs with the node's identity and needs this group
+            roles.append(("WindowsNodeAccessEntry", self.windows_node_role, self.windows_node_role.role_arn,
+                          eks.AccessEntryType.EC2_WINDOWS, [*NODE_GROUPS, WINDOWS_NODE_GROUP]))
         parts: list[IDependable] = []
         if how in (NodeAuthorization.AWS_AUTH, NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY):
             if not isinstance(self.cluster, eks.Cluster):
                 raise ValueError(f"node_authorization {how.name} needs an eks.Cluster this app creates; an imported "
                                  "cluster's aws-auth ConfigMap is not this app's to manage: use ACCESS_ENTRY")
-            groups = [*NODE_GROUPS, *([WINDOWS_NODE_GROUP] if windows else [])]
-            self.cluster.aws_auth.add_role_mapping(self.node_role, username=NODE_USERNAME, groups=groups)
+            for _, role, _, _, groups in roles:
+                self.cluster.aws_auth.add_role_mapping(role, username=NODE_USERNAME, groups=groups)
             parts.append(self.cluster.aws_auth)
         if how in (NodeAuthorization.ACCESS_ENTRY, NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY):
-            # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.
-            self.node_access_entry = eks.AccessEntry(
-                self, "NodeAccessEntry", cluster=self.cluster, principal=self.node_role_arn,
-                access_entry_type=eks.AccessEntryType.EC2_LINUX, access_policies=[],
-            )
-            parts.append(self.node_access_entry)
+            for entry_id, _, arn, entry_type, _ in roles:
+                # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.
+                entry = eks.AccessEntry(self, entry_id, cluster=self.cluster, principal=arn,
+                                        access_entry_type=entry_type, access_policies=[])
+                self.node_access_entry = self.node_access_entry or entry
+                parts.append(entry)
         return parts[0] if len(parts) == 1 else DependencyGroup(*parts)
 
     def _safety_net(self, cluster_name: str, node_needs: Sequence[IDependable]) -> TeardownSafetyNet:

@@ -167,10 +167,12 @@ def node_objects(
     node_role_name: str,
     feature_gates: Mapping[str, bool],
     node_overlays: Sequence[NodeOverlaySpec] = (),
+    windows_node_role_name: Optional[str] = None,
     subnet_ids: Sequence[str] = (),
     security_group_ids: Sequence[str] = (),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Every EC2NodeClass and NodePool by name; each pool's kubernetes.io/os follows its class's family.
+    """Every EC2NodeClass and NodePool by name; each pool's kubernetes.io/os follows its class's family,
+    and Windows classes launch with ``windows_node_role_name`` (when given).
     Raises ValueError (one line per problem) when pools and classes do not fit together or need a
     feature gate that ``feature_gates`` (the controller's) leaves off."""
     problems = pool_problems(node_classes, node_pools, feature_gates, node_overlays)
@@ -178,8 +180,9 @@ def node_objects(
         raise ValueError("\n".join(problems))
     classes = {c.name: c for c in node_classes}
     return (
-        {c.name: ec2_node_class(c, cluster_name=cluster_name, node_role_name=node_role_name, subnet_ids=subnet_ids,
-                                security_group_ids=security_group_ids) for c in node_classes},
+        {c.name: ec2_node_class(c, cluster_name=cluster_name,
+                                node_role_name=(windows_node_role_name if c.windows else None) or node_role_name,
+                                subnet_ids=subnet_ids, security_group_ids=security_group_ids) for c in node_classes},
         {p.name: node_pool(p, os=operating_system(classes[p.node_class])) for p in node_pools},
     )
 

@@ -178,11 +178,6 @@ CASES = {
          "nodePools": [{"name": "default"}, {"name": "win", "nodeClass": "win", "architectures": ["arm64"]}]},
         "nodePools 'win' uses the Windows nodeClass 'win' but allows only arm64: EKS's Windows AMIs are amd64 only, "
         "so it would launch nothing (from -c)"),
-    "Windows with access entries": (
-        {"authenticationMode": "API", "nodeClasses": [{"amiAlias": "windows2025@latest"}]},
-        "nodeClasses 'default' launch Windows nodes, which join through the aws-auth mapping (with "
-        "eks:kube-proxy-windows); not with authenticationMode API (EKS reads the node role's EC2_LINUX access entry): "
-        "an access entry is EC2_LINUX or EC2_WINDOWS, and Karpenter's one node role serves both (from -c)"),
     "Windows root volume below its 50 GiB snapshot": (
         {"nodeClasses": [{"amiAlias": "windows2019@latest", "rootVolumeSizeGib": 30}]},
         "nodeClasses[0]: rootVolumeSizeGib 30 is smaller than the windows2019 AMI's 50 GiB snapshot for /dev/sda1; "

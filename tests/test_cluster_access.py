@@ -100,3 +100,21 @@ def test_no_configuration_asks_the_handler_to_replace_the_named_cluster(default,
     configs = [_cluster_config(s) for s in (default, alternative, production, synth(**BOTH), synth(**API))]
     assert all("bootstrapClusterCreatorAdminPermissions" not in (c["accessConfig"] or {}) for c in configs)
     assert update(configs[0], configs[2]) == []  # standard -> production profile: no cluster update at all
+
+
+def test_windows_nodes_join_through_an_ec2_windows_entry_of_their_own_role():
+    """Access entries only (API): Linux nodes join with the node role's EC2_LINUX entry, Windows nodes
+    with the Windows node role's EC2_WINDOWS entry (one entry per role, one type per entry)."""
+    from tests.conftest import ROOT
+
+    windows = json.loads((ROOT / "examples" / "windows.json").read_text())
+    synthesized = synth(**API, **windows)
+    entries = {r["Properties"]["Type"]: (render(r["Properties"]["PrincipalArn"]), r["Properties"]["AccessPolicies"])
+               for r in resources(synthesized.template, "AWS::EKS::AccessEntry").values()
+               if r["Properties"].get("Type", "STANDARD") != "STANDARD"}
+    assert entries == {
+        "EC2_LINUX": ("${GetAtt:KarpenterNestedStackKarpenterNestedStackResourceE556CF50."
+                      "Outputs.ekskarpenterKarpenterTemplateKarpenterNodeRole941D9270Arn}", []),
+        "EC2_WINDOWS": ("${GetAtt:WindowsNodeRoleE0704BCF.Arn}", []),
+    }
+    assert "ConfigMap/aws-auth" not in kubernetes_objects(synthesized.template)

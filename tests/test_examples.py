@@ -48,10 +48,14 @@ def test_windows_example_launches_windows_nodes_that_can_join_and_get_pod_ips(ex
     assert _requirement(pool, "kubernetes.io/arch")["values"] == ["amd64"]
     assert pool["spec"]["template"]["spec"]["taints"] == [{"key": "os", "value": "windows", "effect": "NoSchedule"}]
     assert _requirement(objects["NodePool/default"], "kubernetes.io/os")["values"] == ["linux"]
-    # the node role's one aws-auth mapping carries the Windows group (kube-proxy on Windows needs it)
-    roles = [r for r in json.loads(objects["ConfigMap/aws-auth"]["data"]["mapRoles"])
-             if r["username"] == "system:node:{{EC2PrivateDNSName}}"]
-    assert [r["groups"] for r in roles] == [[*NODE_GROUPS, WINDOWS_NODE_GROUP]]
+    # Windows nodes launch with a role of their own, mapped with the Windows group (kube-proxy on Windows
+    # runs with the node's identity); the Linux node role's mapping is unchanged
+    assert node_class["role"] == "${Ref:WindowsNodeRoleE0704BCF}"
+    roles = {r["rolearn"]: r["groups"] for r in json.loads(objects["ConfigMap/aws-auth"]["data"]["mapRoles"])
+             if r["username"] == "system:node:{{EC2PrivateDNSName}}"}
+    assert roles == {"${GetAtt:WindowsNodeRoleE0704BCF.Arn}": [*NODE_GROUPS, WINDOWS_NODE_GROUP],
+                     "${GetAtt:KarpenterNestedStackKarpenterNestedStackResourceE556CF50."
+                     "Outputs.ekskarpenterKarpenterTemplateKarpenterNodeRole941D9270Arn}": list(NODE_GROUPS)}
     # Windows IPAM: the vpc-cni add-on's own switch; the cluster role may assign Windows pod IPs
     addons = {r["Properties"]["AddonName"]: r["Properties"] for r in resources(example_windows.template,
                                                                                "AWS::EKS::Addon").values()}
@@ -117,7 +121,8 @@ OVER_DEFAULT = {
     "example_capacity_reservation": ({"ClustermanifestEC2NodeClassreserved7571C077",
                                       "ClustermanifestNodePoolreservedD92E43F9"}, set(), {}),
     "example_gpu": ({"ClustermanifestEC2NodeClassgpuA84CB595", "ClustermanifestNodePoolgpu11DF1E5E"}, set(), {}),
-    "example_windows": ({"ClustermanifestEC2NodeClasswindows71D10F77", "ClustermanifestNodePoolwindowsFFD572AE"},
+    "example_windows": ({"ClustermanifestEC2NodeClasswindows71D10F77", "ClustermanifestNodePoolwindowsFFD572AE",
+                         "WindowsNodeRoleE0704BCF", "WindowsNodeRolePassRoleE7880C84"},
                         set(), {"Addonsvpccni1C4D5563": ["ConfigurationValues"],
                                 "ClusterAwsAuthmanifestFE51F8AE": ["Manifest"],
                                 "ClusterRoleFA261979": ["ManagedPolicyArns"]}),

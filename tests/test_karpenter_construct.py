@@ -12,10 +12,11 @@ from aws_cdk.assertions import Template
 
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
 from constructs_lib.nag import logical_id_of
+from constructs_lib.names import NODE_MANAGED_POLICIES
 from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
 from karpenter_stack import versions
 from tests.bare import CLUSTER_NAME, OIDC_PROVIDER_ARN, SECURITY_GROUP_ID, bare_stack, imported_cluster
-from tests.cfn import depends_on, each, kubernetes_objects, only, render_json, resources
+from tests.cfn import depends_on, each, kubernetes_objects, only, render, render_json, resources
 
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
 
@@ -131,18 +132,34 @@ def test_an_imported_clusters_aws_auth_is_refused():
         _karpenter(stack, node_authorization=NodeAuthorization.AWS_AUTH)
 
 
-def test_windows_node_classes_need_the_aws_auth_mapping():
-    """An access entry is EC2_LINUX or EC2_WINDOWS; the one node role serves both kinds of node."""
+def test_windows_node_classes_get_their_own_role_with_an_ec2_windows_access_entry():
+    """An access entry is EC2_LINUX or EC2_WINDOWS: Windows classes launch with a role of their own, which
+    the controller may pass to EC2 (the template's PassRole names only the node role)."""
     stack = bare_stack()
-    with pytest.raises(ValueError) as info:
-        Karpenter(stack, "Karpenter", cluster=imported_cluster(stack), cluster_name=CLUSTER_NAME, version="1.14.1",
-                  template_file=versions.karpenter_template("1.14.1"),
-                  node_classes=[NodeClassSpec(name="win", ami_alias="windows2022@latest")],
-                  node_pools=[NodePoolSpec(name="win", node_class="win")],
-                  node_authorization=NodeAuthorization.ACCESS_ENTRY)
-    assert str(info.value) == ("Windows node classes need node_authorization AWS_AUTH, not ACCESS_ENTRY: Karpenter's "
-                               "one node role serves Linux and Windows nodes, and an EKS access entry is one or the "
-                               "other")
+    karpenter = Karpenter(
+        stack, "Karpenter", cluster=imported_cluster(stack), cluster_name=CLUSTER_NAME, version="1.14.1",
+        template_file=versions.karpenter_template("1.14.1"),
+        node_classes=[NodeClassSpec(name="linux"), NodeClassSpec(name="win", ami_alias="windows2022@latest")],
+        node_pools=[NodePoolSpec(name="linux", node_class="linux"), NodePoolSpec(name="win", node_class="win")],
+        node_authorization=NodeAuthorization.ACCESS_ENTRY)
+    template = Template.from_stack(stack)
+    resolved = template.to_json()["Resources"]
+    windows_role = logical_id_of(karpenter.windows_node_role)
+    entries = {r["Properties"]["Type"]: r["Properties"]["PrincipalArn"]
+               for r in resources(template, "AWS::EKS::AccessEntry").values()}
+    assert entries == {"EC2_LINUX": stack.resolve(karpenter.node_role_arn),
+                       "EC2_WINDOWS": {"Fn::GetAtt": [windows_role, "Arn"]}}
+    assert [render(a) for a in resolved[windows_role]["Properties"]["ManagedPolicyArns"]] == [
+        f"arn:${{Ref:AWS::Partition}}:iam::aws:policy/{p}" for p in NODE_MANAGED_POLICIES]
+    objects = kubernetes_objects(template)
+    assert objects["EC2NodeClass/win"]["spec"]["role"] == "${Ref:" + windows_role + "}"
+    assert objects["EC2NodeClass/linux"]["spec"]["role"] == render(stack.resolve(karpenter.node_role_name))
+    (pass_role,) = [r for r in resources(template, "AWS::IAM::ManagedPolicy").values()
+                    if r["Properties"]["PolicyDocument"]["Statement"][0]["Action"] == "iam:PassRole"]
+    assert pass_role["Properties"]["PolicyDocument"]["Statement"] == [{
+        "Action": "iam:PassRole", "Effect": "Allow", "Resource": {"Fn::GetAtt": [windows_role, "Arn"]},
+        "Condition": {"StringEquals": {"iam:PassedToService": {"Fn::Join": ["", ["ec2.", {"Ref": "AWS::URLSuffix"}]]}}}}]
+    assert pass_role["Properties"]["Roles"] == [{"Ref": logical_id_of(karpenter.controller_role.role)}]
 
 
 def test_pools_and_classes_that_do_not_fit_are_refused_with_every_problem():

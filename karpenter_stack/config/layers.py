@@ -183,6 +183,12 @@ def _validate(raw: dict[str, Any], today: Optional[date], prefix: str, origins: 
             "which needs authentication mode API or API_AND_CONFIG_MAP (a CONFIG_MAP cluster fails the deploy at "
             "the access entry); set it to what `aws eks describe-cluster` reports to check it at synth"
         )
+    if config.existing_cluster is not None and any(c.windows for c in config.node_classes):
+        warnings.append(
+            "nodeClasses: Windows nodes need Windows IPAM (the vpc-cni add-on's enableWindowsIpam) and "
+            "AmazonEKSVPCResourceController on the cluster role; this app sets both on clusters it creates, not on "
+            "existingCluster: check them there, or Windows pods get no IP address"
+        )
     if config.profile == "production":
         warnings += [f"nodeClasses[{i}].amiAlias '{c.ami_alias}': Windows AMIs cannot be pinned (alias @latest only), so "
                      "this class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets"

@@ -335,14 +335,6 @@ class AppConfig(CamelModel):
         _unique("nodeClasses", [c.name for c in self.node_classes])
         _unique("nodePools", [p.name for p in self.node_pools])
         _unique("nodeOverlays", [o.name for o in self.node_overlays])
-        windows = [c.name for c in self.node_classes if c.windows]
-        if windows and (self.existing_cluster is not None or self.authentication_mode in ("API", "API_AND_CONFIG_MAP")):
-            where = ("existingCluster (its nodes join through an EC2_LINUX access entry)" if self.existing_cluster
-                     else f"authenticationMode {self.authentication_mode} (EKS reads the node role's EC2_LINUX access "
-                          "entry)")
-            raise ValueError(f"nodeClasses {', '.join(repr(n) for n in windows)} launch Windows nodes, which join through "
-                             f"the aws-auth mapping (with eks:kube-proxy-windows); not with {where}: an access entry is "
-                             "EC2_LINUX or EC2_WINDOWS, and Karpenter's one node role serves both")
         problems = pool_problems(self.node_classes, self.node_pools, self.controller.feature_gates, self.node_overlays)
         if problems:
             raise ValueError("\n".join(problems))
