@@ -108,6 +108,19 @@ def test_capacity_reservation_example_launches_into_the_reservations_first(examp
     assert _requirement(pool, "karpenter.sh/capacity-type")["values"] == ["reserved"]
     # preferred over the default pool (weight 0), which takes over when the reservations are full
     assert pool["spec"]["weight"] == 100 and "weight" not in objects["NodePool/default"]["spec"]
+    # what Karpenter needs for reservations is in the template: finding them, launching into them, and
+    # the interruption warning of interruptible ones reaching its queue
+    statements = [statement for r in example_capacity_reservation.karpenter_json["Resources"].values()
+                  if r["Type"] == "AWS::IAM::ManagedPolicy"
+                  for statement in json.loads(r["Properties"]["PolicyDocument"]["Fn::Sub"])["Statement"]]
+    assert any("ec2:DescribeCapacityReservations" in s["Action"] for s in statements)
+    assert any("ec2:RunInstances" in s["Action"] and
+               "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*" in s["Resource"] for s in statements)
+    (rule,) = [r for r in example_capacity_reservation.karpenter_json["Resources"].values()
+               if r["Type"] == "AWS::Events::Rule"
+               and r["Properties"]["EventPattern"].get("detail-type") == ["EC2 Capacity Reservation Instance "
+                                                                         "Interruption Warning"]]
+    assert rule["Properties"]["EventPattern"]["source"] == ["aws.ec2"]
 
 
 # example -> (manifests added, removed, properties changed in place) when deployed over the default

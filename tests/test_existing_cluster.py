@@ -94,3 +94,17 @@ def test_the_example_file_becomes_cli_flags_that_round_trip():
     flags = dict(w.split("=", 1) for w in words[1::2])
     assert list(flags) == list(EXISTING)
     assert {k: v if k in ("clusterName", "kubernetesVersion") else json.loads(v) for k, v in flags.items()} == EXISTING
+
+
+def test_windows_on_an_existing_cluster_warns_of_what_only_its_owner_can_switch_on():
+    windows = json.loads((ROOT / "examples" / "windows.json").read_text())
+    config = load_config({**EXISTING, **windows}, today=TODAY)
+    assert config.warnings == (
+        "nodeClasses: Windows nodes need Windows IPAM (the vpc-cni add-on's enableWindowsIpam) and "
+        "AmazonEKSVPCResourceController on the cluster role; this app sets both on clusters it creates, not on "
+        "existingCluster: check them there, or Windows pods get no IP address",)
+    production = load_config({**windows, "profile": "production", "nodeClasses": [
+        {"name": "default", "amiAlias": "al2023@v20260801"}, windows["nodeClasses"][1]]}, today=TODAY)
+    assert production.warnings == (
+        "nodeClasses[1].amiAlias 'windows2022@latest': Windows AMIs cannot be pinned (alias @latest only), so this "
+        "class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets",)
