@@ -40,6 +40,7 @@ pool = st.fixed_dictionaries(
     optional={
         "capacityTypes": st.lists(st.sampled_from(["spot", "on-demand", "reserved", "preemptible"]), max_size=3),
         "architectures": st.lists(st.sampled_from(["amd64", "arm64", "riscv"]), max_size=2),
+        "nodeClass": st.sampled_from(["default", "windows"]),
         "instanceCategories": st.lists(st.sampled_from(["c", "m", "r", "g"]), max_size=3),
         "minInstanceGeneration": st.integers(min_value=-1, max_value=8),
         "requirements": st.lists(requirement, max_size=3),
@@ -68,6 +69,20 @@ node_class = st.fixed_dictionaries(
         "metadataHopLimit": st.integers(min_value=0, max_value=65),
         "tags": st.dictionaries(st.sampled_from(["team", "aws:owner", "karpenter.sh/nodeclaim",
                                                  "kubernetes.io/cluster/x", ""]), st.just("a"), max_size=2),
+        "dataVolumes": st.lists(st.fixed_dictionaries(
+            {"deviceName": st.sampled_from(["/dev/xvdb", "/dev/sdf", "/dev/xvdf", "/dev/nvme1n1"])},
+            optional={"sizeGib": st.integers(min_value=0, max_value=200), "volumeType": st.sampled_from(["gp3", "st1",
+                                                                                                       "io2", "sc9"]),
+                      "iops": st.sampled_from([100, 3000, 20000]), "snapshotID": st.sampled_from(
+                          ["snap-0123456789abcdef0", "snap-1"])}), max_size=2),
+        "extraSubnetSelectorTerms": st.lists(st.fixed_dictionaries({}, optional={
+            "id": st.sampled_from(["subnet-0123456789abcdef0", "subnet-x"]),
+            "tags": st.dictionaries(st.sampled_from(["tier", ""]), st.sampled_from(["*", "private", ""]), max_size=2)}),
+            max_size=2),
+        "capacityReservationSelectorTerms": st.lists(st.fixed_dictionaries({}, optional={
+            "id": st.sampled_from(["cr-0123456789abcdef0", "cr-1"]), "tags": st.just({"team": "ml"}),
+            "ownerID": st.sampled_from(["111122223333", "me"]),
+            "instanceMatchCriteria": st.sampled_from(["open", "targeted", "any"])}), max_size=2),
     },
 )
 
@@ -87,7 +102,8 @@ VALID_DURATIONS = st.sampled_from(["30s", "5m", "1h30m", "12m"])
 valid_pool = st.fixed_dictionaries(
     {"name": st.sampled_from(["default", "batch", "gpu.pool"])},
     optional={
-        "capacityTypes": st.lists(st.sampled_from(["spot", "on-demand"]), min_size=1, max_size=2, unique=True),
+        "capacityTypes": st.lists(st.sampled_from(["spot", "on-demand", "reserved"]), min_size=1, max_size=2,
+                                  unique=True),
         "architectures": st.lists(st.sampled_from(["amd64", "arm64"]), min_size=1, max_size=2, unique=True),
         "instanceCategories": st.lists(st.sampled_from(["c", "m", "r", "g"]), min_size=1, max_size=3, unique=True),
         "minInstanceGeneration": st.integers(min_value=0, max_value=8),
@@ -115,11 +131,24 @@ valid_class = st.fixed_dictionaries(
     {"name": st.just("default")},
     optional={
         "amiAlias": st.sampled_from(["al2023@latest", "al2023@v20260801", "bottlerocket@latest",
-                                     "bottlerocket@v1.50.0"]),
+                                     "bottlerocket@v1.50.0", "windows2022@latest"]),
         "rootVolumeSizeGib": st.integers(min_value=20, max_value=16384),
         "rootVolumeType": st.sampled_from(["gp3", "gp2"]),
         "metadataHopLimit": st.integers(min_value=1, max_value=2),
         "tags": st.dictionaries(st.sampled_from(["team", "cost-center"]), st.just("a"), max_size=2),
+        "dataVolumes": st.lists(st.fixed_dictionaries(
+            {"deviceName": st.sampled_from(["/dev/sdf", "/dev/xvdg"]), "sizeGib": st.integers(min_value=125,
+                                                                                             max_value=1000)},
+            optional={"volumeType": st.sampled_from(["gp3", "st1", "sc1"])}), max_size=2,
+            unique_by=lambda v: v["deviceName"]),
+        "extraSecurityGroupSelectorTerms": st.lists(st.one_of(
+            st.fixed_dictionaries({"id": st.just("sg-0123456789abcdef0")}),
+            st.fixed_dictionaries({"name": st.just("monitoring")}),
+            st.fixed_dictionaries({"tags": st.just({"example.com/role": "*"})})), max_size=2),
+        "capacityReservationSelectorTerms": st.lists(st.one_of(
+            st.fixed_dictionaries({"id": st.just("cr-0123456789abcdef0")}),
+            st.fixed_dictionaries({"tags": st.just({"team": "ml"})}, optional={
+                "instanceMatchCriteria": st.sampled_from(["open", "targeted"])})), max_size=2),
     },
 )
 
