@@ -202,7 +202,9 @@ class Karpenter(Construct):
             self.controller_chart.node.add_dependency(*controller_after)
 
         # What Karpenter's nodes need while they exist: it outlives the safety net and every node object.
-        node_needs = [*node_networking, *([self.discovery_tag.resource] if self.discovery_tag else [])]
+        # (Windows nodes: the controller may pass their role until the last one is gone.)
+        node_needs = [*node_networking, *([self.discovery_tag.resource] if self.discovery_tag else []),
+                      *windows_pass_role]
         self.teardown = self._safety_net(cluster_name, node_needs)
         self.nodes = KarpenterNodes(
             self,
@@ -217,8 +219,7 @@ class Karpenter(Construct):
             # Karpenter's objects go before the controller that runs their finalizers, the authorization
             # that lets their nodes stay in the cluster while they drain, the pod networking and the
             # security group those nodes use.
-            depends_on=[*self.release.charts, self.node_access, self.teardown.resource, *node_needs,
-                        *windows_pass_role],
+            depends_on=[*self.release.charts, self.node_access, self.teardown.resource, *node_needs],
             feature_gates=controller.feature_gates,
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,

@@ -1,6 +1,6 @@
 """Lifecycle rehearsal: CloudFormation's create, destroy and update-rollback semantics (tests/
-lifecycle_model.py) over the synthesized templates of the default, node-group and production
-configurations, nested stacks included."""
+lifecycle_model.py) over the synthesized templates of the default, node-group, production, existing-
+cluster, Pod Identity, Windows and node-overlay configurations, nested stacks included."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from tests.lifecycle_model import Lifecycle
 from tests.test_snapshots import _templates
 from tests.test_teardown import EVENT, Context, FakeTime, Untouchable, _status_client, index
 
-CONFIGURATIONS = ["default", "alternative", "production", "existing"]
+CONFIGURATIONS = ["default", "alternative", "production", "existing", "pod_identity", "example_windows",
+                  "example_baseline_and_burst"]
 
 # Everything that nothing depends on is deleted first, in parallel with the node pools, at the start of
 # a stack deletion. Each such resource must be here, with the reason that is safe.
@@ -21,6 +22,9 @@ LEAVES = {
     ("Custom::AWSCDK-EKS-KubernetesResource", "/manifest-NodePool-"):
         "Node pools go first on purpose: Karpenter drains and terminates their nodes while everything the "
         "nodes and the controller need is still there.",
+    ("Custom::AWSCDK-EKS-KubernetesResource", "/manifest-NodeOverlay-"):
+        "Node overlays only change what the controller assumes when it chooses instance types: deleting them "
+        "first changes no node.",
     ("Custom::AWSCDK-EKS-KubernetesPatch", "/Cluster/CoreDnsComputeTypePatch/"):
         "aws-cdk's retired CoreDNS patch, a no-op kept for its logical id: its delete changes nothing.",
 }
@@ -90,6 +94,13 @@ def test_nothing_the_running_cluster_needs_is_deleted_while_nodes_drain(configur
             "cluster": lifecycle.find("Custom::AWSCDK-EKS-Cluster"),
             "VPC": lifecycle.find("AWS::EC2::VPC"),
         })
+    if configuration == "pod_identity":  # the controller drains nodes with Pod Identity credentials
+        needed["pod identity association"] = lifecycle.find("AWS::EKS::PodIdentityAssociation")
+        needed["pod identity agent add-on"] = lifecycle.find("AWS::EKS::Addon", path="/Addons/eks-pod-identity-agent")
+    if configuration == "example_windows":  # Windows nodes stay authorized and launchable while they drain
+        needed["Windows node role"] = lifecycle.find("AWS::IAM::Role", path="/WindowsNodeRole/")
+        needed["controller's pass-role policy"] = lifecycle.find("AWS::IAM::ManagedPolicy",
+                                                                 path="/WindowsNodeRolePassRole/")
     assert all(len(keys) == 1 for keys in needed.values()), needed
     assert all(destroy.start[keys[0]] >= drained_at for keys in needed.values())
 
@@ -148,11 +159,13 @@ def test_critical_paths(lifecycles, capsys):
             expected = [*karpenter, "Custom::AWSCDK-EKS-HelmChart", "AWS::CloudFormation::Stack"]
         else:
             expected = [*karpenter, "AWS::EKS::Addon",
-                        "AWS::EKS::Nodegroup" if name == "alternative" else "Custom::AWSCDK-EKS-FargateProfile",
+                        "AWS::EKS::Nodegroup" if name in ("alternative", "pod_identity")
+                        else "Custom::AWSCDK-EKS-FargateProfile",
                         "Custom::AWSCDK-EKS-Cluster"]
         assert milestones[:len(expected)] == expected
     with capsys.disabled():
         print("\n" + "\n".join(report))
     totals = {name: (lc.schedule("create").total // 60, lc.schedule("delete").total // 60)
               for name, lc in lifecycles.items()}
-    assert totals == {"default": (175, 215), "alternative": (145, 185), "production": (175, 215), "existing": (31, 69)}
+    assert totals == {"default": (175, 215), "alternative": (145, 185), "production": (175, 215), "existing": (31, 69),
+                      "pod_identity": (145, 185), "example_windows": (175, 215), "example_baseline_and_burst": (175, 215)}
