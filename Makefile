@@ -41,7 +41,7 @@ docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 snapshots: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_snapshots.py --snapshot-update -q
 
-# Lifecycle rehearsal: create and destroy critical paths (worst case) of the default, node-group,
+# Lifecycle rehearsal: create and destroy critical paths (worst case) of the default, node-group, Pod Identity,
 # production and existing-cluster configurations, from CloudFormation's semantics over the synthesized
 # templates.
 rehearsal: $(DEV_STAMP) $(NODE_STAMP)
