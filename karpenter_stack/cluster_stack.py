@@ -110,9 +110,10 @@ class KarpenterClusterStack(AppStack):
     def _cluster(self) -> eks.Cluster:
         config, name = self.config, self.config.cluster_name
         layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
-        # Role an operator assumes for kubectl (mapped to system:masters); anyone in the account
-        # who is allowed sts:AssumeRole on it.
-        self.admin_role = iam.Role(
+        # Without `administrators`: a role an operator assumes for kubectl (mapped to system:masters), for
+        # anyone in the account who is allowed sts:AssumeRole on it (the card's design). With them, only
+        # those roles are cluster admins (see _administrators), and this role is not created.
+        self.admin_role = None if config.administrators else iam.Role(
             self,
             "ClusterAdminRole",
             assumed_by=iam.AccountRootPrincipal(),
@@ -235,12 +236,14 @@ class KarpenterClusterStack(AppStack):
 
     def _cluster_outputs(self) -> None:
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name, description="EKS cluster name")
+        admin = self.admin_role.role_arn if self.admin_role else self.config.administrators[0]
         CfnOutput(
             self,
             "UpdateKubeconfigCommand",
             value=(
                 f"aws eks update-kubeconfig --name {self.cluster.cluster_name} --region {Aws.REGION} "
-                f"--role-arn {self.admin_role.role_arn}"
+                f"--role-arn {admin}"
             ),
-            description="Run this to point kubectl at the cluster (as the cluster admin role)",
+            description="Run this to point kubectl at the cluster (as the cluster admin role)" if self.admin_role
+            else "Run this to point kubectl at the cluster (as the first of the administrators)",
         )

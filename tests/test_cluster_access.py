@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.cdk_cluster_update import UpdateRefused, update
-from tests.cfn import depends_on, kubernetes_objects, only, render, resources
+from tests.cfn import depends_on, kubernetes_objects, only, render, resources, template_change
 from tests.conftest import ACCESS_ENTRIES, ADMINISTRATOR, synth
 
 ADMIN = ADMINISTRATOR
@@ -47,8 +47,7 @@ def test_api_and_config_map_adds_access_entries_and_keeps_aws_auth():
     both = synth(**BOTH)
     assert _cluster_config(both)["accessConfig"] == {"authenticationMode": "API_AND_CONFIG_MAP"}
     entries = _entries(both)
-    admin_role = next(k for k in entries if k.startswith("admin:${GetAtt:ClusterAdminRole"))
-    assert sorted(entries) == sorted(["node", f"admin:{ADMIN}", admin_role])
+    assert sorted(entries) == ["admin:" + ADMIN, "node"]  # the administrators replace the account-wide role
     objects = kubernetes_objects(both.template)
     mappings = json.loads(render(objects["ConfigMap/aws-auth"]["data"]["mapRoles"]))
     (node,) = [m for m in mappings if m["username"] == "system:node:{{EC2PrivateDNSName}}"]
@@ -118,3 +117,20 @@ def test_windows_nodes_join_through_an_ec2_windows_entry_of_their_own_role():
         "EC2_WINDOWS": ("${GetAtt:WindowsNodeRoleE0704BCF.Arn}", []),
     }
     assert "ConfigMap/aws-auth" not in kubernetes_objects(synthesized.template)
+
+
+def test_administrators_replace_the_role_anyone_in_the_account_may_assume():
+    """Unset, the stack's ClusterAdminRole (trusted by the account root) is the cluster admin; set, only
+    the listed roles are, and on a running cluster that role and its access entry (under CONFIG_MAP: its
+    aws-auth mapping) go -- nothing else changes."""
+    without = synth(authenticationMode="API_AND_CONFIG_MAP")
+    with_admins = synth(**BOTH)
+    trusts = [r["Properties"]["AssumeRolePolicyDocument"] for r in resources(with_admins.template,
+                                                                          "AWS::IAM::Role").values()]
+    assert not [t for t in trusts if "AWS" in str(t) and ":root" in str(t)]
+    added, removed, changed = template_change(without.json, with_admins.json)
+    assert {k.rstrip("0123456789ABCDEF") for k in added} == {"AdministratorAccess"}
+    assert {k[:-8] for k in removed} == {"ClusterAdminRole", "ClustermastersRoleAccess"}
+    assert changed == {}  # under API_AND_CONFIG_MAP the role was an access entry, not an aws-auth mapping
+    outputs = with_admins.json["Outputs"]["UpdateKubeconfigCommand"]
+    assert render(outputs["Value"]).endswith(f"--role-arn {ADMIN}")

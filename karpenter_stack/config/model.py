@@ -213,7 +213,9 @@ class AppConfig(CamelModel):
     administrators: list[str] = Field(
         default_factory=list,
         description="IAM role ARNs with cluster-admin (access entries with AmazonEKSClusterAdminPolicy; with "
-                    "CONFIG_MAP, system:masters in aws-auth), on top of the stack's ClusterAdminRole.",
+                    "CONFIG_MAP, system:masters in aws-auth), instead of the stack's ClusterAdminRole that anyone in "
+                    "the account allowed sts:AssumeRole may assume (unset: that role). Setting them on a running "
+                    "cluster deletes that role and its mapping in place.",
     )
     controller: ControllerSpec = Field(
         default_factory=ControllerSpec,
