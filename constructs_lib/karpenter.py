@@ -19,7 +19,9 @@ What it builds, and the order CloudFormation creates and deletes it in:
   interruption queue and its rules), named only by ``cluster_name`` so it is created in parallel
   with the cluster;
 * the node role's authorization: an aws-auth mapping (a cluster this app owns) or an EKS access
-  entry of type ``EC2_LINUX`` (any cluster whose authentication mode allows access entries);
+  entry of type ``EC2_LINUX`` (any cluster whose authentication mode allows access entries); with
+  Windows node classes, a Windows node role of their own, authorized the same way (``EC2_WINDOWS``,
+  ``eks:kube-proxy-windows``), which the controller may pass to EC2;
 * the controller's role, trusted by the cluster's OIDC provider for one service account (IRSA) and,
   with EKS Pod Identity, by an association of that service account;
 * the ``karpenter-crd`` then ``karpenter`` Helm charts (the controller after ``controller_after``:
@@ -181,17 +183,7 @@ class Karpenter(Construct):
         )
         self.crd_chart = self.release.crd_chart
         self.controller_chart = self.release.controller_chart
-        windows_pass_role: list[IDependable] = []
-        if self.windows_node_role is not None:
-            # The template lets the controller pass only its node role to EC2; Windows classes use this one.
-            windows_pass_role.append(iam.ManagedPolicy(
-                self, "WindowsNodeRolePassRole", roles=[self.controller_role.role],
-                description="Karpenter controller: pass the Windows node role to EC2",
-                statements=[iam.PolicyStatement(
-                    actions=["iam:PassRole"], resources=[self.windows_node_role.role_arn],
-                    conditions={"StringEquals": {"iam:PassedToService": f"ec2.{Aws.URL_SUFFIX}"}},
-                )],
-            ))
+        windows_pass_role = [self._windows_pass_role(self.windows_node_role)] if self.windows_node_role else []
         if self.controller_role.pod_identity is not None:
             # Create: the association exists before the controller's pods (EKS injects credentials at pod
             # creation). Delete: the controller goes first, so it drains nodes with working credentials.
@@ -250,6 +242,17 @@ class Karpenter(Construct):
         for policy in NODE_MANAGED_POLICIES:
             acknowledge(role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (Karpenter's Windows nodes)")
         return role
+
+    def _windows_pass_role(self, windows_role: iam.Role) -> iam.ManagedPolicy:
+        """The template lets the controller pass only its node role to EC2; Windows classes use this one."""
+        return iam.ManagedPolicy(
+            self, "WindowsNodeRolePassRole", roles=[self.controller_role.role],
+            description="Karpenter controller: pass the Windows node role to EC2",
+            statements=[iam.PolicyStatement(
+                actions=["iam:PassRole"], resources=[windows_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": f"ec2.{Aws.URL_SUFFIX}"}},
+            )],
+        )
 
     def _authorize_nodes(self, how: NodeAuthorization) -> IDependable:
         """The node roles may join the cluster: aws-auth mappings, EKS access entries (EC2_LINUX for the
