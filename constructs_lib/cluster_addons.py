@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
@@ -30,7 +30,7 @@ class ManagedAddons(Construct):
         id: str,
         *,
         cluster: eks.Cluster,
-        versions: Mapping[str, Optional[str]],
+        versions: Mapping[str, str | None],
         coredns_on_fargate: bool,
         windows_ipam: bool = False,
         coredns_after: Sequence[IDependable] = (),

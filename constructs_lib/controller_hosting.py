@@ -95,9 +95,7 @@ class SystemNodeGroupHosting(Construct):
             subnets=subnets,
             node_role=self.node_role,
             labels={"node-role": "system"},
-            taints=[
-                eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=SYSTEM_TAINT_KEY, value="true")
-            ],
+            taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=SYSTEM_TAINT_KEY, value="true")],
         )
         self.capacity = self.nodegroup
         for policy in NODE_MANAGED_POLICIES:

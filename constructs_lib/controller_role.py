@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import Enum
-from typing import Optional, Sequence
 
 from aws_cdk import Aws, CfnJson
 from aws_cdk import aws_eks as eks
@@ -42,7 +42,7 @@ class ControllerRole(Construct):
         service_account: str,
         managed_policy_arns: Sequence[str],
         credentials: ControllerCredentials = ControllerCredentials.IRSA,
-        cluster_name: Optional[str] = None,
+        cluster_name: str | None = None,
     ) -> None:
         """:param cluster_name: the cluster's name (with ``POD_IDENTITY``: the session tag the trust checks)."""
         super().__init__(scope, id)
@@ -74,21 +74,31 @@ class ControllerRole(Construct):
         )
         self.role_arn = self.role.role_arn
         self.credentials = credentials
-        self.pod_identity: Optional[eks.CfnPodIdentityAssociation] = None
+        self.pod_identity: eks.CfnPodIdentityAssociation | None = None
         if credentials is ControllerCredentials.POD_IDENTITY:
             if cluster_name is None:
-                raise ValueError("ControllerCredentials.POD_IDENTITY needs cluster_name (the trust checks its session tag)")
-            self.role.assume_role_policy.add_statements(iam.PolicyStatement(
-                actions=["sts:AssumeRole", "sts:TagSession"],
-                principals=[iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL)],
-                conditions={"StringEquals": {
-                    "aws:SourceAccount": Aws.ACCOUNT_ID,
-                    "aws:RequestTag/eks-cluster-name": cluster_name,
-                    "aws:RequestTag/kubernetes-namespace": namespace,
-                    "aws:RequestTag/kubernetes-service-account": service_account,
-                }},
-            ))
+                raise ValueError(
+                    "ControllerCredentials.POD_IDENTITY needs cluster_name (the trust checks its session tag)"
+                )
+            self.role.assume_role_policy.add_statements(
+                iam.PolicyStatement(
+                    actions=["sts:AssumeRole", "sts:TagSession"],
+                    principals=[iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL)],
+                    conditions={
+                        "StringEquals": {
+                            "aws:SourceAccount": Aws.ACCOUNT_ID,
+                            "aws:RequestTag/eks-cluster-name": cluster_name,
+                            "aws:RequestTag/kubernetes-namespace": namespace,
+                            "aws:RequestTag/kubernetes-service-account": service_account,
+                        }
+                    },
+                )
+            )
             self.pod_identity = eks.CfnPodIdentityAssociation(
-                self, "PodIdentityAssociation", cluster_name=cluster.cluster_name, namespace=namespace,
-                service_account=service_account, role_arn=self.role.role_arn,
+                self,
+                "PodIdentityAssociation",
+                cluster_name=cluster.cluster_name,
+                namespace=namespace,
+                service_account=service_account,
+                role_arn=self.role.role_arn,
             )

@@ -4,7 +4,7 @@ unset keeps the chart's default and is not written (the chart's values do not ch
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -27,23 +27,31 @@ FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB = 16, 120
 class ControllerSpec(CamelModel):
     """How the Karpenter controller runs."""
 
-    feature_gates: dict[Literal[
-        "spotToSpotConsolidation", "nodeRepair", "nodeOverlay", "staticCapacity", "capacityBuffer", "reservedCapacity"
-    ], bool] = Field(
+    feature_gates: dict[
+        Literal[
+            "spotToSpotConsolidation",
+            "nodeRepair",
+            "nodeOverlay",
+            "staticCapacity",
+            "capacityBuffer",
+            "reservedCapacity",
+        ],
+        bool,
+    ] = Field(
         default_factory=dict,
         description="Karpenter feature gates to set (settings.featureGates); unset gates keep the chart's default "
-                    "(all off but reservedCapacity).",
+        "(all off but reservedCapacity).",
     )
-    batch_max_duration: Optional[str] = Field(
+    batch_max_duration: str | None = Field(
         None, description="Longest batching window for pending pods (settings.batchMaxDuration; chart: 10s)."
     )
-    batch_idle_duration: Optional[str] = Field(
+    batch_idle_duration: str | None = Field(
         None, description="A window ends after this long without new pods (settings.batchIdleDuration; chart: 1s)."
     )
-    zonal_shift: Optional[bool] = Field(
+    zonal_shift: bool | None = Field(
         None, description="Respect EKS zonal shifts when launching nodes (settings.enableZonalShift; chart: false)."
     )
-    log_level: Optional[Literal["debug", "info", "error"]] = Field(
+    log_level: Literal["debug", "info", "error"] | None = Field(
         None, description="Controller log level (logLevel; chart: info)."
     )
     cpu: str = Field("1", description="CPU of each controller replica (requests = limits: guaranteed QoS).")
@@ -51,7 +59,7 @@ class ControllerSpec(CamelModel):
 
     @field_validator("batch_max_duration", "batch_idle_duration")
     @classmethod
-    def _duration(cls, value: Optional[str]) -> Optional[str]:
+    def _duration(cls, value: str | None) -> str | None:
         if value is not None and not GO_DURATION.fullmatch(value):
             raise ValueError("must be a duration like 10s, 1m30s or 500ms")
         return value
@@ -68,15 +76,18 @@ class ControllerSpec(CamelModel):
         return value
 
     @model_validator(mode="after")
-    def _enough_to_run(self) -> "ControllerSpec":
+    def _enough_to_run(self) -> ControllerSpec:
         if parse_quantity(self.cpu) < parse_quantity("100m") or parse_quantity(self.memory) < parse_quantity("256Mi"):
-            raise ValueError(f"cpu {self.cpu} / memory {self.memory} is too little for the controller (at least "
-                             "100m and 256Mi; upstream recommends 1 and 1Gi)")
+            raise ValueError(
+                f"cpu {self.cpu} / memory {self.memory} is too little for the controller (at least "
+                "100m and 256Mi; upstream recommends 1 and 1Gi)"
+            )
         return self
 
     def fits_fargate(self) -> bool:
-        return (parse_quantity(self.cpu) <= FARGATE_MAX_CPU
-                and parse_quantity(self.memory) <= parse_quantity(f"{FARGATE_MAX_MEMORY_GIB}Gi"))
+        return parse_quantity(self.cpu) <= FARGATE_MAX_CPU and parse_quantity(self.memory) <= parse_quantity(
+            f"{FARGATE_MAX_MEMORY_GIB}Gi"
+        )
 
     def settings(self) -> dict[str, object]:
         """The chart's ``settings`` this spec sets."""

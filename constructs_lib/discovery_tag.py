@@ -65,14 +65,19 @@ class SecurityGroupTag(Construct):
         self._acknowledge(handler)
 
     def _acknowledge(self, handler: Construct) -> None:
-        acknowledge(handler.node.find_child("ServiceRole"),
-                    managed_policy_finding("AWSLambdaBasicExecutionRole", service_role=True),
-                    AWS_MANAGED_FOR_LAMBDA + " Role of CDK's AwsCustomResource handler.")
+        acknowledge(
+            handler.node.find_child("ServiceRole"),
+            managed_policy_finding("AWSLambdaBasicExecutionRole", service_role=True),
+            AWS_MANAGED_FOR_LAMBDA + " Role of CDK's AwsCustomResource handler.",
+        )
         if not registers("NIST80053R5"):
             return
-        acknowledge(self.resource.node.find_child("CustomResourcePolicy"), "NIST.800.53.R5-IAMNoInlinePolicy",
-                    "Inline policy of the tagging custom resource: ec2:CreateTags/DeleteTags on the cluster "
-                    "security group only.")
+        acknowledge(
+            self.resource.node.find_child("CustomResourcePolicy"),
+            "NIST.800.53.R5-IAMNoInlinePolicy",
+            "Inline policy of the tagging custom resource: ec2:CreateTags/DeleteTags on the cluster "
+            "security group only.",
+        )
         for rule, why in (
             ("CloudWatchLogGroupEncrypted", "Its log group holds the tagging call's request/response, no secrets."),
             ("LambdaConcurrency", "Runs once per stack operation; a reserved concurrency would only cap deploys."),

@@ -39,9 +39,9 @@ Each part acknowledges its own cdk-nag findings (``constructs_lib.nag``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
 
 from aws_cdk import Aws, RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
@@ -86,7 +86,7 @@ class Karpenter(Construct):
         cluster: eks.ICluster,
         cluster_name: str,
         version: str,
-        template_file: Union[str, Path],
+        template_file: str | Path,
         node_classes: Sequence[NodeClassSpec],
         node_pools: Sequence[NodePoolSpec],
         node_authorization: NodeAuthorization,
@@ -105,7 +105,7 @@ class Karpenter(Construct):
         controller_credentials: ControllerCredentials = ControllerCredentials.IRSA,
         spot_service_linked_role: bool = False,
         interruption_queue_alarms: bool = False,
-        alarm_topic_arn: Optional[str] = None,
+        alarm_topic_arn: str | None = None,
     ) -> None:
         """
         :param cluster: the cluster, created or imported (an imported one needs its kubectl role, kubectl
@@ -133,11 +133,14 @@ class Karpenter(Construct):
         self.cluster = cluster
         for subnet in discovery_subnets:
             Tags.of(subnet).add(DISCOVERY_TAG_KEY, cluster_name)
-        self.discovery_tag: Optional[SecurityGroupTag] = None
+        self.discovery_tag: SecurityGroupTag | None = None
         if not security_group_ids:
             self.discovery_tag = SecurityGroupTag(
-                self, "ClusterSecurityGroupDiscoveryTag",
-                security_group_id=cluster.cluster_security_group_id, key=DISCOVERY_TAG_KEY, value=cluster_name,
+                self,
+                "ClusterSecurityGroupDiscoveryTag",
+                security_group_id=cluster.cluster_security_group_id,
+                key=DISCOVERY_TAG_KEY,
+                value=cluster_name,
             )
 
         self.infra = KarpenterInfraStack(self, "Karpenter", cluster_name=cluster_name, template_file=template_file)
@@ -147,13 +150,13 @@ class Karpenter(Construct):
         self.queue_arn = self.infra.queue_arn
         self.node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.node_role_arn, mutable=False)
         self._acknowledge_template()
-        self.node_access_entry: Optional[eks.AccessEntry] = None
-        self.windows_node_role: Optional[iam.Role] = None
+        self.node_access_entry: eks.AccessEntry | None = None
+        self.windows_node_role: iam.Role | None = None
         if any(c.windows for c in node_classes):
             self.windows_node_role = self._windows_node_role()
         self.node_access = self._authorize_nodes(node_authorization)
 
-        self.spot_service_linked_role: Optional[iam.CfnServiceLinkedRole] = None
+        self.spot_service_linked_role: iam.CfnServiceLinkedRole | None = None
         if spot_service_linked_role:
             self.spot_service_linked_role = iam.CfnServiceLinkedRole(
                 self, "SpotServiceLinkedRole", aws_service_name="spot.amazonaws.com"
@@ -163,13 +166,22 @@ class Karpenter(Construct):
             self.spot_service_linked_role.apply_removal_policy(RemovalPolicy.RETAIN)
 
         self.controller_role = ControllerRole(
-            self, "ControllerRole", cluster=cluster, namespace=namespace, service_account=service_account,
-            managed_policy_arns=self.infra.controller_policy_arns, credentials=controller_credentials,
+            self,
+            "ControllerRole",
+            cluster=cluster,
+            namespace=namespace,
+            service_account=service_account,
+            managed_policy_arns=self.infra.controller_policy_arns,
+            credentials=controller_credentials,
             cluster_name=cluster_name,
         )
         irsa = controller_credentials is ControllerCredentials.IRSA
         self.release = KarpenterRelease(
-            self, "KarpenterRelease", cluster=cluster, version=version, namespace=namespace,
+            self,
+            "KarpenterRelease",
+            cluster=cluster,
+            version=version,
+            namespace=namespace,
             values=controller_values(
                 cluster_name=cluster_name,
                 interruption_queue=self.queue_name,
@@ -195,8 +207,11 @@ class Karpenter(Construct):
 
         # What Karpenter's nodes need while they exist: it outlives the safety net and every node object.
         # (Windows nodes: the controller may pass their role until the last one is gone.)
-        node_needs = [*node_networking, *([self.discovery_tag.resource] if self.discovery_tag else []),
-                      *windows_pass_role]
+        node_needs = [
+            *node_networking,
+            *([self.discovery_tag.resource] if self.discovery_tag else []),
+            *windows_pass_role,
+        ]
         self.teardown = self._safety_net(cluster_name, node_needs)
         self.nodes = KarpenterNodes(
             self,
@@ -225,7 +240,7 @@ class Karpenter(Construct):
                 if "spot" in pool.capacity_types:
                     self.node_pools[pool.name].node.add_dependency(self.spot_service_linked_role)
 
-        self.queue_alarms: Optional[InterruptionQueueAlarms] = None
+        self.queue_alarms: InterruptionQueueAlarms | None = None
         if interruption_queue_alarms:
             self.queue_alarms = InterruptionQueueAlarms(
                 self, "InterruptionQueueAlarms", queue_name=self.queue_name, topic_arn=alarm_topic_arn
@@ -235,7 +250,9 @@ class Karpenter(Construct):
         """The role of Windows nodes: the node role's trust and managed policies, as a role of its own
         because an EKS access entry is EC2_LINUX or EC2_WINDOWS (EKS's Windows guide: a role per OS)."""
         role = iam.Role(
-            self, "WindowsNodeRole", assumed_by=iam.ServicePrincipal(f"ec2.{Aws.URL_SUFFIX}"),
+            self,
+            "WindowsNodeRole",
+            assumed_by=iam.ServicePrincipal(f"ec2.{Aws.URL_SUFFIX}"),
             description="Windows nodes launched by Karpenter",
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_MANAGED_POLICIES],
         )
@@ -246,36 +263,57 @@ class Karpenter(Construct):
     def _windows_pass_role(self, windows_role: iam.Role) -> iam.ManagedPolicy:
         """The template lets the controller pass only its node role to EC2; Windows classes use this one."""
         return iam.ManagedPolicy(
-            self, "WindowsNodeRolePassRole", roles=[self.controller_role.role],
+            self,
+            "WindowsNodeRolePassRole",
+            roles=[self.controller_role.role],
             description="Karpenter controller: pass the Windows node role to EC2",
-            statements=[iam.PolicyStatement(
-                actions=["iam:PassRole"], resources=[windows_role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": f"ec2.{Aws.URL_SUFFIX}"}},
-            )],
+            statements=[
+                iam.PolicyStatement(
+                    actions=["iam:PassRole"],
+                    resources=[windows_role.role_arn],
+                    conditions={"StringEquals": {"iam:PassedToService": f"ec2.{Aws.URL_SUFFIX}"}},
+                )
+            ],
         )
 
     def _authorize_nodes(self, how: NodeAuthorization) -> IDependable:
         """The node roles may join the cluster: aws-auth mappings, EKS access entries (EC2_LINUX for the
         node role, EC2_WINDOWS for the Windows node role), or both."""
         roles: list[tuple[str, iam.IRole, str, eks.AccessEntryType, list[str]]] = [
-            ("NodeAccessEntry", self.node_role, self.node_role_arn, eks.AccessEntryType.EC2_LINUX, list(NODE_GROUPS))]
+            ("NodeAccessEntry", self.node_role, self.node_role_arn, eks.AccessEntryType.EC2_LINUX, list(NODE_GROUPS))
+        ]
         if self.windows_node_role is not None:
             # kube-proxy on Windows runs with the node's identity and needs this group
-            roles.append(("WindowsNodeAccessEntry", self.windows_node_role, self.windows_node_role.role_arn,
-                          eks.AccessEntryType.EC2_WINDOWS, [*NODE_GROUPS, WINDOWS_NODE_GROUP]))
+            roles.append(
+                (
+                    "WindowsNodeAccessEntry",
+                    self.windows_node_role,
+                    self.windows_node_role.role_arn,
+                    eks.AccessEntryType.EC2_WINDOWS,
+                    [*NODE_GROUPS, WINDOWS_NODE_GROUP],
+                )
+            )
         parts: list[IDependable] = []
         if how in (NodeAuthorization.AWS_AUTH, NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY):
             if not isinstance(self.cluster, eks.Cluster):
-                raise ValueError(f"node_authorization {how.name} needs an eks.Cluster this app creates; an imported "
-                                 "cluster's aws-auth ConfigMap is not this app's to manage: use ACCESS_ENTRY")
+                raise ValueError(
+                    f"node_authorization {how.name} needs an eks.Cluster this app creates; an imported "
+                    "cluster's aws-auth ConfigMap is not this app's to manage: use ACCESS_ENTRY"
+                )
             for _, role, _, _, groups in roles:
                 self.cluster.aws_auth.add_role_mapping(role, username=NODE_USERNAME, groups=groups)
             parts.append(self.cluster.aws_auth)
         if how in (NodeAuthorization.ACCESS_ENTRY, NodeAuthorization.AWS_AUTH_AND_ACCESS_ENTRY):
             for entry_id, _, arn, entry_type, _ in roles:
                 # EKS refuses access policies on EC2 entries: the type alone grants what nodes need.
-                entry = eks.AccessEntry(self, entry_id, cluster=self.cluster, principal=arn,
-                                        access_entry_type=entry_type, access_policies=[])
+                entry = eks.AccessEntry(
+                    self,
+                    entry_id,
+                    cluster=self.cluster,
+                    principal=arn,
+                    access_entry_type=entry_type,
+                    access_policies=[],
+                )
                 self.node_access_entry = self.node_access_entry or entry
                 parts.append(entry)
         return parts[0] if len(parts) == 1 else DependencyGroup(*parts)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Union
 
 from aws_cdk import NestedStack
 from aws_cdk import cloudformation_include as cfn_inc
@@ -31,7 +30,7 @@ class KarpenterInfraStack(NestedStack):
     :attr:`controller_policy_arns`, :attr:`queue_name`, :attr:`queue_arn`.
     """
 
-    def __init__(self, scope: Construct, id: str, *, cluster_name: str, template_file: Union[str, Path]) -> None:
+    def __init__(self, scope: Construct, id: str, *, cluster_name: str, template_file: str | Path) -> None:
         super().__init__(
             scope,
             id,
@@ -48,6 +47,4 @@ class KarpenterInfraStack(NestedStack):
         self.queue_name: str = queue.get_att("QueueName").to_string()
         self.queue_arn: str = queue.get_att("Arn").to_string()
         # Ref of an AWS::IAM::ManagedPolicy is its ARN.
-        self.controller_policy_arns: list[str] = [
-            self.template.get_resource(name).ref for name in CONTROLLER_POLICIES
-        ]
+        self.controller_policy_arns: list[str] = [self.template.get_resource(name).ref for name in CONTROLLER_POLICIES]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
-from .node_specs import NodeClassSpec, NodeOverlaySpec, NodePoolSpec
-
 from . import manifests
+from .node_specs import NodeClassSpec, NodeOverlaySpec, NodePoolSpec
 
 
 class KarpenterNodes(Construct):
@@ -28,7 +27,7 @@ class KarpenterNodes(Construct):
         cluster: eks.ICluster,
         cluster_name: str,
         node_role_name: str,
-        windows_node_role_name: Optional[str] = None,
+        windows_node_role_name: str | None = None,
         node_classes: Sequence[NodeClassSpec],
         node_pools: Sequence[NodePoolSpec],
         node_overlays: Sequence[NodeOverlaySpec],
@@ -42,9 +41,15 @@ class KarpenterNodes(Construct):
         self.node_pools: dict[str, eks.KubernetesManifest] = {}
         self.node_overlays: dict[str, eks.KubernetesManifest] = {}
         class_objects, pool_objects = manifests.node_objects(
-            node_classes, node_pools, node_overlays=node_overlays, cluster_name=cluster_name,
-            node_role_name=node_role_name, windows_node_role_name=windows_node_role_name,
-            feature_gates=feature_gates, subnet_ids=subnet_ids, security_group_ids=security_group_ids,
+            node_classes,
+            node_pools,
+            node_overlays=node_overlays,
+            cluster_name=cluster_name,
+            node_role_name=node_role_name,
+            windows_node_role_name=windows_node_role_name,
+            feature_gates=feature_gates,
+            subnet_ids=subnet_ids,
+            security_group_ids=security_group_ids,
         )
         for name, obj in class_objects.items():
             manifest = cluster.add_manifest(f"EC2NodeClass-{name}", obj)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_eks as eks
@@ -23,9 +24,9 @@ def controller_values(
     cluster_name: str,
     interruption_queue: str,
     service_account: str,
-    role_arn: Optional[str],
+    role_arn: str | None,
     dns_policy: str,
-    tolerations: Optional[Sequence[dict[str, str]]] = None,
+    tolerations: Sequence[dict[str, str]] | None = None,
     service_monitor: bool = False,
     controller: ControllerSpec = ControllerSpec(),
 ) -> dict[str, Any]:
@@ -80,6 +81,7 @@ class KarpenterRelease(Construct):
         values: dict[str, Any],
     ) -> None:
         super().__init__(scope, id)
+
         def chart(construct_id: str, name: str, **options: Any) -> eks.HelmChart:
             return eks.HelmChart(
                 self,

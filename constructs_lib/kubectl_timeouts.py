@@ -7,11 +7,13 @@ from aws_cdk import aws_eks as eks
 from constructs import IConstruct
 
 # The custom resource types of aws-cdk's EKS kubectl provider (manifests, Helm charts, patches).
-KUBECTL_RESOURCE_TYPES = frozenset({
-    "Custom::AWSCDK-EKS-KubernetesResource",
-    "Custom::AWSCDK-EKS-HelmChart",
-    "Custom::AWSCDK-EKS-KubernetesPatch",
-})
+KUBECTL_RESOURCE_TYPES = frozenset(
+    {
+        "Custom::AWSCDK-EKS-KubernetesResource",
+        "Custom::AWSCDK-EKS-HelmChart",
+        "Custom::AWSCDK-EKS-KubernetesPatch",
+    }
+)
 # The kubectl handler and the provider framework in front of it each run at most 15 minutes. Should the
 # handler time out (kubectl delete waiting on a finalizer that never clears), the framework times out
 # with it and never answers: without a ServiceTimeout CloudFormation would wait its default hour.

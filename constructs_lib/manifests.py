@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from .node_specs import (
-    BOTTLEROCKET_OS_VOLUME,
-    STORAGE_DEVICE,
-    CamelModel,
-    DataVolumeSpec,
-    NodeOverlaySpec,
-    DisruptionBudgetSpec,
-    NodeClassSpec,
-    NodePoolSpec,
-    RequirementSpec,
-    operating_system,
-    pool_problems,
-)
 from .names import (
     DISCOVERY_TAG_KEY,
     NODE_CLASS_API_VERSION,
@@ -24,9 +12,28 @@ from .names import (
     NODE_CLASS_KIND,
     NODE_POOL_API_VERSION,
 )
+from .node_specs import (
+    BOTTLEROCKET_OS_VOLUME,
+    STORAGE_DEVICE,
+    CamelModel,
+    DataVolumeSpec,
+    DisruptionBudgetSpec,
+    NodeClassSpec,
+    NodeOverlaySpec,
+    NodePoolSpec,
+    RequirementSpec,
+    operating_system,
+    pool_problems,
+)
 
-def _ebs(size: str, volume_type: str, iops: Optional[int] = None, throughput: Optional[int] = None) -> dict[str, Any]:
-    ebs: dict[str, Any] = {"volumeSize": size, "volumeType": volume_type, "encrypted": True, "deleteOnTermination": True}
+
+def _ebs(size: str, volume_type: str, iops: int | None = None, throughput: int | None = None) -> dict[str, Any]:
+    ebs: dict[str, Any] = {
+        "volumeSize": size,
+        "volumeType": volume_type,
+        "encrypted": True,
+        "deleteOnTermination": True,
+    }
     if iops is not None:
         ebs["iops"] = iops
     if throughput is not None:
@@ -37,12 +44,18 @@ def _ebs(size: str, volume_type: str, iops: Optional[int] = None, throughput: Op
 def _block_devices(spec: NodeClassSpec) -> list[dict[str, Any]]:
     """The volume for images, logs and pods at the family's device and size; Bottlerocket also keeps its
     4 GiB OS volume (a mapping list replaces all of the family's defaults); then the extra data volumes."""
-    storage = {"deviceName": STORAGE_DEVICE[spec.family],
-               "ebs": _ebs(f"{spec.root_volume_size_gib}Gi", spec.root_volume_type, spec.root_volume_iops,
-                           spec.root_volume_throughput)}
+    storage = {
+        "deviceName": STORAGE_DEVICE[spec.family],
+        "ebs": _ebs(
+            f"{spec.root_volume_size_gib}Gi", spec.root_volume_type, spec.root_volume_iops, spec.root_volume_throughput
+        ),
+    }
     data = [_data_volume(v) for v in spec.data_volumes]
     if spec.family == "bottlerocket":
-        os_volume = {"deviceName": BOTTLEROCKET_OS_VOLUME["deviceName"], "ebs": _ebs(BOTTLEROCKET_OS_VOLUME["size"], "gp3")}
+        os_volume = {
+            "deviceName": BOTTLEROCKET_OS_VOLUME["deviceName"],
+            "ebs": _ebs(BOTTLEROCKET_OS_VOLUME["size"], "gp3"),
+        }
         return [os_volume, storage, *data]
     return [storage, *data]
 
@@ -75,10 +88,14 @@ def ec2_node_class(
     existing VPC whose subnets CloudFormation cannot tag; an existing cluster's security group).
     """
     discovery = {"tags": {DISCOVERY_TAG_KEY: cluster_name}}
-    subnet_terms = [*([{"id": s} for s in subnet_ids] if subnet_ids else [discovery]),
-                    *_terms(spec.extra_subnet_selector_terms)]
-    security_group_terms = [*([{"id": g} for g in security_group_ids] if security_group_ids else [discovery]),
-                            *_terms(spec.extra_security_group_selector_terms)]
+    subnet_terms = [
+        *([{"id": s} for s in subnet_ids] if subnet_ids else [discovery]),
+        *_terms(spec.extra_subnet_selector_terms),
+    ]
+    security_group_terms = [
+        *([{"id": g} for g in security_group_ids] if security_group_ids else [discovery]),
+        *_terms(spec.extra_security_group_selector_terms),
+    ]
     return {
         "apiVersion": NODE_CLASS_API_VERSION,
         "kind": NODE_CLASS_KIND,
@@ -96,13 +113,22 @@ def ec2_node_class(
                 "httpTokens": "required",
             },
             "blockDeviceMappings": _block_devices(spec),
-            **({"capacityReservationSelectorTerms": _terms(terms)}
-               if (terms := spec.capacity_reservation_selector_terms) else {}),
+            **(
+                {"capacityReservationSelectorTerms": _terms(terms)}
+                if (terms := spec.capacity_reservation_selector_terms)
+                else {}
+            ),
             **({"tags": dict(spec.tags)} if spec.tags else {}),
             **({"kubelet": kubelet} if (kubelet := spec.kubelet.manifest()) else {}),
-            **{key: value for key, value in (("detailedMonitoring", spec.detailed_monitoring),
-                                             ("associatePublicIPAddress", spec.associate_public_ip_address),
-                                             ("instanceStorePolicy", spec.instance_store_policy)) if value is not None},
+            **{
+                key: value
+                for key, value in (
+                    ("detailedMonitoring", spec.detailed_monitoring),
+                    ("associatePublicIPAddress", spec.associate_public_ip_address),
+                    ("instanceStorePolicy", spec.instance_store_policy),
+                )
+                if value is not None
+            },
         },
     }
 
@@ -167,7 +193,7 @@ def node_objects(
     node_role_name: str,
     feature_gates: Mapping[str, bool],
     node_overlays: Sequence[NodeOverlaySpec] = (),
-    windows_node_role_name: Optional[str] = None,
+    windows_node_role_name: str | None = None,
     subnet_ids: Sequence[str] = (),
     security_group_ids: Sequence[str] = (),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -180,9 +206,16 @@ def node_objects(
         raise ValueError("\n".join(problems))
     classes = {c.name: c for c in node_classes}
     return (
-        {c.name: ec2_node_class(c, cluster_name=cluster_name,
-                                node_role_name=(windows_node_role_name if c.windows else None) or node_role_name,
-                                subnet_ids=subnet_ids, security_group_ids=security_group_ids) for c in node_classes},
+        {
+            c.name: ec2_node_class(
+                c,
+                cluster_name=cluster_name,
+                node_role_name=(windows_node_role_name if c.windows else None) or node_role_name,
+                subnet_ids=subnet_ids,
+                security_group_ids=security_group_ids,
+            )
+            for c in node_classes
+        },
         {p.name: node_pool(p, os=operating_system(classes[p.node_class])) for p in node_pools},
     )
 
@@ -225,12 +258,14 @@ def demo_deployment(*, name: str = "inflate", namespace: str = "default", cpu: s
                 "spec": {
                     "terminationGracePeriodSeconds": 0,
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 1000},
-                    "containers": [{
-                        "name": name,
-                        "image": DEMO_IMAGE,
-                        "resources": {"requests": {"cpu": cpu}},
-                        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True},
-                    }],
+                    "containers": [
+                        {
+                            "name": name,
+                            "image": DEMO_IMAGE,
+                            "resources": {"requests": {"cpu": cpu}},
+                            "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True},
+                        }
+                    ],
                 },
             },
         },

@@ -9,9 +9,9 @@ pack that does not run would be stale -- and with one call into jsii per constru
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterable, Iterator, Optional
 
 from aws_cdk import Acknowledgment, App, CfnElement, Stack, Validations
 from constructs import IConstruct
@@ -46,7 +46,7 @@ class Batch:
         self.pending = {}
 
 
-_BATCH: ContextVar[Optional[Batch]] = ContextVar("_BATCH", default=None)
+_BATCH: ContextVar[Batch | None] = ContextVar("_BATCH", default=None)
 
 
 def acknowledge(scope: IConstruct, finding_id: str, reason: str) -> None:

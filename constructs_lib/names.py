@@ -57,14 +57,24 @@ KARPENTER_AWS_WELL_KNOWN_LABELS = (
 # ... and the ones NodeOverlay requirements may use (its CRD's shorter list, Karpenter 1.14.1: no
 # tenancy, capacity-reservation or placement-group keys; kept equal to the mirrored rule by a test).
 NODE_OVERLAY_AWS_LABELS = tuple(
-    key for key in KARPENTER_AWS_WELL_KNOWN_LABELS
-    if not key.startswith(("karpenter.k8s.aws/instance-tenancy", "karpenter.k8s.aws/capacity-reservation-",
-                           "karpenter.k8s.aws/placement-group-"))
+    key
+    for key in KARPENTER_AWS_WELL_KNOWN_LABELS
+    if not key.startswith(
+        (
+            "karpenter.k8s.aws/instance-tenancy",
+            "karpenter.k8s.aws/capacity-reservation-",
+            "karpenter.k8s.aws/placement-group-",
+        )
+    )
 )
 NODE_OVERLAY_API_VERSION = "karpenter.sh/v1alpha1"
 # EC2NodeClass tag keys Karpenter sets itself (CRD rules "tag contains a restricted tag matching ...").
-RESTRICTED_TAG_KEYS = ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
-                       "karpenter.k8s.aws/ec2nodeclass")
+RESTRICTED_TAG_KEYS = (
+    "eks:eks-cluster-name",
+    "karpenter.sh/nodepool",
+    "karpenter.sh/nodeclaim",
+    "karpenter.k8s.aws/ec2nodeclass",
+)
 RESTRICTED_TAG_PREFIX = "kubernetes.io/cluster"
 
 # The AWS managed policies of a node role: the Karpenter node role (templates/) and the system node

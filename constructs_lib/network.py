@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from aws_cdk import Aws, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -12,7 +10,6 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from .nag import acknowledge, registers
-
 
 FLOW_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 
@@ -35,7 +32,7 @@ class ClusterVpc(Construct):
         id: str,
         *,
         cluster_name: str,
-        vpc_id: Optional[str],
+        vpc_id: str | None,
         cidr: str,
         max_azs: int,
         nat_gateways: int,
@@ -63,9 +60,7 @@ class ClusterVpc(Construct):
                     name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
                 ),
                 # Large private subnets: the VPC CNI gives every pod a VPC address.
-                ec2.SubnetConfiguration(
-                    name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=19
-                ),
+                ec2.SubnetConfiguration(name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=19),
             ],
         )
         self.private_subnet_ids = [s.subnet_id for s in self.vpc.private_subnets]
@@ -89,12 +84,18 @@ class ClusterVpc(Construct):
             Tags.of(subnet).add("kubernetes.io/role/elb", "1")
         if registers("NIST80053R5"):
             for subnet in self.vpc.public_subnets:
-                acknowledge(subnet.node.find_child("DefaultRoute"), "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
-                            "Public subnets exist only for the NAT gateways, which need a route to the internet "
-                            "gateway; nothing else runs there and no instance gets a public IP.")
-            acknowledge(self.flow_log.node.find_child("IAMRole"), "NIST.800.53.R5-IAMNoInlinePolicy",
-                        "CDK attaches this role's permissions as an inline DefaultPolicy scoped to the resources it "
-                        "serves. (delivery of VPC flow logs to their log group)")
+                acknowledge(
+                    subnet.node.find_child("DefaultRoute"),
+                    "NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
+                    "Public subnets exist only for the NAT gateways, which need a route to the internet "
+                    "gateway; nothing else runs there and no instance gets a public IP.",
+                )
+            acknowledge(
+                self.flow_log.node.find_child("IAMRole"),
+                "NIST.800.53.R5-IAMNoInlinePolicy",
+                "CDK attaches this role's permissions as an inline DefaultPolicy scoped to the resources it "
+                "serves. (delivery of VPC flow logs to their log group)",
+            )
 
     @property
     def private_subnets(self) -> ec2.SubnetSelection:

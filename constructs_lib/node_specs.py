@@ -10,24 +10,27 @@ the API server or a destroy refuses it. Field names are snake_case in Python and
 from __future__ import annotations
 
 import re
-from typing import Literal, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .names import (
-    NODE_OVERLAY_API_VERSION,
     KARPENTER_AWS_WELL_KNOWN_LABELS,
-    NODE_OVERLAY_AWS_LABELS,
     KARPENTER_SH_LABELS_ALLOWED,
+    NODE_OVERLAY_API_VERSION,
+    NODE_OVERLAY_AWS_LABELS,
     RESTRICTED_TAG_KEYS,
     RESTRICTED_TAG_PREFIX,
 )
 from .quantities import GO_DURATION, parse_duration, parse_quantity
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                             r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_QUALIFIED_NAME = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$")
@@ -50,8 +53,12 @@ MAX_TERMINATION_GRACE_PERIOD_S = 12 * 60
 # holds images, logs and pod storage, and the size of the AMI's snapshot for it -- EC2 refuses a smaller
 # volume at launch. Bottlerocket boots from a 4 GiB OS volume and keeps everything else on /dev/xvdb.
 _WINDOWS = ("windows2019", "windows2022", "windows2025")
-STORAGE_DEVICE = {"al2": "/dev/xvda", "al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb",
-                  **{w: "/dev/sda1" for w in _WINDOWS}}
+STORAGE_DEVICE = {
+    "al2": "/dev/xvda",
+    "al2023": "/dev/xvda",
+    "bottlerocket": "/dev/xvdb",
+    **{w: "/dev/sda1" for w in _WINDOWS},
+}
 SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in _WINDOWS}}
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
 # EBS provisioned IOPS per volume type (EC2 EbsBlockDevice): range, and most IOPS per GiB of size.
@@ -62,8 +69,31 @@ EBS_MIN_GIB = {"io1": 4, "io2": 4, "st1": 125, "sc1": 125}
 # karpenter.k8s.aws/instance-category values: the letters before an EC2 family's generation digit
 # (c7g -> c, inf2 -> inf, u-6tb1 -> u). A category outside this list matches no instance type, and the
 # pool's pods stay Pending.
-INSTANCE_CATEGORIES = ("a", "c", "d", "dl", "f", "g", "gr", "h", "hpc", "i", "im", "inf", "is", "m", "mac", "p", "r",
-                       "t", "trn", "u", "vt", "x", "z")
+INSTANCE_CATEGORIES = (
+    "a",
+    "c",
+    "d",
+    "dl",
+    "f",
+    "g",
+    "gr",
+    "h",
+    "hpc",
+    "i",
+    "im",
+    "inf",
+    "is",
+    "m",
+    "mac",
+    "p",
+    "r",
+    "t",
+    "trn",
+    "u",
+    "vt",
+    "x",
+    "z",
+)
 # EC2 instance type and family names (t3.medium, m7g.xlarge, u-6tb1.metal; m7g, mac2-m2pro).
 INSTANCE_TYPE = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*\.[a-z0-9-]+$")
 _DATA_DEVICE = re.compile(r"/dev/(xvd|sd)[b-z]")
@@ -81,11 +111,23 @@ class CamelModel(BaseModel):
     )
 
 
-EVICTION_SIGNALS = ("memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
-                    "imagefs.inodesFree", "pid.available")
+EVICTION_SIGNALS = (
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+)
 RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
-_Signal = Literal["memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
-                  "imagefs.inodesFree", "pid.available"]
+_Signal = Literal[
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+]
 _Reserved = Literal["cpu", "memory", "ephemeral-storage", "pid"]
 # An eviction threshold: a percentage (0-100, two decimals) or a Kubernetes quantity (the CRD's pattern).
 _THRESHOLD = re.compile(r"((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%)|([0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?)")
@@ -96,8 +138,8 @@ class KubeletSpec(CamelModel):
     """Kubelet settings of the nodes a node class launches (EC2NodeClass spec.kubelet). Changing them
     makes the class's nodes drift: Karpenter replaces them, within the pools' disruption budgets."""
 
-    max_pods: Optional[int] = Field(None, ge=1, description="Most pods per node (unset: the AMI's ENI-based limit).")
-    pods_per_core: Optional[int] = Field(
+    max_pods: int | None = Field(None, ge=1, description="Most pods per node (unset: the AMI's ENI-based limit).")
+    pods_per_core: int | None = Field(
         None, ge=1, description="Most pods per vCPU (the lower of this and maxPods applies; not on Bottlerocket)."
     )
     system_reserved: dict[_Reserved, str] = Field(
@@ -115,21 +157,27 @@ class KubeletSpec(CamelModel):
     eviction_soft_grace_period: dict[_Signal, str] = Field(
         default_factory=dict, description="How long a soft threshold may be exceeded before eviction (a duration)."
     )
-    eviction_max_pod_grace_period: Optional[int] = Field(
+    eviction_max_pod_grace_period: int | None = Field(
         None, ge=0, description="Longest pod termination grace period (seconds) honoured on a soft eviction."
     )
-    image_gc_high_threshold_percent: Optional[int] = Field(
-        None, ge=0, le=100, alias="imageGCHighThresholdPercent",
+    image_gc_high_threshold_percent: int | None = Field(
+        None,
+        ge=0,
+        le=100,
+        alias="imageGCHighThresholdPercent",
         description="Disk usage that starts image garbage collection (above the low threshold).",
     )
-    image_gc_low_threshold_percent: Optional[int] = Field(
-        None, ge=0, le=100, alias="imageGCLowThresholdPercent",
+    image_gc_low_threshold_percent: int | None = Field(
+        None,
+        ge=0,
+        le=100,
+        alias="imageGCLowThresholdPercent",
         description="Disk usage image garbage collection frees down to.",
     )
     cluster_dns: list[str] = Field(
         default_factory=list, alias="clusterDNS", description="DNS server IPs for pods (unset: the cluster's)."
     )
-    cpu_cfs_quota: Optional[bool] = Field(
+    cpu_cfs_quota: bool | None = Field(
         None, alias="cpuCFSQuota", description="Enforce CPU limits with CFS quota (kubelet default: true)."
     )
 
@@ -141,8 +189,11 @@ class KubeletSpec(CamelModel):
     @field_validator("eviction_hard", "eviction_soft", "eviction_soft_grace_period")
     @classmethod
     def _per_signal(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-        pattern, form = ((GO_DURATION, "a duration like 1m30s") if info.field_name == "eviction_soft_grace_period"
-                         else (_THRESHOLD, "a percentage like 10% or a quantity like 500Mi"))
+        pattern, form = (
+            (GO_DURATION, "a duration like 1m30s")
+            if info.field_name == "eviction_soft_grace_period"
+            else (_THRESHOLD, "a percentage like 10% or a quantity like 500Mi")
+        )
         for signal, text in value.items():
             if not pattern.fullmatch(text):
                 raise ValueError(f"{signal} '{text}' must be {form}")
@@ -157,15 +208,18 @@ class KubeletSpec(CamelModel):
         return value
 
     @model_validator(mode="after")
-    def _pairs(self) -> "KubeletSpec":
+    def _pairs(self) -> KubeletSpec:
         if set(self.eviction_soft) != set(self.eviction_soft_grace_period):
-            raise ValueError("evictionSoft and evictionSoftGracePeriod must name the same signals (soft: "
-                             f"{', '.join(sorted(self.eviction_soft)) or 'none'}; grace periods: "
-                             f"{', '.join(sorted(self.eviction_soft_grace_period)) or 'none'})")
+            raise ValueError(
+                "evictionSoft and evictionSoftGracePeriod must name the same signals (soft: "
+                f"{', '.join(sorted(self.eviction_soft)) or 'none'}; grace periods: "
+                f"{', '.join(sorted(self.eviction_soft_grace_period)) or 'none'})"
+            )
         high, low = self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent
         if high is not None and low is not None and high <= low:
-            raise ValueError(f"imageGCHighThresholdPercent ({high}) must be greater than imageGCLowThresholdPercent "
-                             f"({low})")
+            raise ValueError(
+                f"imageGCHighThresholdPercent ({high}) must be greater than imageGCLowThresholdPercent ({low})"
+            )
         return self
 
     def manifest(self) -> dict[str, object]:
@@ -173,13 +227,17 @@ class KubeletSpec(CamelModel):
         return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
 
 
-_EC2_ID = {"subnet": re.compile(r"subnet-[0-9a-f]{8}([0-9a-f]{9})?"), "sg": re.compile(r"sg-[0-9a-f]{8}([0-9a-f]{9})?"),
-           "cr": re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"), "snap": re.compile(r"snap-[0-9a-f]{8}([0-9a-f]{9})?")}
+_EC2_ID = {
+    "subnet": re.compile(r"subnet-[0-9a-f]{8}([0-9a-f]{9})?"),
+    "sg": re.compile(r"sg-[0-9a-f]{8}([0-9a-f]{9})?"),
+    "cr": re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"),
+    "snap": re.compile(r"snap-[0-9a-f]{8}([0-9a-f]{9})?"),
+}
 # Most tags one selector term may match on (the CRDs' maxProperties), and most terms of one kind.
 MAX_SELECTOR_TAGS, MAX_SELECTOR_TERMS = 20, 30
 
 
-def ec2_id(kind: str, value: Optional[str]) -> Optional[str]:
+def ec2_id(kind: str, value: str | None) -> str | None:
     """An EC2 id of ``kind`` (subnet, sg, cr, snap): the prefix and 8 or 17 hex digits."""
     return optional_match(value, _EC2_ID[kind], f"must look like {kind}-0123456789abcdef0")
 
@@ -199,21 +257,23 @@ def exactly_one(term: BaseModel, fields: tuple[str, ...], what: str) -> None:
     chosen = [f for f in fields if getattr(term, f)]
     if len(chosen) != 1:
         names = [to_camel(f) for f in fields]
-        raise ValueError(f"a {what} selector term selects by exactly one of {', '.join(names)} "
-                         f"(has {', '.join(to_camel(f) for f in chosen) or 'none'})")
+        raise ValueError(
+            f"a {what} selector term selects by exactly one of {', '.join(names)} "
+            f"(has {', '.join(to_camel(f) for f in chosen) or 'none'})"
+        )
 
 
 class SubnetTermSpec(CamelModel):
     """One more subnetSelectorTerms entry: a subnet by id, or subnets by tags."""
 
-    id: Optional[str] = Field(None, description="A subnet id (subnet-...).")
+    id: str | None = Field(None, description="A subnet id (subnet-...).")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags the subnets carry ('*': any value).")
 
     _id = field_validator("id")(classmethod(lambda cls, v: ec2_id("subnet", v)))
     _tags = field_validator("tags")(classmethod(lambda cls, v: selector_tags(v)))
 
     @model_validator(mode="after")
-    def _one(self) -> "SubnetTermSpec":
+    def _one(self) -> SubnetTermSpec:
         exactly_one(self, ("id", "tags"), "subnet")
         return self
 
@@ -221,8 +281,8 @@ class SubnetTermSpec(CamelModel):
 class SecurityGroupTermSpec(CamelModel):
     """One more securityGroupSelectorTerms entry: a group by id or by name, or groups by tags."""
 
-    id: Optional[str] = Field(None, description="A security group id (sg-...).")
-    name: Optional[str] = Field(None, description="A security group name (its GroupName, not its Name tag).")
+    id: str | None = Field(None, description="A security group id (sg-...).")
+    name: str | None = Field(None, description="A security group name (its GroupName, not its Name tag).")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags the groups carry ('*': any value).")
 
     _id = field_validator("id")(classmethod(lambda cls, v: ec2_id("sg", v)))
@@ -230,13 +290,13 @@ class SecurityGroupTermSpec(CamelModel):
 
     @field_validator("name")
     @classmethod
-    def _name(cls, value: Optional[str]) -> Optional[str]:
+    def _name(cls, value: str | None) -> str | None:
         if value is not None and not 1 <= len(value) <= 255:
             raise ValueError("a security group name has 1 to 255 characters")
         return value
 
     @model_validator(mode="after")
-    def _one(self) -> "SecurityGroupTermSpec":
+    def _one(self) -> SecurityGroupTermSpec:
         exactly_one(self, ("id", "name", "tags"), "security group")
         return self
 
@@ -245,13 +305,14 @@ class CapacityReservationTermSpec(CamelModel):
     """One capacityReservationSelectorTerms entry: a reservation by id, or reservations by tags (and owner)
     or by instance match criteria."""
 
-    id: Optional[str] = Field(None, description="A capacity reservation id (cr-...).")
+    id: str | None = Field(None, description="A capacity reservation id (cr-...).")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags the reservations carry ('*': any value).")
-    owner_id: Optional[str] = Field(
-        None, alias="ownerID",
-        description="Account that owns the reservations (shared ones); with tags or instanceMatchCriteria."
+    owner_id: str | None = Field(
+        None,
+        alias="ownerID",
+        description="Account that owns the reservations (shared ones); with tags or instanceMatchCriteria.",
     )
-    instance_match_criteria: Optional[Literal["open", "targeted"]] = Field(
+    instance_match_criteria: Literal["open", "targeted"] | None = Field(
         None, description="open: reservations any matching instance may use; targeted: only instances naming them."
     )
 
@@ -260,14 +321,15 @@ class CapacityReservationTermSpec(CamelModel):
 
     @field_validator("owner_id")
     @classmethod
-    def _owner(cls, value: Optional[str]) -> Optional[str]:
+    def _owner(cls, value: str | None) -> str | None:
         return optional_match(value, re.compile(r"[0-9]{12}"), "must be a 12-digit AWS account id")
 
     @model_validator(mode="after")
-    def _one(self) -> "CapacityReservationTermSpec":
+    def _one(self) -> CapacityReservationTermSpec:
         if self.id is not None and (self.tags or self.owner_id or self.instance_match_criteria):
-            raise ValueError("a capacity reservation selector term with an id takes no tags, ownerID or "
-                             "instanceMatchCriteria")
+            raise ValueError(
+                "a capacity reservation selector term with an id takes no tags, ownerID or instanceMatchCriteria"
+            )
         if self.id is None and not self.tags and self.instance_match_criteria is None:
             raise ValueError("a capacity reservation selector term needs an id, tags or instanceMatchCriteria")
         if self.owner_id is not None and not self.tags and self.instance_match_criteria is None:
@@ -283,11 +345,11 @@ class DataVolumeSpec(CamelModel):
     It is attached, not formatted or mounted: the node's OS or a DaemonSet of yours uses it."""
 
     device_name: str = Field(description="Device name, /dev/xvdb-/dev/xvdz or /dev/sdb-/dev/sdz.")
-    size_gib: Optional[int] = Field(None, ge=1, le=16384, description="GiB (unset with snapshotID: the snapshot's).")
+    size_gib: int | None = Field(None, ge=1, le=16384, description="GiB (unset with snapshotID: the snapshot's).")
     volume_type: Literal["gp3", "gp2", "io1", "io2", "st1", "sc1"] = Field("gp3", description="EBS volume type.")
-    iops: Optional[int] = Field(None, description="Provisioned IOPS (gp3, io1, io2; same ranges as rootVolumeIops).")
-    throughput: Optional[int] = Field(None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4).")
-    snapshot_id: Optional[str] = Field(None, alias="snapshotID", description="Create the volume from this snapshot.")
+    iops: int | None = Field(None, description="Provisioned IOPS (gp3, io1, io2; same ranges as rootVolumeIops).")
+    throughput: int | None = Field(None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4).")
+    snapshot_id: str | None = Field(None, alias="snapshotID", description="Create the volume from this snapshot.")
 
     _snapshot = field_validator("snapshot_id")(classmethod(lambda cls, v: ec2_id("snap", v)))
 
@@ -297,7 +359,7 @@ class DataVolumeSpec(CamelModel):
         return optional_match(value, _DATA_DEVICE, "must be /dev/xvdb to /dev/xvdz or /dev/sdb to /dev/sdz")
 
     @model_validator(mode="after")
-    def _size(self) -> "DataVolumeSpec":
+    def _size(self) -> DataVolumeSpec:
         if self.size_gib is None and self.snapshot_id is None:
             raise ValueError("a data volume needs sizeGib or snapshotID")
         if self.size_gib is not None:
@@ -319,30 +381,34 @@ class NodeClassSpec(CamelModel):
     ami_alias: str = Field(
         "al2023@latest",
         description="AMI alias `family@version`: al2023, bottlerocket or al2 (pin a version in production, e.g. "
-                    "al2023@v20260801), windows2019/2022/2025 (@latest only; its pools launch Windows nodes). GPU and "
-                    "Neuron instances get the family's accelerated AMI variant automatically.",
+        "al2023@v20260801), windows2019/2022/2025 (@latest only; its pools launch Windows nodes). GPU and "
+        "Neuron instances get the family's accelerated AMI variant automatically.",
     )
     root_volume_size_gib: int = Field(
-        50, ge=1, le=16384,
+        50,
+        ge=1,
+        le=16384,
         description="GiB of the volume for images, logs and pods: the root volume (al2, al2023) or Bottlerocket's "
-                    "data volume; at least the AMI's 20 GiB snapshot.",
+        "data volume; at least the AMI's 20 GiB snapshot.",
     )
     root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
         "gp3", description="EBS type of that volume (io1/io2 need rootVolumeIops)."
     )
-    root_volume_iops: Optional[int] = Field(
-        None, description="Provisioned IOPS (gp3: 3000-16000, at most 500 per GiB; io1: 100-64000, 50 per GiB; "
-                          "io2: 100-256000, 1000 per GiB); unset on gp3: the included 3000."
+    root_volume_iops: int | None = Field(
+        None,
+        description="Provisioned IOPS (gp3: 3000-16000, at most 500 per GiB; io1: 100-64000, 50 per GiB; "
+        "io2: 100-256000, 1000 per GiB); unset on gp3: the included 3000.",
     )
-    root_volume_throughput: Optional[int] = Field(
+    root_volume_throughput: int | None = Field(
         None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4); unset: the included 125."
     )
-    detailed_monitoring: Optional[bool] = Field(None, description="1-minute CloudWatch metrics for the instances.")
-    associate_public_ip_address: Optional[bool] = Field(
-        None, alias="associatePublicIPAddress",
+    detailed_monitoring: bool | None = Field(None, description="1-minute CloudWatch metrics for the instances.")
+    associate_public_ip_address: bool | None = Field(
+        None,
+        alias="associatePublicIPAddress",
         description="false: no public IP even in a public subnet (unset: the subnet's setting).",
     )
-    instance_store_policy: Optional[Literal["RAID0"]] = Field(
+    instance_store_policy: Literal["RAID0"] | None = Field(
         None, description="RAID0: local NVMe instance stores become one volume for images, logs and pods."
     )
     metadata_hop_limit: int = Field(
@@ -358,22 +424,25 @@ class NodeClassSpec(CamelModel):
     data_volumes: list[DataVolumeSpec] = Field(
         default_factory=list,
         description="Extra EBS volumes on every node (keys below), attached unformatted; changing them replaces the "
-                    "nodes.",
+        "nodes.",
     )
     extra_subnet_selector_terms: list[SubnetTermSpec] = Field(
-        default_factory=list, max_length=MAX_SELECTOR_TERMS - 1,
+        default_factory=list,
+        max_length=MAX_SELECTOR_TERMS - 1,
         description="More subnets, ORed with the discovery tag (or the given subnet ids): {id} or {tags}. Nodes in "
-                    "subnets no longer selected are replaced (drift).",
+        "subnets no longer selected are replaced (drift).",
     )
     extra_security_group_selector_terms: list[SecurityGroupTermSpec] = Field(
-        default_factory=list, max_length=MAX_SELECTOR_TERMS - 1,
+        default_factory=list,
+        max_length=MAX_SELECTOR_TERMS - 1,
         description="More security groups for the nodes, on top of the cluster security group: {id}, {name} or "
-                    "{tags}. Changing them replaces the nodes (drift).",
+        "{tags}. Changing them replaces the nodes (drift).",
     )
     capacity_reservation_selector_terms: list[CapacityReservationTermSpec] = Field(
-        default_factory=list, max_length=MAX_SELECTOR_TERMS,
+        default_factory=list,
+        max_length=MAX_SELECTOR_TERMS,
         description="On-demand capacity reservations the class may launch into: {id}, or {tags, ownerID?, "
-                    "instanceMatchCriteria?}; pools with the reserved capacity type use them first.",
+        "instanceMatchCriteria?}; pools with the reserved capacity type use them first.",
     )
 
     @field_validator("name")
@@ -382,9 +451,14 @@ class NodeClassSpec(CamelModel):
         return kubernetes_name(value)
 
     @model_validator(mode="after")
-    def _volume_performance(self) -> "NodeClassSpec":
-        check_volume(ROOT_VOLUME_FIELDS, self.root_volume_type, self.root_volume_size_gib, self.root_volume_iops,
-                     self.root_volume_throughput)
+    def _volume_performance(self) -> NodeClassSpec:
+        check_volume(
+            ROOT_VOLUME_FIELDS,
+            self.root_volume_type,
+            self.root_volume_size_gib,
+            self.root_volume_iops,
+            self.root_volume_throughput,
+        )
         return self
 
     @field_validator("tags")
@@ -392,8 +466,10 @@ class NodeClassSpec(CamelModel):
     def _tags(cls, value: dict[str, str]) -> dict[str, str]:
         for key, tag in value.items():
             if not key or key in RESTRICTED_TAG_KEYS or key.startswith(RESTRICTED_TAG_PREFIX):
-                raise ValueError(f"tag '{key}' is one Karpenter sets itself (restricted: "
-                                 f"{', '.join(RESTRICTED_TAG_KEYS)}, {RESTRICTED_TAG_PREFIX}*) or empty")
+                raise ValueError(
+                    f"tag '{key}' is one Karpenter sets itself (restricted: "
+                    f"{', '.join(RESTRICTED_TAG_KEYS)}, {RESTRICTED_TAG_PREFIX}*) or empty"
+                )
             if key.lower().startswith("aws:"):
                 raise ValueError(f"tag '{key}': the aws: prefix is reserved for AWS")
             if len(key) > 128 or len(tag) > 256:
@@ -403,18 +479,24 @@ class NodeClassSpec(CamelModel):
     @field_validator("ami_alias")
     @classmethod
     def _alias(cls, value: str) -> str:
-        if not re.fullmatch(r"(al2|al2023|bottlerocket|windows2019|windows2022|windows2025)@(latest|v[0-9][0-9.]*)", value):
+        if not re.fullmatch(
+            r"(al2|al2023|bottlerocket|windows2019|windows2022|windows2025)@(latest|v[0-9][0-9.]*)", value
+        ):
             raise ValueError(
                 "must be family@version with family al2, al2023, bottlerocket, windows2019, windows2022 "
                 "or windows2025 and version 'latest' or a pinned vYYYYMMDD"
             )
         family, version = value.split("@", 1)
         if family in ("al2", "al2023") and version != "latest" and not re.fullmatch(r"v[0-9]{8}", version):
-            raise ValueError(f"{family} AMIs are pinned by their build date: {family}@vYYYYMMDD (e.g. "
-                             f"{family}@v20260801), or {family}@latest")
+            raise ValueError(
+                f"{family} AMIs are pinned by their build date: {family}@vYYYYMMDD (e.g. "
+                f"{family}@v20260801), or {family}@latest"
+            )
         if family == "bottlerocket" and version != "latest" and not re.fullmatch(r"v[0-9]+\.[0-9]+\.[0-9]+", version):
-            raise ValueError("Bottlerocket AMIs are pinned by their release: bottlerocket@vX.Y.Z (e.g. "
-                             "bottlerocket@v1.50.0), or bottlerocket@latest")
+            raise ValueError(
+                "Bottlerocket AMIs are pinned by their release: bottlerocket@vX.Y.Z (e.g. "
+                "bottlerocket@v1.50.0), or bottlerocket@latest"
+            )
         if value.startswith("windows") and not value.endswith("@latest"):
             raise ValueError("Windows AMI aliases only support @latest")
         return value
@@ -424,14 +506,18 @@ class NodeClassSpec(CamelModel):
         return self.ami_alias.split("@", 1)[0]
 
     @model_validator(mode="after")
-    def _data_volume_devices(self) -> "NodeClassSpec":
+    def _data_volume_devices(self) -> NodeClassSpec:
         # The family's own devices: its storage volume's letter, and Bottlerocket's OS volume.
-        taken = {STORAGE_DEVICE[self.family].removesuffix("1")[-1]: STORAGE_DEVICE[self.family],
-                 BOTTLEROCKET_OS_VOLUME["deviceName"][-1]: BOTTLEROCKET_OS_VOLUME["deviceName"]}
+        taken = {
+            STORAGE_DEVICE[self.family].removesuffix("1")[-1]: STORAGE_DEVICE[self.family],
+            BOTTLEROCKET_OS_VOLUME["deviceName"][-1]: BOTTLEROCKET_OS_VOLUME["deviceName"],
+        }
         for volume in self.data_volumes:
             if volume.letter in taken:
-                raise ValueError(f"dataVolumes {volume.device_name} is the same device as {taken[volume.letter]} "
-                                 f"(/dev/sdX and /dev/xvdX name one device); use another letter")
+                raise ValueError(
+                    f"dataVolumes {volume.device_name} is the same device as {taken[volume.letter]} "
+                    f"(/dev/sdX and /dev/xvdX name one device); use another letter"
+                )
             taken[volume.letter] = volume.device_name
         return self
 
@@ -440,14 +526,15 @@ class NodeClassSpec(CamelModel):
         return self.family.startswith("windows")
 
     @model_validator(mode="after")
-    def _pods_per_core(self) -> "NodeClassSpec":
+    def _pods_per_core(self) -> NodeClassSpec:
         if self.family == "bottlerocket" and self.kubelet.pods_per_core is not None:
-            raise ValueError("kubelet.podsPerCore is not supported by Bottlerocket (Karpenter ignores it there); "
-                             "use kubelet.maxPods")
+            raise ValueError(
+                "kubelet.podsPerCore is not supported by Bottlerocket (Karpenter ignores it there); use kubelet.maxPods"
+            )
         return self
 
     @model_validator(mode="after")
-    def _volume_fits_the_snapshot(self) -> "NodeClassSpec":
+    def _volume_fits_the_snapshot(self) -> NodeClassSpec:
         minimum = SNAPSHOT_GIB[self.family]
         if self.root_volume_size_gib < minimum:
             raise ValueError(
@@ -459,11 +546,11 @@ class NodeClassSpec(CamelModel):
 
 class DisruptionBudgetSpec(CamelModel):
     nodes: str = Field("10%", description="Nodes that may be disrupted at once: a count or a percentage.")
-    reasons: Optional[list[Literal["Underutilized", "Empty", "Drifted"]]] = Field(
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
         None, description="Disruption reasons the budget applies to; unset = all."
     )
-    schedule: Optional[str] = Field(None, description="Cron schedule (UTC) when the budget is active; needs duration.")
-    duration: Optional[str] = Field(None, description="How long the budget stays active after each schedule hit.")
+    schedule: str | None = Field(None, description="Cron schedule (UTC) when the budget is active; needs duration.")
+    duration: str | None = Field(None, description="How long the budget stays active after each schedule hit.")
 
     @field_validator("nodes")
     @classmethod
@@ -474,17 +561,21 @@ class DisruptionBudgetSpec(CamelModel):
 
     @field_validator("schedule")
     @classmethod
-    def _schedule(cls, value: Optional[str]) -> Optional[str]:
-        return optional_match(value, _CRON, "must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or "
-                                               "@hourly, @daily, @weekly, @monthly, @yearly")
+    def _schedule(cls, value: str | None) -> str | None:
+        return optional_match(
+            value,
+            _CRON,
+            "must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or "
+            "@hourly, @daily, @weekly, @monthly, @yearly",
+        )
 
     @field_validator("duration")
     @classmethod
-    def _duration(cls, value: Optional[str]) -> Optional[str]:
+    def _duration(cls, value: str | None) -> str | None:
         return optional_match(value, _BUDGET_DURATION, "must be hours and/or minutes like 8h, 30m or 1h30m")
 
     @model_validator(mode="after")
-    def _schedule_with_duration(self) -> "DisruptionBudgetSpec":
+    def _schedule_with_duration(self) -> DisruptionBudgetSpec:
         if (self.schedule is None) != (self.duration is None):
             raise ValueError("a disruption budget needs schedule and duration together, or neither")
         return self
@@ -498,7 +589,7 @@ class RequirementSpec(CamelModel):
         description="How the values apply."
     )
     values: list[str] = Field(default_factory=list, description="Values (none for Exists/DoesNotExist).")
-    min_values: Optional[int] = Field(None, ge=1, le=50, description="Minimum distinct values Karpenter must keep.")
+    min_values: int | None = Field(None, ge=1, le=50, description="Minimum distinct values Karpenter must keep.")
 
     @field_validator("key")
     @classmethod
@@ -506,11 +597,13 @@ class RequirementSpec(CamelModel):
         return label_key(value)
 
     @model_validator(mode="after")
-    def _values_fit_operator(self) -> "RequirementSpec":
+    def _values_fit_operator(self) -> RequirementSpec:
         operator_values(self.key, self.operator, self.values)
         if self.operator == "In" and self.min_values is not None and len(self.values) < self.min_values:
-            raise ValueError(f"requirement '{self.key}' has minValues {self.min_values} but only {len(self.values)} "
-                             "value(s); Karpenter needs at least as many values as minValues")
+            raise ValueError(
+                f"requirement '{self.key}' has minValues {self.min_values} but only {len(self.values)} "
+                "value(s); Karpenter needs at least as many values as minValues"
+            )
         return self
 
 
@@ -520,8 +613,10 @@ def operator_values(key: str, operator: str, values: Sequence[str]) -> None:
         raise ValueError(f"requirement '{key}' with operator {operator} needs at least one value")
     if operator in ("Exists", "DoesNotExist") and values:
         raise ValueError(f"requirement '{key}' with operator {operator} takes no values")
-    names = {"node.kubernetes.io/instance-type": (INSTANCE_TYPE, "instance type like m7g.large"),
-             "karpenter.k8s.aws/instance-family": (INSTANCE_FAMILY, "instance family like m7g")}
+    names = {
+        "node.kubernetes.io/instance-type": (INSTANCE_TYPE, "instance type like m7g.large"),
+        "karpenter.k8s.aws/instance-family": (INSTANCE_FAMILY, "instance family like m7g"),
+    }
     if key in names:
         pattern, what = names[key]
         bad = [v for v in values if not pattern.fullmatch(v)]
@@ -530,9 +625,10 @@ def operator_values(key: str, operator: str, values: Sequence[str]) -> None:
     if operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not values[0].isdigit()):
         raise ValueError(f"requirement '{key}' with operator {operator} needs exactly one whole number")
 
+
 class TaintSpec(CamelModel):
     key: str = Field(description="Taint key.")
-    value: Optional[str] = Field(None, description="Taint value.")
+    value: str | None = Field(None, description="Taint value.")
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Taint effect.")
 
     @field_validator("key")
@@ -549,16 +645,18 @@ class NodePoolSpec(CamelModel):
     name: str = Field("default", description="Kubernetes name of the NodePool.")
     node_class: str = Field("default", description="Name of the EC2NodeClass (from nodeClasses) this pool uses.")
     capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
-        default_factory=lambda: ["spot", "on-demand"], min_length=1,
+        default_factory=lambda: ["spot", "on-demand"],
+        min_length=1,
         description="karpenter.sh/capacity-type values; reserved needs the node class's "
-                    "capacityReservationSelectorTerms (Karpenter then prefers reservations, and falls back to the "
-                    "other types listed).",
+        "capacityReservationSelectorTerms (Karpenter then prefers reservations, and falls back to the "
+        "other types listed).",
     )
     architectures: list[Literal["amd64", "arm64"]] = Field(
         default_factory=lambda: ["amd64", "arm64"], min_length=1, description="kubernetes.io/arch values."
     )
     instance_categories: list[str] = Field(
-        default_factory=lambda: ["c", "m", "r"], min_length=1,
+        default_factory=lambda: ["c", "m", "r"],
+        min_length=1,
         description="karpenter.k8s.aws/instance-category values (EC2 family letters).",
     )
     min_instance_generation: int = Field(
@@ -571,12 +669,13 @@ class NodePoolSpec(CamelModel):
         default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
         description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
     )
-    weight: Optional[int] = Field(None, ge=1, le=100, description="Priority among pools (higher first); unset = 0.")
-    replicas: Optional[int] = Field(
-        None, ge=0,
+    weight: int | None = Field(None, ge=1, le=100, description="Priority among pools (higher first); unset = 0.")
+    replicas: int | None = Field(
+        None,
+        ge=0,
         description="Static capacity: keep exactly this many nodes, whatever the pods (alpha; needs "
-                    "controller.featureGates.staticCapacity). Then only limits.nodes applies and no weight; a pool "
-                    "cannot switch between static and dynamic in place (the CRD refuses it): rename it to switch.",
+        "controller.featureGates.staticCapacity). Then only limits.nodes applies and no weight; a pool "
+        "cannot switch between static and dynamic in place (the CRD refuses it): rename it to switch.",
     )
     expire_after: str = Field("720h", description="Replace nodes older than this (duration or Never).")
     termination_grace_period: str = Field(
@@ -593,7 +692,8 @@ class NodePoolSpec(CamelModel):
     )
     consolidate_after: str = Field("1m", description="Wait this long after a pod change before consolidating.")
     budgets: list[DisruptionBudgetSpec] = Field(
-        default_factory=lambda: [DisruptionBudgetSpec()], max_length=50,
+        default_factory=lambda: [DisruptionBudgetSpec()],
+        max_length=50,
         description="Disruption budgets: how many nodes may be disrupted at once.",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Labels put on the pool's nodes.")
@@ -604,8 +704,10 @@ class NodePoolSpec(CamelModel):
     def _categories(cls, value: list[str]) -> list[str]:
         unknown = [c for c in value if c not in INSTANCE_CATEGORIES]
         if unknown:
-            raise ValueError(f"{', '.join(repr(c) for c in unknown)} is no EC2 instance category (known: "
-                             f"{', '.join(INSTANCE_CATEGORIES)}); a pool of unknown categories launches nothing")
+            raise ValueError(
+                f"{', '.join(repr(c) for c in unknown)} is no EC2 instance category (known: "
+                f"{', '.join(INSTANCE_CATEGORIES)}); a pool of unknown categories launches nothing"
+            )
         return value
 
     @field_validator("limits")
@@ -623,7 +725,7 @@ class NodePoolSpec(CamelModel):
         return value
 
     @model_validator(mode="after")
-    def _static_capacity(self) -> "NodePoolSpec":
+    def _static_capacity(self) -> NodePoolSpec:
         if self.replicas is None:
             return self
         if self.weight is not None:
@@ -641,7 +743,7 @@ class NodePoolSpec(CamelModel):
         return dict(self.limits)
 
     @model_validator(mode="after")
-    def _no_duplicate_requirement_keys(self) -> "NodePoolSpec":
+    def _no_duplicate_requirement_keys(self) -> NodePoolSpec:
         for requirement in self.requirements:
             if requirement.key in _STRUCTURED_REQUIREMENTS:
                 raise ValueError(
@@ -675,13 +777,13 @@ class NodePoolSpec(CamelModel):
         return value
 
 
-
 ROOT_VOLUME_FIELDS = ("rootVolumeType", "rootVolumeSizeGib", "rootVolumeIops", "rootVolumeThroughput")
 DATA_VOLUME_FIELDS = ("volumeType", "sizeGib", "iops", "throughput")
 
 
-def check_volume(fields: tuple[str, str, str, str], kind: str, size: int, iops: Optional[int],
-                 throughput: Optional[int]) -> None:
+def check_volume(
+    fields: tuple[str, str, str, str], kind: str, size: int, iops: int | None, throughput: int | None
+) -> None:
     """What EC2 refuses of an EBS volume's type, size, IOPS and throughput; ``fields`` names the four
     settings in messages."""
     type_field, size_field, iops_field, throughput_field = fields
@@ -690,20 +792,26 @@ def check_volume(fields: tuple[str, str, str, str], kind: str, size: int, iops: 
     if kind in ("io1", "io2") and iops is None:
         raise ValueError(f"{type_field} {kind} needs {iops_field}: EC2 requires provisioned IOPS for it")
     if iops is not None and kind not in EBS_IOPS:
-        raise ValueError(f"{iops_field} applies to gp3, io1 and io2, not {kind}"
-                         + (" (gp2's IOPS follow its size; use gp3)" if kind == "gp2" else ""))
+        raise ValueError(
+            f"{iops_field} applies to gp3, io1 and io2, not {kind}"
+            + (" (gp2's IOPS follow its size; use gp3)" if kind == "gp2" else "")
+        )
     if throughput is not None and kind != "gp3":
         raise ValueError(f"{throughput_field} applies to gp3 only, not {kind}")
     if iops is not None:
         low, high, per_gib = EBS_IOPS[kind]
         if not low <= iops <= high or iops > per_gib * size:
-            raise ValueError(f"{iops_field} {iops} is outside what EC2 allows for a {size} GiB {kind} volume: "
-                             f"{low}-{min(high, per_gib * size)} ({per_gib} per GiB, at most {high})")
+            raise ValueError(
+                f"{iops_field} {iops} is outside what EC2 allows for a {size} GiB {kind} volume: "
+                f"{low}-{min(high, per_gib * size)} ({per_gib} per GiB, at most {high})"
+            )
     if throughput is not None:
         most = min(GP3_MAX_THROUGHPUT, (iops or GP3_BASELINE_IOPS) // 4)
         if not GP3_MIN_THROUGHPUT <= throughput <= most:
-            raise ValueError(f"{throughput_field} {throughput} MiB/s is outside what EC2 allows with "
-                             f"{iops or GP3_BASELINE_IOPS} IOPS: {GP3_MIN_THROUGHPUT}-{most} (at most IOPS/4)")
+            raise ValueError(
+                f"{throughput_field} {throughput} MiB/s is outside what EC2 allows with "
+                f"{iops or GP3_BASELINE_IOPS} IOPS: {GP3_MIN_THROUGHPUT}-{most} (at most IOPS/4)"
+            )
 
 
 # NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
@@ -737,7 +845,7 @@ class OverlayRequirementSpec(CamelModel):
         return value
 
     @model_validator(mode="after")
-    def _values_fit_operator(self) -> "OverlayRequirementSpec":
+    def _values_fit_operator(self) -> OverlayRequirementSpec:
         operator_values(self.key, self.operator, self.values)
         return self
 
@@ -749,19 +857,20 @@ class NodeOverlaySpec(CamelModel):
 
     name: str = Field(description="Kubernetes name of the NodeOverlay.")
     requirements: list[OverlayRequirementSpec] = Field(
-        default_factory=list, max_length=100,
+        default_factory=list,
+        max_length=100,
         description="Instance types it applies to (all when empty); karpenter.sh/nodepool limits it to pools.",
     )
-    price: Optional[str] = Field(None, description="Price to assume (USD per hour), e.g. \"0.25\".")
-    price_adjustment: Optional[str] = Field(
+    price: str | None = Field(None, description='Price to assume (USD per hour), e.g. "0.25".')
+    price_adjustment: str | None = Field(
         None, description="Change of the price: an amount (+0.1, -0.05) or a percentage (+10%, -10%, -100%)."
     )
     capacity: dict[str, str] = Field(
         default_factory=dict,
-        description="Extra capacity of extended resources per node (e.g. {\"example.com/device\": \"2\"}); not "
-                    "cpu, memory, ephemeral-storage or pods.",
+        description='Extra capacity of extended resources per node (e.g. {"example.com/device": "2"}); not '
+        "cpu, memory, ephemeral-storage or pods.",
     )
-    weight: Optional[int] = Field(
+    weight: int | None = Field(
         None, ge=1, le=10000, description="Which overlay wins where several match (higher first)."
     )
 
@@ -772,29 +881,34 @@ class NodeOverlaySpec(CamelModel):
 
     @field_validator("price")
     @classmethod
-    def _price(cls, value: Optional[str]) -> Optional[str]:
+    def _price(cls, value: str | None) -> str | None:
         return optional_match(value, _PRICE, "must be a price like 0.25 (USD per hour)")
 
     @field_validator("price_adjustment")
     @classmethod
-    def _adjustment(cls, value: Optional[str]) -> Optional[str]:
-        return optional_match(value, _PRICE_ADJUSTMENT, "must be a signed amount like +0.1 or -0.05, or a percentage "
-                                                        "like +10% or -10% (at most -100%)")
+    def _adjustment(cls, value: str | None) -> str | None:
+        return optional_match(
+            value,
+            _PRICE_ADJUSTMENT,
+            "must be a signed amount like +0.1 or -0.05, or a percentage like +10% or -10% (at most -100%)",
+        )
 
     @field_validator("capacity")
     @classmethod
     def _capacity(cls, value: dict[str, str]) -> dict[str, str]:
         restricted = [r for r in value if r in OVERLAY_RESTRICTED_RESOURCES]
         if restricted:
-            raise ValueError(f"{', '.join(restricted)}: Karpenter computes {', '.join(OVERLAY_RESTRICTED_RESOURCES)} "
-                             "itself; an overlay adds capacity of extended resources only")
+            raise ValueError(
+                f"{', '.join(restricted)}: Karpenter computes {', '.join(OVERLAY_RESTRICTED_RESOURCES)} "
+                "itself; an overlay adds capacity of extended resources only"
+            )
         for resource in value:
             if not _QUALIFIED_NAME.fullmatch(resource):
                 raise ValueError(f"'{resource}' is not a resource name like example.com/device")
         return non_negative_quantities(value)
 
     @model_validator(mode="after")
-    def _effect(self) -> "NodeOverlaySpec":
+    def _effect(self) -> NodeOverlaySpec:
         if self.price is not None and self.price_adjustment is not None:
             raise ValueError("a node overlay sets price or priceAdjustment, not both")
         if self.price is None and self.price_adjustment is None and not self.capacity:
@@ -806,14 +920,24 @@ class NodeOverlaySpec(CamelModel):
             "apiVersion": NODE_OVERLAY_API_VERSION,
             "kind": "NodeOverlay",
             "metadata": {"name": self.name},
-            "spec": {"requirements": [r.model_dump(by_alias=True, exclude_defaults=True) for r in self.requirements],
-                     **self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True,
-                                       include={"price", "price_adjustment", "capacity", "weight"})},
+            "spec": {
+                "requirements": [r.model_dump(by_alias=True, exclude_defaults=True) for r in self.requirements],
+                **self.model_dump(
+                    by_alias=True,
+                    exclude_none=True,
+                    exclude_defaults=True,
+                    include={"price", "price_adjustment", "capacity", "weight"},
+                ),
+            },
         }
 
 
-def pool_problems(node_classes: Sequence[NodeClassSpec], node_pools: Sequence[NodePoolSpec],
-                  feature_gates: Mapping[str, bool], node_overlays: Sequence[NodeOverlaySpec] = ()) -> list[str]:
+def pool_problems(
+    node_classes: Sequence[NodeClassSpec],
+    node_pools: Sequence[NodePoolSpec],
+    feature_gates: Mapping[str, bool],
+    node_overlays: Sequence[NodeOverlaySpec] = (),
+) -> list[str]:
     """What makes pools, their classes and overlays unusable together: an unknown class, the reserved
     capacity type without reservations to launch into or with its gate off, static capacity or overlays
     with their gate off, a Windows pool that allows only arm64 (EKS's Windows AMIs are x86-64). One line
@@ -821,29 +945,41 @@ def pool_problems(node_classes: Sequence[NodeClassSpec], node_pools: Sequence[No
     classes = {c.name: c for c in node_classes}
     problems = []
     if node_overlays and not feature_gates.get("nodeOverlay", False):
-        problems.append(f"nodeOverlays {', '.join(repr(o.name) for o in node_overlays)}: Karpenter ignores node "
-                        "overlays unless controller.featureGates.nodeOverlay is true")
+        problems.append(
+            f"nodeOverlays {', '.join(repr(o.name) for o in node_overlays)}: Karpenter ignores node "
+            "overlays unless controller.featureGates.nodeOverlay is true"
+        )
     for pool in node_pools:
         node_class = classes.get(pool.node_class)
         if node_class is None:
-            problems.append(f"nodePools '{pool.name}' refers to nodeClass '{pool.node_class}', which is not in "
-                            f"nodeClasses ({', '.join(sorted(classes))})")
+            problems.append(
+                f"nodePools '{pool.name}' refers to nodeClass '{pool.node_class}', which is not in "
+                f"nodeClasses ({', '.join(sorted(classes))})"
+            )
             continue
         if "reserved" in pool.capacity_types:
             if not node_class.capacity_reservation_selector_terms:
-                problems.append(f"nodePools '{pool.name}' allows the reserved capacity type, but its nodeClass "
-                                f"'{node_class.name}' has no capacityReservationSelectorTerms: it would launch nothing "
-                                "reserved")
+                problems.append(
+                    f"nodePools '{pool.name}' allows the reserved capacity type, but its nodeClass "
+                    f"'{node_class.name}' has no capacityReservationSelectorTerms: it would launch nothing "
+                    "reserved"
+                )
             if not feature_gates.get("reservedCapacity", True):
-                problems.append(f"nodePools '{pool.name}' allows the reserved capacity type, which Karpenter ignores "
-                                "while controller.featureGates.reservedCapacity is false")
+                problems.append(
+                    f"nodePools '{pool.name}' allows the reserved capacity type, which Karpenter ignores "
+                    "while controller.featureGates.reservedCapacity is false"
+                )
         if node_class.windows and "amd64" not in pool.architectures:
-            problems.append(f"nodePools '{pool.name}' uses the Windows nodeClass '{node_class.name}' but allows only "
-                            "arm64: EKS's Windows AMIs are amd64 only, so it would launch nothing")
+            problems.append(
+                f"nodePools '{pool.name}' uses the Windows nodeClass '{node_class.name}' but allows only "
+                "arm64: EKS's Windows AMIs are amd64 only, so it would launch nothing"
+            )
     static = [p.name for p in node_pools if p.replicas is not None]
     if static and not feature_gates.get("staticCapacity", False):
-        problems.append(f"nodePools {', '.join(repr(n) for n in static)} set replicas (static capacity), which "
-                        "Karpenter ignores unless controller.featureGates.staticCapacity is true")
+        problems.append(
+            f"nodePools {', '.join(repr(n) for n in static)} set replicas (static capacity), which "
+            "Karpenter ignores unless controller.featureGates.staticCapacity is true"
+        )
     return problems
 
 
@@ -871,28 +1007,34 @@ def non_negative_quantities(value: dict[str, str], what: str = "") -> dict[str, 
     return value
 
 
-def optional_match(value: Optional[str], pattern: re.Pattern[str], message: str) -> Optional[str]:
+def optional_match(value: str | None, pattern: re.Pattern[str], message: str) -> str | None:
     if value is not None and not pattern.fullmatch(value):
         raise ValueError(message)
     return value
 
 
-def label_key(key: str, *, aws_labels: Sequence[str] = KARPENTER_AWS_WELL_KNOWN_LABELS,
-              node_pool_key: bool = False) -> str:
+def label_key(
+    key: str, *, aws_labels: Sequence[str] = KARPENTER_AWS_WELL_KNOWN_LABELS, node_pool_key: bool = False
+) -> str:
     """A label or requirement key Karpenter accepts (not one of its restricted keys). ``aws_labels``: the
     karpenter.k8s.aws keys the object's CRD allows; ``node_pool_key``: karpenter.sh/nodepool may be
     required (a NodeOverlay's requirements; a pool's nodes get it from Karpenter)."""
     if not _QUALIFIED_NAME.fullmatch(key) or len(key) > 316:
-        raise ValueError(f"'{key}' is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 "
-                         "characters)")
+        raise ValueError(
+            f"'{key}' is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 characters)"
+        )
     if key == "kubernetes.io/hostname" or key == "karpenter.sh/nodepool" and not node_pool_key:
         raise ValueError(f"'{key}' is a label key Karpenter sets itself; it cannot be set or required here")
     domain = key.split("/", 1)[0]
     if domain.endswith("karpenter.sh") and key not in KARPENTER_SH_LABELS_ALLOWED:
-        raise ValueError(f"'{key}': label domain \"karpenter.sh\" is restricted (allowed there: "
-                         f"karpenter.sh/capacity-type{', karpenter.sh/nodepool' if node_pool_key else ''})")
+        raise ValueError(
+            f"'{key}': label domain \"karpenter.sh\" is restricted (allowed there: "
+            f"karpenter.sh/capacity-type{', karpenter.sh/nodepool' if node_pool_key else ''})"
+        )
     if domain.endswith("karpenter.k8s.aws") and key not in aws_labels:
-        raise ValueError(f"'{key}': label domain \"karpenter.k8s.aws\" is restricted to Karpenter's well-known "
-                         "labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, "
-                         f"...{'' if aws_labels is KARPENTER_AWS_WELL_KNOWN_LABELS else '; for node overlays not tenancy, capacity-reservation or placement-group keys'})")
+        raise ValueError(
+            f"'{key}': label domain \"karpenter.k8s.aws\" is restricted to Karpenter's well-known "
+            "labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, "
+            f"...{'' if aws_labels is KARPENTER_AWS_WELL_KNOWN_LABELS else '; for node overlays not tenancy, capacity-reservation or placement-group keys'})"
+        )
     return key

@@ -62,8 +62,7 @@ class TeardownSafetyNet(Construct):
                     sid="TerminateThisClustersKarpenterInstances",
                     actions=["ec2:TerminateInstances"],
                     resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
-                    conditions={"StringEquals": owned,
-                                "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+                    conditions={"StringEquals": owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
                 ),
                 iam.PolicyStatement(
                     sid="DeleteThisClustersLaunchTemplates",
@@ -71,15 +70,19 @@ class TeardownSafetyNet(Construct):
                     resources=[stack.format_arn(service="ec2", resource="launch-template", resource_name="*")],
                     # As upstream's controller policy: a node group's launch templates carry the
                     # cluster tag too, never the nodepool tag.
-                    conditions={"StringEquals": owned,
-                                "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+                    conditions={"StringEquals": owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
                 ),
                 iam.PolicyStatement(
                     sid="DeleteThisClustersInstanceProfiles",
                     actions=["iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
-                    resources=[stack.format_arn(
-                        service="iam", region="", resource="instance-profile",
-                        resource_name=f"karpenter/{stack.region}/{cluster_name}/*")],
+                    resources=[
+                        stack.format_arn(
+                            service="iam",
+                            region="",
+                            resource="instance-profile",
+                            resource_name=f"karpenter/{stack.region}/{cluster_name}/*",
+                        )
+                    ],
                 ),
             ],
         )
@@ -114,9 +117,12 @@ class TeardownSafetyNet(Construct):
 
     def _acknowledge(self, cluster_name: str) -> None:
         pseudo = pseudo_values(Stack.of(self))
-        acknowledge(self.policy, "AwsSolutions-IAM5[Resource::*]",
-                    "ec2:DescribeInstances, ec2:DescribeLaunchTemplates and iam:ListInstanceProfiles have no "
-                    "resource-level permissions; they only read, and every write below is scoped to this cluster.")
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ec2:DescribeInstances, ec2:DescribeLaunchTemplates and iam:ListInstanceProfiles have no "
+            "resource-level permissions; they only read, and every write below is scoped to this cluster.",
+        )
         for kind in ("instance", "launch-template"):
             scope = "tagged kubernetes.io/cluster/<cluster>=owned and karpenter.sh/nodepool"
             acknowledge(
@@ -138,6 +144,9 @@ class TeardownSafetyNet(Construct):
             ("LambdaInsideVPC", "Calls only the EC2 and IAM APIs, never the cluster."),
         ):
             acknowledge(self.function, f"NIST.800.53.R5-{rule}", f"The teardown safety net's handler. {why}")
-        acknowledge(self.log_group, "NIST.800.53.R5-CloudWatchLogGroupEncrypted",
-                    "The teardown handler logs the ids of the instances, launch templates and instance profiles it "
-                    "deletes; no secrets. Retention is one month.")
+        acknowledge(
+            self.log_group,
+            "NIST.800.53.R5-CloudWatchLogGroupEncrypted",
+            "The teardown handler logs the ids of the instances, launch templates and instance profiles it "
+            "deletes; no secrets. Retention is one month.",
+        )

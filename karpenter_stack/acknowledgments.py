@@ -9,7 +9,7 @@ check. Resource ids inside finding ids are read from the constructs, never writt
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from aws_cdk import Stack
 from aws_cdk import aws_eks as eks
@@ -40,26 +40,39 @@ KUBECTL_IN_VPC = (
 # NIST 800-53 R5 findings of the providers' handlers, with why they do not apply.
 NIST_HANDLERS = (
     ("IAMNoInlinePolicy", "CDK attaches the handlers' permissions as inline DefaultPolicies."),
-    ("LambdaConcurrency", "Handlers run once per CloudFormation operation; a reserved concurrency "
-                          "would only cap deploys."),
-    ("LambdaDLQ", "Handlers are invoked synchronously by the provider framework, which reports "
-                  "failures to CloudFormation; a DLQ would never receive anything."),
+    (
+        "LambdaConcurrency",
+        "Handlers run once per CloudFormation operation; a reserved concurrency would only cap deploys.",
+    ),
+    (
+        "LambdaDLQ",
+        "Handlers are invoked synchronously by the provider framework, which reports "
+        "failures to CloudFormation; a DLQ would never receive anything.",
+    ),
 )
 NIST_LOGS = ("CloudWatchLogGroupEncrypted", "The handlers' log groups hold provisioning logs, no secrets.")
-NIST_OUTSIDE_VPC = ("LambdaInsideVPC", "The handlers reach the cluster's public endpoint and the EKS API, so "
-                                       "they need no VPC.")
+NIST_OUTSIDE_VPC = (
+    "LambdaInsideVPC",
+    "The handlers reach the cluster's public endpoint and the EKS API, so they need no VPC.",
+)
 
 
 def _ecr_public_finding(condition: str) -> str:
-    return (f'AwsSolutions-IAM4[Policy::{{"Fn::If":["{condition}",{{"Fn::Join":["",["arn:",'
-            '{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
-            '{"Ref":"AWS::NoValue"}]}]')
+    return (
+        f'AwsSolutions-IAM4[Policy::{{"Fn::If":["{condition}",{{"Fn::Join":["",["arn:",'
+        '{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
+        '{"Ref":"AWS::NoValue"}]}]'
+    )
 
 
 # Functions of aws-cdk-lib's cluster-resource provider that its own policies invoke by ARN:* (paths
 # of construct ids inside the provider's nested stack).
-CLUSTER_PROVIDER_INVOKED = (("IsCompleteHandler",), ("OnEventHandler",), ("Provider", "framework-isComplete"),
-                            ("Provider", "framework-onTimeout"))
+CLUSTER_PROVIDER_INVOKED = (
+    ("IsCompleteHandler",),
+    ("OnEventHandler",),
+    ("Provider", "framework-isComplete"),
+    ("Provider", "framework-onTimeout"),
+)
 
 
 def _child(scope: IConstruct, *path: str) -> IConstruct:
@@ -82,30 +95,50 @@ def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_acces
             f"AwsSolutions-IAM5[Resource::<{logical_id_of(_child(cluster_provider, *path))}.Arn>:*]",
             "lambda:InvokeFunction on the provider's own handler and its versions (ARN:*). " + CDK_PROVIDER,
         )
-    acknowledge(cluster_provider, "AwsSolutions-SF1",
-                "The waiter state machine only polls the cluster handler; its failures surface as the "
-                "CloudFormation custom-resource error. " + CDK_PROVIDER)
-    acknowledge(cluster_provider, "AwsSolutions-SF2",
-                "X-Ray tracing of the provider's internal waiter adds cost and no security value. " + CDK_PROVIDER)
-    acknowledge(kubectl_provider,
-                f"AwsSolutions-IAM5[Resource::<{logical_id_of(_child(kubectl_provider, 'Handler'))}.Arn>:*]",
-                "lambda:InvokeFunction on the kubectl handler and its versions (ARN:*). " + CDK_PROVIDER)
-    acknowledge(kubectl_provider, "AwsSolutions-L1",
-                "The kubectl handler's Python runtime is pinned by aws-cdk-lib to match its kubectl/helm "
-                "layer; it moves with aws-cdk-lib upgrades. " + CDK_PROVIDER)
+    acknowledge(
+        cluster_provider,
+        "AwsSolutions-SF1",
+        "The waiter state machine only polls the cluster handler; its failures surface as the "
+        "CloudFormation custom-resource error. " + CDK_PROVIDER,
+    )
+    acknowledge(
+        cluster_provider,
+        "AwsSolutions-SF2",
+        "X-Ray tracing of the provider's internal waiter adds cost and no security value. " + CDK_PROVIDER,
+    )
+    acknowledge(
+        kubectl_provider,
+        f"AwsSolutions-IAM5[Resource::<{logical_id_of(_child(kubectl_provider, 'Handler'))}.Arn>:*]",
+        "lambda:InvokeFunction on the kubectl handler and its versions (ARN:*). " + CDK_PROVIDER,
+    )
+    acknowledge(
+        kubectl_provider,
+        "AwsSolutions-L1",
+        "The kubectl handler's Python runtime is pinned by aws-cdk-lib to match its kubectl/helm "
+        "layer; it moves with aws-cdk-lib upgrades. " + CDK_PROVIDER,
+    )
     acknowledge(kubectl_provider, LAMBDA_VPC, KUBECTL_IN_VPC + " " + CDK_PROVIDER)
 
     # --- roles aws-cdk-lib's Cluster creates in our stack ----------------------------------------
     kubectl_role = _child(cluster, "KubectlHandlerRole")
     acknowledge(kubectl_role, LAMBDA_BASIC, AWS_MANAGED_FOR_LAMBDA + " Role of CDK's kubectl handler.")
-    acknowledge(kubectl_role, LAMBDA_VPC, AWS_MANAGED_FOR_LAMBDA + " Role of CDK's kubectl handler, which "
-                "runs in the cluster's private subnets to reach the private API endpoint.")
-    acknowledge(kubectl_role, managed_policy_finding("AmazonEC2ContainerRegistryPullOnly"),
-                "The kubectl handler pulls Helm charts from OCI registries (the Karpenter charts); "
-                "pull-only, no push or list.")
+    acknowledge(
+        kubectl_role,
+        LAMBDA_VPC,
+        AWS_MANAGED_FOR_LAMBDA + " Role of CDK's kubectl handler, which "
+        "runs in the cluster's private subnets to reach the private API endpoint.",
+    )
+    acknowledge(
+        kubectl_role,
+        managed_policy_finding("AmazonEC2ContainerRegistryPullOnly"),
+        "The kubectl handler pulls Helm charts from OCI registries (the Karpenter charts); pull-only, no push or list.",
+    )
     acknowledge(kubectl_role, _ecr_public_finding(logical_id_of(_child(cluster, "HasEcrPublic"))), ECR_PUBLIC)
-    acknowledge(cluster.role, managed_policy_finding("AmazonEKSClusterPolicy"),
-                "The EKS service role policy: EKS requires exactly this AWS managed policy on the cluster role.")
+    acknowledge(
+        cluster.role,
+        managed_policy_finding("AmazonEKSClusterPolicy"),
+        "The EKS service role policy: EKS requires exactly this AWS managed policy on the cluster role.",
+    )
     creation_policy = _child(cluster, "Resource", "CreationRole", "DefaultPolicy")
     eks_arn = arn_prefix(pseudo_values(stack), "eks")
     for resource in (f"cluster/{cluster_name}/*", f"fargateprofile/{cluster_name}/*"):
@@ -134,8 +167,11 @@ def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_acces
     for provider in (cluster_provider, kubectl_provider):
         for rule, why in (*NIST_HANDLERS, NIST_LOGS):
             acknowledge(provider, f"NIST.800.53.R5-{rule}", f"{why} {CDK_PROVIDER}")
-    acknowledge(cluster_provider, "NIST.800.53.R5-LambdaInsideVPC",
-                "The cluster handler calls only the EKS and IAM APIs, never the cluster endpoint. " + CDK_PROVIDER)
+    acknowledge(
+        cluster_provider,
+        "NIST.800.53.R5-LambdaInsideVPC",
+        "The cluster handler calls only the EKS and IAM APIs, never the cluster endpoint. " + CDK_PROVIDER,
+    )
     inline = "CDK attaches this role's permissions as an inline DefaultPolicy scoped to the resources it serves."
     acknowledge(kubectl_role, "NIST.800.53.R5-IAMNoInlinePolicy", inline)
     acknowledge(creation_policy, "NIST.800.53.R5-IAMNoInlinePolicy", inline)
@@ -147,15 +183,23 @@ def acknowledge_imported_cluster(cluster: eks.ICluster, *, private_endpoint: boo
     provider = eks.KubectlProvider.get_or_create(Stack.of(cluster), cluster)  # the nested stack CDK made for it
     handler = _child(provider, "Handler")
     acknowledge(provider, LAMBDA_BASIC, AWS_MANAGED_FOR_LAMBDA + " " + CDK_PROVIDER)
-    acknowledge(provider, f"AwsSolutions-IAM5[Resource::<{logical_id_of(handler)}.Arn>:*]",
-                "lambda:InvokeFunction on the kubectl handler and its versions (ARN:*). " + CDK_PROVIDER)
-    acknowledge(handler, "AwsSolutions-L1",
-                "The kubectl handler's Python runtime is pinned by aws-cdk-lib to match its kubectl/helm "
-                "layer; it moves with aws-cdk-lib upgrades. " + CDK_PROVIDER)
+    acknowledge(
+        provider,
+        f"AwsSolutions-IAM5[Resource::<{logical_id_of(handler)}.Arn>:*]",
+        "lambda:InvokeFunction on the kubectl handler and its versions (ARN:*). " + CDK_PROVIDER,
+    )
+    acknowledge(
+        handler,
+        "AwsSolutions-L1",
+        "The kubectl handler's Python runtime is pinned by aws-cdk-lib to match its kubectl/helm "
+        "layer; it moves with aws-cdk-lib upgrades. " + CDK_PROVIDER,
+    )
     role = _child(handler, "ServiceRole")
-    acknowledge(role, managed_policy_finding("AmazonEC2ContainerRegistryPullOnly"),
-                "The kubectl handler pulls Helm charts from OCI registries (the Karpenter charts); "
-                "pull-only, no push or list.")
+    acknowledge(
+        role,
+        managed_policy_finding("AmazonEC2ContainerRegistryPullOnly"),
+        "The kubectl handler pulls Helm charts from OCI registries (the Karpenter charts); pull-only, no push or list.",
+    )
     acknowledge(role, _ecr_public_finding(logical_id_of(_child(handler, "HasEcrPublic"))), ECR_PUBLIC)
     if private_endpoint:
         acknowledge(provider, LAMBDA_VPC, KUBECTL_IN_VPC + " " + CDK_PROVIDER)

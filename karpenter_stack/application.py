@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Callable, Optional
 
 import aws_cdk as cdk
 
@@ -35,7 +35,7 @@ def cdk_json_context(path: Path = CDK_JSON) -> dict:
 
 
 def build(
-    app: cdk.App, *, acknowledge: bool = True, today: Optional[date] = None
+    app: cdk.App, *, acknowledge: bool = True, today: date | None = None
 ) -> list[KarpenterClusterStack | KarpenterOnExistingClusterStack]:
     """Validate the app's context, register the cdk-nag packs and add one cluster stack per
     environment (one stack when no environments are configured). Raises ConfigError before creating
@@ -49,7 +49,7 @@ def build(
 
 
 def build_deferred(
-    app: cdk.App, *, today: Optional[date] = None, acknowledge: bool = True
+    app: cdk.App, *, today: date | None = None, acknowledge: bool = True
 ) -> tuple[list[KarpenterClusterStack | KarpenterOnExistingClusterStack], Callable[[], None]]:
     """:func:`build`, with the acknowledgments registered only when the returned function is called:
     the findings before and after acknowledgments come from one build (reviewer report, tests)."""

@@ -56,13 +56,20 @@ class AppStack(Stack):
         )
 
     def add_karpenter_outputs(self, karpenter: Karpenter) -> None:
-        CfnOutput(self, "NodeRoleArn", value=karpenter.node_role_arn, description="IAM role of Karpenter-launched nodes")
-        CfnOutput(self, "ControllerRoleArn", value=karpenter.controller_role.role_arn,
-                  description="IRSA role of the Karpenter controller"
-                  if karpenter.controller_role.pod_identity is None else
-                  "IAM role of the Karpenter controller (EKS Pod Identity, and IRSA)")
-        CfnOutput(self, "InterruptionQueueName", value=karpenter.queue_name,
-                  description="SQS queue of interruption events")
+        CfnOutput(
+            self, "NodeRoleArn", value=karpenter.node_role_arn, description="IAM role of Karpenter-launched nodes"
+        )
+        CfnOutput(
+            self,
+            "ControllerRoleArn",
+            value=karpenter.controller_role.role_arn,
+            description="IRSA role of the Karpenter controller"
+            if karpenter.controller_role.pod_identity is None
+            else "IAM role of the Karpenter controller (EKS Pod Identity, and IRSA)",
+        )
+        CfnOutput(
+            self, "InterruptionQueueName", value=karpenter.queue_name, description="SQS queue of interruption events"
+        )
 
     def finish(self) -> None:
         """Once everything is built: what a destroy keeps, and no kubectl operation that can leave

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle
 from aws_cdk import aws_ec2 as ec2
@@ -14,9 +15,9 @@ from constructs import Construct
 from constructs_lib import manifests
 from constructs_lib.cluster_addons import ManagedAddons, retire_coredns_compute_type_patch
 from constructs_lib.controller_hosting import FargateControllerHosting, SystemNodeGroupHosting
+from constructs_lib.controller_role import ControllerCredentials
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
 from constructs_lib.nag import acknowledge, managed_policy_finding
-from constructs_lib.controller_role import ControllerCredentials
 from constructs_lib.names import POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
 from constructs_lib.network import ClusterVpc
 
@@ -74,7 +75,9 @@ class KarpenterClusterStack(AppStack):
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
         super().__init__(
-            scope, id, config=config,
+            scope,
+            id,
+            config=config,
             description=f"EKS cluster {config.cluster_name} autoscaled by Karpenter {config.karpenter_version}",
             **kwargs,
         )
@@ -113,11 +116,15 @@ class KarpenterClusterStack(AppStack):
         # Without `administrators`: a role an operator assumes for kubectl (mapped to system:masters), for
         # anyone in the account who is allowed sts:AssumeRole on it (the card's design). With them, only
         # those roles are cluster admins (see _administrators), and this role is not created.
-        self.admin_role = None if config.administrators else iam.Role(
-            self,
-            "ClusterAdminRole",
-            assumed_by=iam.AccountRootPrincipal(),
-            description=f"kubectl administrators of EKS cluster {name}",
+        self.admin_role = (
+            None
+            if config.administrators
+            else iam.Role(
+                self,
+                "ClusterAdminRole",
+                assumed_by=iam.AccountRootPrincipal(),
+                description=f"kubectl administrators of EKS cluster {name}",
+            )
         )
         # Kubernetes secrets are envelope-encrypted with a key of ours (rotated yearly by KMS).
         self.secrets_key = kms.Key(
@@ -142,7 +149,9 @@ class KarpenterClusterStack(AppStack):
             # EC2 = no patch: CoreDNS's compute type is the managed add-on's configuration.
             core_dns_compute_type=eks.CoreDnsComputeType.EC2,
             masters_role=self.admin_role,
-            authentication_mode=eks.AuthenticationMode(config.authentication_mode) if config.authentication_mode else None,
+            authentication_mode=eks.AuthenticationMode(config.authentication_mode)
+            if config.authentication_mode
+            else None,
             output_cluster_name=False,
             output_config_command=False,
             output_masters_role_arn=False,
@@ -158,9 +167,12 @@ class KarpenterClusterStack(AppStack):
         if self.windows:
             # EKS's VPC resource controller assigns Windows nodes' pod IPs with the cluster role.
             cluster.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(WINDOWS_CLUSTER_POLICY))
-            acknowledge(cluster.role, managed_policy_finding(WINDOWS_CLUSTER_POLICY),
-                        "Windows node classes: EKS's VPC resource controller assigns Windows pods' IP addresses with "
-                        "the cluster role, which needs this AWS managed policy (EKS user guide, Windows support).")
+            acknowledge(
+                cluster.role,
+                managed_policy_finding(WINDOWS_CLUSTER_POLICY),
+                "Windows node classes: EKS's VPC resource controller assigns Windows pods' IP addresses with "
+                "the cluster role, which needs this AWS managed policy (EKS user guide, Windows support).",
+            )
         return cluster
 
     @property
@@ -175,9 +187,15 @@ class KarpenterClusterStack(AppStack):
             role = iam.Role.from_role_arn(self, f"Administrator{i}", arn, mutable=False)
             if uses_access_entries:
                 eks.AccessEntry(
-                    self, f"AdministratorAccess{i}", cluster=cluster, principal=arn,
-                    access_policies=[eks.AccessPolicy.from_access_policy_name(
-                        "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)],
+                    self,
+                    f"AdministratorAccess{i}",
+                    cluster=cluster,
+                    principal=arn,
+                    access_policies=[
+                        eks.AccessPolicy.from_access_policy_name(
+                            "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER
+                        )
+                    ],
                 )
             else:
                 cluster.aws_auth.add_masters_role(role)
@@ -190,14 +208,20 @@ class KarpenterClusterStack(AppStack):
         hosting: FargateControllerHosting | SystemNodeGroupHosting
         if fargate:
             hosting = FargateControllerHosting(
-                self, "ControllerHosting", cluster=self.cluster,
-                karpenter_namespace=config.karpenter_namespace, subnets=self.network.private_subnets,
+                self,
+                "ControllerHosting",
+                cluster=self.cluster,
+                karpenter_namespace=config.karpenter_namespace,
+                subnets=self.network.private_subnets,
             )
             retire_coredns_compute_type_patch(self.cluster)
         else:
             hosting = SystemNodeGroupHosting(
-                self, "ControllerHosting", cluster=self.cluster,
-                instance_type=config.system_node_instance_type, subnets=self.network.private_subnets,
+                self,
+                "ControllerHosting",
+                cluster=self.cluster,
+                instance_type=config.system_node_instance_type,
+                subnets=self.network.private_subnets,
             )
         addon_versions = versions.addon_versions(config.kubernetes_version, dict(config.addon_versions))
         if config.controller_credentials == "pod-identity":
@@ -223,8 +247,11 @@ class KarpenterClusterStack(AppStack):
             "Default",
             cluster=self.cluster,
             node_authorization=NODE_AUTHORIZATION[self.config.authentication_mode],
-            controller_after=[self.hosting.capacity, self.addons.coredns,
-                              *([self.addons.addons[POD_IDENTITY_AGENT]] if POD_IDENTITY_AGENT in self.addons.addons else [])],
+            controller_after=[
+                self.hosting.capacity,
+                self.addons.coredns,
+                *([self.addons.addons[POD_IDENTITY_AGENT]] if POD_IDENTITY_AGENT in self.addons.addons else []),
+            ],
             controller_credentials=ControllerCredentials(self.config.controller_credentials),
             controller_dns_policy=self.hosting.controller_dns_policy,
             controller_tolerations=self.hosting.controller_tolerations,
@@ -241,9 +268,9 @@ class KarpenterClusterStack(AppStack):
             self,
             "UpdateKubeconfigCommand",
             value=(
-                f"aws eks update-kubeconfig --name {self.cluster.cluster_name} --region {Aws.REGION} "
-                f"--role-arn {admin}"
+                f"aws eks update-kubeconfig --name {self.cluster.cluster_name} --region {Aws.REGION} --role-arn {admin}"
             ),
-            description="Run this to point kubectl at the cluster (as the cluster admin role)" if self.admin_role
+            description="Run this to point kubectl at the cluster (as the cluster admin role)"
+            if self.admin_role
             else "Run this to point kubectl at the cluster (as the first of the administrators)",
         )

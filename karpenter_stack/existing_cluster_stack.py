@@ -30,7 +30,9 @@ class KarpenterOnExistingClusterStack(AppStack):
         existing = config.existing_cluster
         assert existing is not None, "build() chooses this stack only with existingCluster"
         super().__init__(
-            scope, id, config=config,
+            scope,
+            id,
+            config=config,
             description=f"Karpenter {config.karpenter_version} on existing EKS cluster {config.cluster_name}",
             **kwargs,
         )

@@ -9,9 +9,9 @@ preferred: see README, "Security gate", for what is fixed rather than acknowledg
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import cdk_nag
 from aws_cdk import App, Stack, Validations
@@ -99,8 +99,14 @@ def acknowledgments(app: App) -> list[AcknowledgmentRecord]:
                     continue
                 for rule, reason in entry["data"].items():
                     if rule.removeprefix(_ACK_PREFIX).startswith(NAG_RULE_PREFIXES):
-                        records.append(AcknowledgmentRecord(path=path.lstrip("/"), rule=rule.removeprefix(_ACK_PREFIX),
-                                                            reason=reason, on_stack=on_stack))
+                        records.append(
+                            AcknowledgmentRecord(
+                                path=path.lstrip("/"),
+                                rule=rule.removeprefix(_ACK_PREFIX),
+                                reason=reason,
+                                on_stack=on_stack,
+                            )
+                        )
     return records
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Callable, Optional
 
 from aws_cdk import aws_eks as eks
 
@@ -49,19 +49,14 @@ def minor_of(kubernetes_version: str) -> int:
     match = re.fullmatch(r"1\.(\d+)", kubernetes_version)
     if not match:
         raise VersionError(
-            f"kubernetesVersion '{kubernetes_version}' is not of the form 1.NN "
-            f"(e.g. {cdk_kubernetes_versions()[-1]})"
+            f"kubernetesVersion '{kubernetes_version}' is not of the form 1.NN (e.g. {cdk_kubernetes_versions()[-1]})"
         )
     return int(match.group(1))
 
 
 def cdk_kubernetes_versions() -> list[str]:
     """Kubernetes versions aws-cdk-lib's aws_eks module knows (KubernetesVersion.V1_NN)."""
-    minors = sorted(
-        int(name.split("_")[1])
-        for name in dir(eks.KubernetesVersion)
-        if re.fullmatch(r"V1_\d+", name)
-    )
+    minors = sorted(int(name.split("_")[1]) for name in dir(eks.KubernetesVersion) if re.fullmatch(r"V1_\d+", name))
     return [f"1.{m}" for m in minors]
 
 
@@ -75,7 +70,7 @@ class KubectlLayer:
     class_name: str
 
     @classmethod
-    def for_version(cls, kubernetes_version: str) -> "KubectlLayer":
+    def for_version(cls, kubernetes_version: str) -> KubectlLayer:
         minor = minor_of(kubernetes_version)
         return cls(
             kubernetes_version=kubernetes_version,
@@ -113,11 +108,7 @@ def eks_kubernetes_version(kubernetes_version: str) -> eks.KubernetesVersion:
 
 
 def available_karpenter_versions(templates_dir: Path = TEMPLATES_DIR) -> list[str]:
-    found = [
-        m.group(1)
-        for p in templates_dir.iterdir()
-        if (m := _TEMPLATE_PATTERN.match(p.name))
-    ]
+    found = [m.group(1) for p in templates_dir.iterdir() if (m := _TEMPLATE_PATTERN.match(p.name))]
     return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
@@ -149,7 +140,7 @@ def check_compatibility(karpenter_version: str, kubernetes_version: str) -> None
 # EKS support calendar (end of standard support, end of extended support) per Kubernetes minor.
 # Extended support lasts 12 months after standard support and is billed at the extended rate; after
 # it ends a version can no longer be created. None: not announced when this table was written.
-EKS_SUPPORT: dict[int, tuple[Optional[date], Optional[date]]] = {
+EKS_SUPPORT: dict[int, tuple[date | None, date | None]] = {
     30: (None, date(2026, 7, 23)),
     31: (None, date(2026, 11, 26)),
     32: (date(2026, 3, 23), date(2027, 3, 23)),
@@ -163,7 +154,7 @@ _OLDEST = min(EKS_SUPPORT)
 EXTENDED_SUPPORT_PRICE = "USD 0.60 per cluster-hour instead of USD 0.10 in standard support"
 
 
-def check_eks_support(kubernetes_version: str, today: date) -> Optional[str]:
+def check_eks_support(kubernetes_version: str, today: date) -> str | None:
     """Raise if EKS can no longer create the version; return a warning while it is in extended support."""
     minor = minor_of(kubernetes_version)
     if minor < _OLDEST:
@@ -217,12 +208,12 @@ ADDON_VERSIONS: dict[str, dict[int, str]] = {
 MANAGED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
 
 
-def addon_versions(kubernetes_version: str, pinned: dict[str, str]) -> dict[str, Optional[str]]:
+def addon_versions(kubernetes_version: str, pinned: dict[str, str]) -> dict[str, str | None]:
     """The version of each managed add-on for this Kubernetes version (None: EKS's default), with the
     user's pins applied; raise when a minor-bound add-on has neither a known version nor a pin, or a
     kube-proxy pin is for another minor."""
     minor = minor_of(kubernetes_version)
-    chosen: dict[str, Optional[str]] = {}
+    chosen: dict[str, str | None] = {}
     for name in MANAGED_ADDONS:
         known = ADDON_VERSIONS.get(name, {}).get(minor)
         version = pinned.get(name, known)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -21,8 +22,7 @@ WINDOWS = json.loads((ROOT / "examples" / "windows.json").read_text())
 ACKNOWLEDGMENT_CONFIGS = [
     ("always", {}),
     ("controllerHosting=nodegroup", {"controllerHosting": "nodegroup"}),
-    ("endpointAccess=public-and-private",
-     {"endpointAccess": "public-and-private", "publicAccessCidrs": PUBLIC_CIDRS}),
+    ("endpointAccess=public-and-private", {"endpointAccess": "public-and-private", "publicAccessCidrs": PUBLIC_CIDRS}),
     ("additionalNagPacks includes NIST80053R5", {"additionalNagPacks": ["NIST80053R5"]}),
     ("existingCluster", EXISTING),
     ("existingCluster, NIST80053R5", {**EXISTING, "additionalNagPacks": ["NIST80053R5"]}),

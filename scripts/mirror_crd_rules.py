@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -58,7 +59,10 @@ def mirror(crds: Path, version: str) -> dict[str, Any]:
                 entry["transition"] = "oldSelf" in value["rule"]
                 rules.append(entry)
             kinds[f"{crd['spec']['names']['kind']} {crd['spec']['group']}/{served['name']}"] = {
-                "file": path.name, "rules": rules, "defaults": defaults}
+                "file": path.name,
+                "rules": rules,
+                "defaults": defaults,
+            }
     return {
         "x-upstream": {
             "project": "aws/karpenter-provider-aws",
@@ -74,10 +78,14 @@ def main(crds: str, version: str) -> None:
     out = ROOT / "tests" / "schemas" / f"karpenter-{version}" / "cel-rules.json"
     data = mirror(Path(crds), version)
     out.write_text(json.dumps(data, indent=1) + "\n")
-    counts = {k: (len(v["rules"]), sum(r["transition"] for r in v["rules"]), len(v["defaults"]))
-              for k, v in data["kinds"].items()}
-    print(f"{out.relative_to(ROOT)}: " + "; ".join(f"{k}: {r} rules ({t} transition), {d} defaults"
-                                                   for k, (r, t, d) in counts.items()))
+    counts = {
+        k: (len(v["rules"]), sum(r["transition"] for r in v["rules"]), len(v["defaults"]))
+        for k, v in data["kinds"].items()
+    }
+    print(
+        f"{out.relative_to(ROOT)}: "
+        + "; ".join(f"{k}: {r} rules ({t} transition), {d} defaults" for k, (r, t, d) in counts.items())
+    )
 
 
 if __name__ == "__main__":

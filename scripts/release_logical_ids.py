@@ -33,22 +33,28 @@ def logical_ids_of(templates: dict[str, dict]) -> dict[str, str]:
 
 def logical_ids(overrides: dict) -> dict[str, str]:
     # Path metadata on, as `cdk synth` does: nested templates are found by their construct path.
-    app = new_app(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides},
-                  outdir=tempfile.mkdtemp())
+    app = new_app(
+        context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides}, outdir=tempfile.mkdtemp()
+    )
     build(app)
     app.synth()
     outdir = Path(app.outdir)
-    return logical_ids_of({p.name.removesuffix(".json"): json.loads(p.read_text())
-                           for p in outdir.glob("*.template.json")})
+    return logical_ids_of(
+        {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in outdir.glob("*.template.json")}
+    )
 
 
 def main() -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    baseline = {"release": commit.stdout.strip() or "unknown",
-                "configurations": {name: logical_ids(overrides) for name, overrides in CONFIGURATIONS.items()}}
+    baseline = {
+        "release": commit.stdout.strip() or "unknown",
+        "configurations": {name: logical_ids(overrides) for name, overrides in CONFIGURATIONS.items()},
+    }
     BASELINE.write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n")
-    print(f"{BASELINE.relative_to(ROOT)}: " + ", ".join(
-        f"{name} {len(ids)} resources" for name, ids in baseline["configurations"].items()))
+    print(
+        f"{BASELINE.relative_to(ROOT)}: "
+        + ", ".join(f"{name} {len(ids)} resources" for name, ids in baseline["configurations"].items())
+    )
     return 0
 
 

@@ -14,8 +14,8 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -37,7 +37,7 @@ def _context(overrides: list[str]) -> dict:
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
@@ -63,10 +63,11 @@ def nag_section(context: dict) -> tuple[str, int, cdk.App]:
             continue
         ack = next((a for a in acks if covers(a, f)), None)
         rows.append([f.pack, _short(f.rule), f.path, f"acknowledged at {ack.path}" if ack else "acknowledged", ""])
-    header = f"cdk-nag ({', '.join(packs)}): {len(raw)} findings before acknowledgments, " \
-             f"{len(raw) - len(open_findings)} acknowledged, {len(open_findings)} unacknowledged"
-    return header + "\n\n" + _table(["pack", "finding", "resource", "status", "detail"], rows), \
-        len(open_findings), app
+    header = (
+        f"cdk-nag ({', '.join(packs)}): {len(raw)} findings before acknowledgments, "
+        f"{len(raw) - len(open_findings)} acknowledged, {len(open_findings)} unacknowledged"
+    )
+    return header + "\n\n" + _table(["pack", "finding", "resource", "status", "detail"], rows), len(open_findings), app
 
 
 class LintRun:
@@ -81,7 +82,10 @@ class LintRun:
             self._first.setdefault(Path(path).read_bytes(), path)
         self._process = subprocess.Popen(
             [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *self._first.values()],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
         )
 
     def findings(self) -> dict[str, list[str]]:
@@ -99,7 +103,7 @@ class LintRun:
         findings = {}
         for path in self.paths:
             linted_as = self._first[Path(path).read_bytes()]
-            findings[path] = [path + line[len(linted_as):] for line in found[linted_as]]
+            findings[path] = [path + line[len(linted_as) :] for line in found[linted_as]]
         return findings
 
 
@@ -120,7 +124,7 @@ def lint_section(app: cdk.App) -> tuple[str, int]:
     for path, lines in lint_each(files).items():
         for line in lines:
             # parseable: file:line:col:endline:endcol:rule:message
-            parts = line[len(path) + 1:].split(":", 5)
+            parts = line[len(path) + 1 :].split(":", 5)
             rows.append([Path(path).name, parts[4], parts[5][:100]])
             errors += parts[4].startswith("E")
     header = f"cfn-lint ({len(files)} templates, rules ignored in .cfnlintrc): {errors} errors, {len(rows) - errors} other findings"
@@ -129,8 +133,14 @@ def lint_section(app: cdk.App) -> tuple[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a configuration key, as with cdk synth -c")
+    parser.add_argument(
+        "-c",
+        "--context",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a configuration key, as with cdk synth -c",
+    )
     args = parser.parse_args(argv)
     context = _context(args.context)
     try:

@@ -11,9 +11,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 class Command:
     args: tuple[str, ...]
     test: str  # the test function that reads the result
-    env: Optional[Mapping[str, str]]
+    env: Mapping[str, str] | None
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ _RUNNING: dict[str, tuple[subprocess.Popen, Path]] = {}
 _BASE: list[Path] = []
 
 
-def command(name: str, args: Sequence[str], *, test: str, env: Optional[Mapping[str, str]] = None) -> str:
+def command(name: str, args: Sequence[str], *, test: str, env: Mapping[str, str] | None = None) -> str:
     """Declare a command (``{outdir}`` in ``args`` becomes its own empty directory); returns ``name``."""
     _COMMANDS[name] = Command(tuple(args), test, env)
     return name
@@ -54,9 +54,12 @@ def start(selected_tests: set[str]) -> None:
         outdir = _BASE[0] / name
         outdir.mkdir()
         process = subprocess.Popen(
-            [a.replace("{outdir}", str(outdir)) for a in cmd.args], cwd=ROOT,
+            [a.replace("{outdir}", str(outdir)) for a in cmd.args],
+            cwd=ROOT,
             env=dict(cmd.env) if cmd.env is not None else None,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         _RUNNING[name] = (process, outdir)
 
@@ -85,7 +88,15 @@ def stop() -> None:
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment of a machine without AWS credentials or a default account/region."""
     env = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true", **extra}
-    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION",
-                "AWS_DEFAULT_REGION", "CDK_DEFAULT_ACCOUNT", "CDK_DEFAULT_REGION"):
+    for var in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "CDK_DEFAULT_ACCOUNT",
+        "CDK_DEFAULT_REGION",
+    ):
         env.pop(var, None)
     return env

@@ -10,8 +10,9 @@ from karpenter_stack import versions
 
 CLUSTER_NAME = "bare"
 ACCOUNT = "111122223333"  # the AWS documentation's example account
-OIDC_PROVIDER_ARN = (f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/"
-                     "0123456789ABCDEF0123456789ABCDEF")
+OIDC_PROVIDER_ARN = (
+    f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"
+)
 KUBECTL_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/eks-cluster-admin"
 SECURITY_GROUP_ID = "sg-0123456789abcdef0"
 

@@ -11,18 +11,18 @@ path of authentication modes. Not mirrored: the version and tag updates (they ne
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 
 class UpdateRefused(Exception):
     """The handler throws: CloudFormation fails the update and rolls the stack back."""
 
 
-def _auth(config: dict[str, Any]) -> Optional[str]:
+def _auth(config: dict[str, Any]) -> str | None:
     return (config.get("accessConfig") or {}).get("authenticationMode")
 
 
-def _sorted(items: Optional[list[Any]]) -> list[str]:
+def _sorted(items: list[Any] | None) -> list[str]:
     """Ids as the handler compares them (sorted); here they may be CloudFormation references."""
     return sorted(json.dumps(i, sort_keys=True) for i in items or [])
 
@@ -34,17 +34,17 @@ def analyze(old: dict[str, Any], new: dict[str, Any]) -> dict[str, bool]:
     return {
         "replaceName": new.get("name") != old.get("name"),
         "replaceRole": new.get("roleArn") != old.get("roleArn"),
-        "updateBootstrapClusterCreatorAdminPermissions":
-            new_access.get("bootstrapClusterCreatorAdminPermissions")
-            != old_access.get("bootstrapClusterCreatorAdminPermissions"),
+        "updateBootstrapClusterCreatorAdminPermissions": new_access.get("bootstrapClusterCreatorAdminPermissions")
+        != old_access.get("bootstrapClusterCreatorAdminPermissions"),
         "updateEncryption": json.dumps(new.get("encryptionConfig") or {}, sort_keys=True)
-            != json.dumps(old.get("encryptionConfig") or {}, sort_keys=True),
+        != json.dumps(old.get("encryptionConfig") or {}, sort_keys=True),
         "updateVpc": _sorted(new_vpc.get("subnetIds")) != _sorted(old_vpc.get("subnetIds"))
-            or _sorted(new_vpc.get("securityGroupIds")) != _sorted(old_vpc.get("securityGroupIds")),
+        or _sorted(new_vpc.get("securityGroupIds")) != _sorted(old_vpc.get("securityGroupIds")),
         "updateAccess": new_vpc.get("endpointPrivateAccess") != old_vpc.get("endpointPrivateAccess")
-            or new_vpc.get("endpointPublicAccess") != old_vpc.get("endpointPublicAccess")
-            or set(new_vpc.get("publicAccessCidrs") or []) != set(old_vpc.get("publicAccessCidrs") or []),
-        "updateLogging": json.dumps(new.get("logging"), sort_keys=True) != json.dumps(old.get("logging"), sort_keys=True),
+        or new_vpc.get("endpointPublicAccess") != old_vpc.get("endpointPublicAccess")
+        or set(new_vpc.get("publicAccessCidrs") or []) != set(old_vpc.get("publicAccessCidrs") or []),
+        "updateLogging": json.dumps(new.get("logging"), sort_keys=True)
+        != json.dumps(old.get("logging"), sort_keys=True),
         "updateAuthMode": _auth(new) != _auth(old),
     }
 
@@ -60,8 +60,10 @@ def update(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         return ["replace"]
     kinds = [k for k in ("updateLogging", "updateAccess", "updateVpc", "updateAuthMode") if changes[k]]
     if len(kinds) > 1:
-        raise UpdateRefused("Only one type of update - VpcConfigUpdate, LoggingUpdate, EndpointAccessUpdate, or "
-                            "AuthModeUpdate can be allowed")
+        raise UpdateRefused(
+            "Only one type of update - VpcConfigUpdate, LoggingUpdate, EndpointAccessUpdate, or "
+            "AuthModeUpdate can be allowed"
+        )
     if changes["updateAuthMode"]:
         before, after = _auth(old), _auth(new)
         if before == "API" and after != "API":

@@ -12,9 +12,10 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Iterator
+from functools import cache
+from typing import Any
 
 import celpy
 from celpy import celtypes
@@ -22,8 +23,11 @@ from celpy import celtypes
 from tests.kubernetes_schemas import SCHEMAS
 
 # Kubernetes kind -> the key of its CRD in the mirror.
-KINDS = {"NodePool": "NodePool karpenter.sh/v1", "EC2NodeClass": "EC2NodeClass karpenter.k8s.aws/v1",
-         "NodeOverlay": "NodeOverlay karpenter.sh/v1alpha1"}
+KINDS = {
+    "NodePool": "NodePool karpenter.sh/v1",
+    "EC2NodeClass": "EC2NodeClass karpenter.k8s.aws/v1",
+    "NodeOverlay": "NodeOverlay karpenter.sh/v1alpha1",
+}
 _TOKEN = re.compile(r"\[\]|\{\}|[^.\[\]{}]+")
 
 
@@ -40,17 +44,19 @@ _ENV = celpy.Environment()
 _FUNCTIONS = {"split": _split, "find": _find}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _program(rule: str) -> Any:
     return _ENV.program(_ENV.compile(rule), functions=_FUNCTIONS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def mirror(karpenter_version: str) -> dict[str, Any]:
     path = SCHEMAS / f"karpenter-{karpenter_version}" / "cel-rules.json"
     if not path.is_file():
-        raise AssertionError(f"no CEL rules mirrored for Karpenter {karpenter_version}: run "
-                             "scripts/mirror_crd_rules.py against that release's CRDs")
+        raise AssertionError(
+            f"no CEL rules mirrored for Karpenter {karpenter_version}: run "
+            "scripts/mirror_crd_rules.py against that release's CRDs"
+        )
     return json.loads(path.read_text())
 
 
@@ -137,7 +143,8 @@ def transition_violations(old: dict[str, Any], new: dict[str, Any], karpenter_ve
             if where not in olds:
                 continue
             result = _program(rule["rule"]).evaluate(
-                {"self": celpy.json_to_cel(value), "oldSelf": celpy.json_to_cel(olds[where])})
+                {"self": celpy.json_to_cel(value), "oldSelf": celpy.json_to_cel(olds[where])}
+            )
             if result is not True and result != celtypes.BoolType(True):
                 broken.append(f"{where}: {rule.get('message') or rule['rule']}")
     return broken

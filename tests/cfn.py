@@ -13,7 +13,7 @@ from aws_cdk.assertions import Template
 def placeholder(expr: Any) -> str:
     """A stand-in for an intrinsic inside a rendered string: ``${GetAtt:Res.Attr}``, ``${Ref:Res}``."""
     if isinstance(expr, dict) and len(expr) == 1:
-        (fn, arg), = expr.items()
+        ((fn, arg),) = expr.items()
         if fn == "Ref":
             return f"${{Ref:{arg}}}"
         if fn == "Fn::GetAtt":
@@ -79,8 +79,11 @@ def kubernetes_objects(template: Template) -> dict[str, dict[str, Any]]:
 
 def controller_values(template: Template) -> dict[str, Any]:
     """The values the ``karpenter`` chart is installed with."""
-    (chart,) = [r for r in resources(template, "Custom::AWSCDK-EKS-HelmChart").values()
-                if r["Properties"]["Release"] == "karpenter"]
+    (chart,) = [
+        r
+        for r in resources(template, "Custom::AWSCDK-EKS-HelmChart").values()
+        if r["Properties"]["Release"] == "karpenter"
+    ]
     return render_json(chart["Properties"]["Values"])
 
 

@@ -29,8 +29,11 @@ TODAY = date(2026, 11, 21)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that read a background run (tests/background.py, the cfn-lint run) go last, so that the
     in-process tests run while those commands do."""
-    items.sort(key=lambda item: bool({"lint_findings"} & set(item.fixturenames))
-               or item.get_closest_marker("background") is not None)
+    items.sort(
+        key=lambda item: (
+            bool({"lint_findings"} & set(item.fixturenames)) or item.get_closest_marker("background") is not None
+        )
+    )
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -57,8 +60,9 @@ class Synthesized:
         self.app = new_app(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides})
         (self.stack,), register = build_deferred(self.app)
         # The cdk-nag findings before any acknowledgment, from this same build (security gate tests).
-        self.raw_findings = findings(self.app, ["AwsSolutions", *self.config.additional_nag_packs]) \
-            if raw_findings else None
+        self.raw_findings = (
+            findings(self.app, ["AwsSolutions", *self.config.additional_nag_packs]) if raw_findings else None
+        )
         register()
         self.template = Template.from_stack(self.stack)
         self.json = self.template.to_json()
@@ -185,7 +189,8 @@ def _example_fixture(path: Path):
 # snapshot-, schema- and CEL-tested like the configurations above.
 EXAMPLE_FIXTURES: dict[str, Path] = {
     f"example_{path.stem.replace('-', '_')}": path
-    for path in sorted((ROOT / "examples").glob("*.json")) if path.name != "existing-cluster.json"
+    for path in sorted((ROOT / "examples").glob("*.json"))
+    if path.name != "existing-cluster.json"
 }
 for _name, _path in EXAMPLE_FIXTURES.items():
     globals()[_name] = _example_fixture(_path)
@@ -206,9 +211,15 @@ def _lint_run(request: pytest.FixtureRequest):
         return None
     from scripts.security_report import LintRun
 
-    files = [*(path for name in LINTED for path in sorted(Path(request.getfixturevalue(name).app.outdir)
-                                                         .glob("*.template.json"))),
-             *sorted((ROOT / "templates").glob("*.yaml")), BROKEN_TEMPLATE]
+    files = [
+        *(
+            path
+            for name in LINTED
+            for path in sorted(Path(request.getfixturevalue(name).app.outdir).glob("*.template.json"))
+        ),
+        *sorted((ROOT / "templates").glob("*.yaml")),
+        BROKEN_TEMPLATE,
+    ]
     return LintRun(files)
 
 

@@ -4,7 +4,7 @@ with failure messages that name the object, the field path and the rule."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +15,14 @@ SCHEMAS = Path(__file__).resolve().parent / "schemas"
 BY_KIND = {"NodePool": "nodepool", "EC2NodeClass": "ec2nodeclass", "NodeOverlay": "nodeoverlay"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema(karpenter_version: str, name: str) -> dict[str, Any]:
     path = SCHEMAS / f"karpenter-{karpenter_version}" / f"{name}.schema.json"
     if not path.is_file():
-        raise AssertionError(f"no schema {path.relative_to(SCHEMAS.parent)}: mirror Karpenter {karpenter_version}'s "
-                             "CRDs/chart values there before using that version")
+        raise AssertionError(
+            f"no schema {path.relative_to(SCHEMAS.parent)}: mirror Karpenter {karpenter_version}'s "
+            "CRDs/chart values there before using that version"
+        )
     return json.loads(path.read_text())
 
 

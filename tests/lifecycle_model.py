@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any
 
 MIN = 60
 
@@ -141,8 +142,11 @@ class Lifecycle:
             keys.add(key)
             depends = resource.get("DependsOn", [])
             names = ({depends} if isinstance(depends, str) else set(depends)) | set(
-                references(resource.get("Properties", {})))
-            self.nodes[key] = Node(key, resource["Type"], resource.get("Metadata", {}).get("aws:cdk:path", ""), resource)
+                references(resource.get("Properties", {}))
+            )
+            self.nodes[key] = Node(
+                key, resource["Type"], resource.get("Metadata", {}).get("aws:cdk:path", ""), resource
+            )
             self.deps[key] = {f"{stack}/{n}" for n in names if n in resources} | outer
         for logical_id, resource in resources.items():
             if resource["Type"] == "AWS::CloudFormation::Stack":
@@ -152,9 +156,12 @@ class Lifecycle:
         return keys
 
     # --- queries ----------------------------------------------------------------------------------
-    def find(self, type_: Optional[str] = None, path: str = "", logical_id: str = "") -> list[str]:
-        return sorted(k for k, n in self.nodes.items() if (type_ is None or n.type == type_)
-                      and path in n.path and logical_id in n.logical_id)
+    def find(self, type_: str | None = None, path: str = "", logical_id: str = "") -> list[str]:
+        return sorted(
+            k
+            for k, n in self.nodes.items()
+            if (type_ is None or n.type == type_) and path in n.path and logical_id in n.logical_id
+        )
 
     def leaves(self) -> list[str]:
         """What nothing depends on: deleted first, all in parallel, when the stack is deleted."""
@@ -168,7 +175,8 @@ class Lifecycle:
         if operation == "delete" and node.retained:
             return 0
         create, delete, _ = DURATIONS.get(node.type) or (
-            CUSTOM_DEFAULT if node.type.startswith("Custom::") else DEFAULT_DURATION)
+            CUSTOM_DEFAULT if node.type.startswith("Custom::") else DEFAULT_DURATION
+        )
         props = node.resource.get("Properties", {})
         if node.type == "Custom::AWSCDK-EKS-HelmChart":
             # helm upgrade --install / helm uninstall: bounded by --timeout only when it waits; the
@@ -185,14 +193,14 @@ class Lifecycle:
         return create if operation == "create" else delete
 
     # --- schedules ---------------------------------------------------------------------------------
-    def schedule(self, operation: str, only: Optional[set[str]] = None) -> "Schedule":
+    def schedule(self, operation: str, only: set[str] | None = None) -> Schedule:
         """Earliest start and end of each resource's create, or of its delete, with unlimited
         parallelism. ``only`` restricts a delete to a subset (an update rollback)."""
         members = set(self.nodes) if only is None else only
         waits_for = self.deps if operation == "create" else self.dependents
         start: dict[str, int] = {}
         end: dict[str, int] = {}
-        cause: dict[str, Optional[str]] = {}
+        cause: dict[str, str | None] = {}
         pending = set(members)
         while pending:
             ready = [k for k in pending if all(w in end for w in waits_for[k] if w in members)]
@@ -206,7 +214,7 @@ class Lifecycle:
                 pending.discard(key)
         return Schedule(operation, self, start, end, cause)
 
-    def rollback_deletes(self, before: "Lifecycle") -> set[str]:
+    def rollback_deletes(self, before: Lifecycle) -> set[str]:
         """What an update from ``before`` to this template set creates, and so its rollback deletes."""
         return set(self.nodes) - set(before.nodes)
 
@@ -217,14 +225,14 @@ class Schedule:
     lifecycle: Lifecycle
     start: dict[str, int]
     end: dict[str, int]
-    cause: dict[str, Optional[str]]
+    cause: dict[str, str | None]
 
     @property
     def total(self) -> int:
         return max(self.end.values(), default=0)
 
     def critical_path(self) -> list[str]:
-        key: Optional[str] = max(self.end, key=lambda k: (self.end[k], k)) if self.end else None
+        key: str | None = max(self.end, key=lambda k: (self.end[k], k)) if self.end else None
         path = []
         while key is not None:
             path.append(key)
@@ -236,6 +244,8 @@ class Schedule:
         for key in self.critical_path():
             node = self.lifecycle.nodes[key]
             took = self.end[key] - self.start[key]
-            lines.append(f"  {self.start[key] // 60:>4}–{self.end[key] // 60:<4} min  {node.type:<40} "
-                         f"{node.path or key}  (+{took // 60} min)")
+            lines.append(
+                f"  {self.start[key] // 60:>4}–{self.end[key] // 60:<4} min  {node.type:<40} "
+                f"{node.path or key}  (+{took // 60} min)"
+            )
         return "\n".join(lines)

@@ -51,9 +51,11 @@ def _graph() -> dict[str, set[str]]:
 def test_the_construct_library_never_imports_the_app():
     graph = _graph()
     assert len(graph) > 20
-    assert {name: sorted(m for m in deps if m.startswith("karpenter_stack"))
-            for name, deps in graph.items() if name.startswith("constructs_lib")} == {
-        name: [] for name in graph if name.startswith("constructs_lib")}
+    assert {
+        name: sorted(m for m in deps if m.startswith("karpenter_stack"))
+        for name, deps in graph.items()
+        if name.startswith("constructs_lib")
+    } == {name: [] for name in graph if name.startswith("constructs_lib")}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -66,7 +68,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         state[node] = "open"
         for dep in sorted(edges.get(node, ())):
             if state.get(dep) == "open":
-                cycles.append([*trail[trail.index(dep):], dep])
+                cycles.append([*trail[trail.index(dep) :], dep])
             elif dep not in state:
                 visit(dep, [*trail, dep])
         state[node] = "done"
@@ -92,10 +94,15 @@ def test_the_checks_find_a_cycle_when_there_is_one(tmp_path, monkeypatch):
 
 
 def test_no_generated_logical_id_is_written_out_in_the_code():
-    hits = {f"{path.relative_to(ROOT)}:{i}": m.group()
-            for path in _modules().values()
-            for i, line in enumerate(path.read_text().splitlines(), 1)
-            for m in [GENERATED_ID.search(line)] if m}
+    hits = {
+        f"{path.relative_to(ROOT)}:{i}": m.group()
+        for path in _modules().values()
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        for m in [GENERATED_ID.search(line)]
+        if m
+    }
     assert hits == {}
-    assert GENERATED_ID.search('"IsCompleteHandler7073F4DA"') and GENERATED_ID.search("AWS679f53fac002430cb0da5b7982bd2287")
+    assert GENERATED_ID.search('"IsCompleteHandler7073F4DA"') and GENERATED_ID.search(
+        "AWS679f53fac002430cb0da5b7982bd2287"
+    )
     assert not GENERATED_ID.search("al2023@v20260801")

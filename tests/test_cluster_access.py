@@ -56,7 +56,8 @@ def test_api_and_config_map_adds_access_entries_and_keeps_aws_auth():
     # Karpenter's objects are deleted before both, while their nodes drain
     for key in ("NodePool/default", "EC2NodeClass/default"):
         assert {entries["node"]["_id"], objects["ConfigMap/aws-auth"]["_logicalId"]} <= set(
-            depends_on(both.json, objects[key]["_logicalId"]))
+            depends_on(both.json, objects[key]["_logicalId"])
+        )
 
 
 def test_api_uses_access_entries_only():
@@ -75,18 +76,25 @@ def test_with_config_map_administrators_are_system_masters_in_aws_auth(alternati
 
 # --- day 2: a change of mode, as aws-cdk's cluster handler applies it -------------------------------
 
+
 def test_moving_a_running_cluster_to_api_and_config_map_is_an_in_place_update(default):
     assert update(_cluster_config(default), _cluster_config(synth(**BOTH))) == ["updateAuthMode"]
     assert update(_cluster_config(synth(**BOTH)), _cluster_config(synth(**API))) == ["updateAuthMode"]
 
 
-@pytest.mark.parametrize("before,after,reason", [
-    ({}, API, "Cannot update from undefined(CONFIG_MAP) to API"),
-    (API, BOTH, "Cannot fallback authenticationMode from API to API_AND_CONFIG_MAP"),
-    (BOTH, {}, "Cannot fallback authenticationMode from defined to undefined"),
-    (PUBLIC, BOTH,  # a private endpoint and a new mode in one deploy
-     "Only one type of update - VpcConfigUpdate, LoggingUpdate, EndpointAccessUpdate, or AuthModeUpdate can be allowed"),
-])
+@pytest.mark.parametrize(
+    "before,after,reason",
+    [
+        ({}, API, "Cannot update from undefined(CONFIG_MAP) to API"),
+        (API, BOTH, "Cannot fallback authenticationMode from API to API_AND_CONFIG_MAP"),
+        (BOTH, {}, "Cannot fallback authenticationMode from defined to undefined"),
+        (
+            PUBLIC,
+            BOTH,  # a private endpoint and a new mode in one deploy
+            "Only one type of update - VpcConfigUpdate, LoggingUpdate, EndpointAccessUpdate, or AuthModeUpdate can be allowed",
+        ),
+    ],
+)
 def test_changes_the_handler_refuses(before, after, reason):
     """Each would fail the deploy and roll the stack back: the README says to move one step per deploy."""
     with pytest.raises(UpdateRefused, match=reason.replace("(", r"\(").replace(")", r"\)")):
@@ -108,12 +116,17 @@ def test_windows_nodes_join_through_an_ec2_windows_entry_of_their_own_role():
 
     windows = json.loads((ROOT / "examples" / "windows.json").read_text())
     synthesized = synth(**API, **windows)
-    entries = {r["Properties"]["Type"]: (render(r["Properties"]["PrincipalArn"]), r["Properties"]["AccessPolicies"])
-               for r in resources(synthesized.template, "AWS::EKS::AccessEntry").values()
-               if r["Properties"].get("Type", "STANDARD") != "STANDARD"}
+    entries = {
+        r["Properties"]["Type"]: (render(r["Properties"]["PrincipalArn"]), r["Properties"]["AccessPolicies"])
+        for r in resources(synthesized.template, "AWS::EKS::AccessEntry").values()
+        if r["Properties"].get("Type", "STANDARD") != "STANDARD"
+    }
     assert entries == {
-        "EC2_LINUX": ("${GetAtt:KarpenterNestedStackKarpenterNestedStackResourceE556CF50."
-                      "Outputs.ekskarpenterKarpenterTemplateKarpenterNodeRole941D9270Arn}", []),
+        "EC2_LINUX": (
+            "${GetAtt:KarpenterNestedStackKarpenterNestedStackResourceE556CF50."
+            "Outputs.ekskarpenterKarpenterTemplateKarpenterNodeRole941D9270Arn}",
+            [],
+        ),
         "EC2_WINDOWS": ("${GetAtt:WindowsNodeRoleE0704BCF.Arn}", []),
     }
     assert "ConfigMap/aws-auth" not in kubernetes_objects(synthesized.template)
@@ -125,8 +138,9 @@ def test_administrators_replace_the_role_anyone_in_the_account_may_assume():
     aws-auth mapping) go -- nothing else changes."""
     without = synth(authenticationMode="API_AND_CONFIG_MAP")
     with_admins = synth(**BOTH)
-    trusts = [r["Properties"]["AssumeRolePolicyDocument"] for r in resources(with_admins.template,
-                                                                          "AWS::IAM::Role").values()]
+    trusts = [
+        r["Properties"]["AssumeRolePolicyDocument"] for r in resources(with_admins.template, "AWS::IAM::Role").values()
+    ]
     assert not [t for t in trusts if "AWS" in str(t) and ":root" in str(t)]
     added, removed, changed = template_change(without.json, with_admins.json)
     assert {k.rstrip("0123456789ABCDEF") for k in added} == {"AdministratorAccess"}

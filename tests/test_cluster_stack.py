@@ -26,6 +26,7 @@ def _subnets(synth, kind: str) -> dict[str, dict]:
 
 # --- network -----------------------------------------------------------------------------------
 
+
 def test_private_subnets_carry_the_discovery_tag_and_public_ones_do_not(default):
     private = _subnets(default, "Private")
     public = _subnets(default, "Public")
@@ -55,15 +56,19 @@ def test_cluster_security_group_is_tagged_for_discovery(default):
     assert create["parameters"] == {"Resources": [sg], "Tags": [{"Key": DISCOVERY_TAG_KEY, "Value": "eks-karpenter"}]}
     assert render_json(res["Properties"]["Update"]) == create
     delete = render_json(res["Properties"]["Delete"])
-    assert (delete["action"], delete["parameters"]) == ("deleteTags", {"Resources": [sg], "Tags": [{"Key": DISCOVERY_TAG_KEY}]})
+    assert (delete["action"], delete["parameters"]) == (
+        "deleteTags",
+        {"Resources": [sg], "Tags": [{"Key": DISCOVERY_TAG_KEY}]},
+    )
     # The handler may tag that one security group and nothing else.
     policy = only({k: v for k, v in resources(default.template, "AWS::IAM::Policy").items() if "DiscoveryTag" in k})[1]
-    statement = only({"s": s for s in policy["Properties"]["PolicyDocument"]["Statement"]})[1]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Action"] == ["ec2:CreateTags", "ec2:DeleteTags"]
     assert render(statement["Resource"]).endswith(f":security-group/{sg}")
 
 
 # --- cluster -----------------------------------------------------------------------------------
+
 
 def test_cluster_version_logging_and_no_default_capacity(default):
     _, cluster = only(resources(default.template, "Custom::AWSCDK-EKS-Cluster"))
@@ -109,6 +114,7 @@ def test_native_oidc_provider_for_irsa(default):
 
 # --- controller hosting ------------------------------------------------------------------------
 
+
 def test_one_fargate_profile_selects_karpenter_and_coredns(default):
     _, profile = only(resources(default.template, "Custom::AWSCDK-EKS-FargateProfile"))
     assert profile["Properties"]["Config"]["selectors"] == [
@@ -120,13 +126,18 @@ def test_one_fargate_profile_selects_karpenter_and_coredns(default):
 
 
 def _addons(synthesized) -> dict[str, tuple[str, dict]]:
-    return {r["Properties"]["AddonName"]: (lid, r) for lid, r in resources(synthesized.template, "AWS::EKS::Addon").items()}
+    return {
+        r["Properties"]["AddonName"]: (lid, r) for lid, r in resources(synthesized.template, "AWS::EKS::Addon").items()
+    }
 
 
 def test_networking_and_dns_are_managed_addons_that_follow_the_kubernetes_version(default):
     addons = _addons(default)
     assert {name: r["Properties"].get("AddonVersion") for name, (_, r) in addons.items()} == {
-        "vpc-cni": None, "kube-proxy": "v1.36.0-eksbuild.14", "coredns": "v1.14.3-eksbuild.3"}
+        "vpc-cni": None,
+        "kube-proxy": "v1.36.0-eksbuild.14",
+        "coredns": "v1.14.3-eksbuild.3",
+    }
     for _, addon in addons.values():
         props = addon["Properties"]
         assert props["ClusterName"] == {"Ref": "Cluster9EE0221C"}  # updated after the control plane
@@ -140,7 +151,10 @@ def test_networking_and_dns_are_managed_addons_that_follow_the_kubernetes_versio
 def test_a_kubernetes_upgrade_moves_the_minor_bound_addons_in_the_same_deploy(default):
     older = synth(kubernetesVersion="1.35")
     assert {n: r["Properties"].get("AddonVersion") for n, (_, r) in _addons(older).items()} == {
-        "vpc-cni": None, "kube-proxy": "v1.35.3-eksbuild.13", "coredns": "v1.14.3-eksbuild.3"}
+        "vpc-cni": None,
+        "kube-proxy": "v1.35.3-eksbuild.13",
+        "coredns": "v1.14.3-eksbuild.3",
+    }
     assert set(_addons(older)) == set(_addons(default))  # same logical ids: updated, never replaced
     assert {lid for lid, _ in _addons(older).values()} == {lid for lid, _ in _addons(default).values()}
 
@@ -151,13 +165,17 @@ def test_pinned_addon_versions_win_and_kube_proxy_must_match_the_minor():
     assert versions.addon_versions("1.36", {"vpc-cni": "v1.20.1-eksbuild.3"})["vpc-cni"] == "v1.20.1-eksbuild.3"
     with pytest.raises(versions.VersionError) as info:
         versions.addon_versions("1.36", {"kube-proxy": "v1.35.3-eksbuild.13"})
-    assert str(info.value) == ("addonVersions.kube-proxy 'v1.35.3-eksbuild.13' is not for Kubernetes 1.36 "
-                               "(kube-proxy's version follows the cluster's minor: v1.36.x-eksbuild.N)")
+    assert str(info.value) == (
+        "addonVersions.kube-proxy 'v1.35.3-eksbuild.13' is not for Kubernetes 1.36 "
+        "(kube-proxy's version follows the cluster's minor: v1.36.x-eksbuild.N)"
+    )
     with pytest.raises(versions.VersionError) as info:
         versions.addon_versions("1.37", {})
-    assert str(info.value) == ("kubernetesVersion '1.37' has no known kube-proxy add-on version; set "
-                               "addonVersions.kube-proxy (aws eks describe-addon-versions --addon-name kube-proxy "
-                               "--kubernetes-version 1.37)")
+    assert str(info.value) == (
+        "kubernetesVersion '1.37' has no known kube-proxy add-on version; set "
+        "addonVersions.kube-proxy (aws eks describe-addon-versions --addon-name kube-proxy "
+        "--kubernetes-version 1.37)"
+    )
 
 
 def test_the_old_coredns_patch_keeps_its_logical_id_and_its_delete_changes_nothing(default):
@@ -190,6 +208,7 @@ def test_nodegroup_hosting_leaves_coredns_on_ec2(alternative):
 
 # --- aws-auth ----------------------------------------------------------------------------------
 
+
 def _map_roles(synth) -> list[dict]:
     objects = [
         obj
@@ -217,8 +236,11 @@ def test_node_role_is_mapped_exactly_once_as_a_node(default):
     node_role_arn = _nested_output_ref(default, NODE_ROLE_ARN)
     entries = [e for e in _map_roles(default) if e["rolearn"] == node_role_arn]
     assert entries == [
-        {"rolearn": node_role_arn, "username": "system:node:{{EC2PrivateDNSName}}",
-         "groups": ["system:bootstrappers", "system:nodes"]}
+        {
+            "rolearn": node_role_arn,
+            "username": "system:node:{{EC2PrivateDNSName}}",
+            "groups": ["system:bootstrappers", "system:nodes"],
+        }
     ]
 
 
@@ -229,6 +251,7 @@ def test_cluster_admin_role_is_mapped_to_system_masters(default):
 
 
 # --- IRSA --------------------------------------------------------------------------------------
+
 
 def _controller_role(synth) -> dict:
     roles = {k: v for k, v in resources(synth.template, "AWS::IAM::Role").items() if k.startswith("ControllerRole")}
@@ -243,7 +266,7 @@ def _trust_conditions(synth) -> dict:
 def test_controller_role_trusts_only_the_service_account_via_oidc(default):
     role = _controller_role(default)
     provider_id = only(resources(default.template, "AWS::IAM::OIDCProvider"))[0]
-    statement = only({"s": s for s in role["Properties"]["AssumeRolePolicyDocument"]["Statement"]})[1]
+    (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
     assert statement["Principal"] == {"Federated": {"Ref": provider_id}}
     assert list(statement["Condition"]) == ["StringEquals"]
@@ -279,6 +302,7 @@ def test_irsa_subject_follows_namespace_and_service_account(alternative):
 
 # --- spot service-linked role ------------------------------------------------------------------
 
+
 def test_spot_service_linked_role_is_opt_in(default, alternative):
     default.template.resource_count_is("AWS::IAM::ServiceLinkedRole", 0)
     alternative.template.has_resource_properties(
@@ -288,10 +312,17 @@ def test_spot_service_linked_role_is_opt_in(default, alternative):
 
 # --- outputs -----------------------------------------------------------------------------------
 
+
 def test_outputs(default):
     outputs = default.json["Outputs"]
     cluster_id = only(resources(default.template, "Custom::AWSCDK-EKS-Cluster"))[0]
-    assert set(outputs) == {"ClusterName", "UpdateKubeconfigCommand", "NodeRoleArn", "ControllerRoleArn", "InterruptionQueueName"}
+    assert set(outputs) == {
+        "ClusterName",
+        "UpdateKubeconfigCommand",
+        "NodeRoleArn",
+        "ControllerRoleArn",
+        "InterruptionQueueName",
+    }
     assert outputs["ClusterName"]["Value"] == {"Ref": cluster_id}
     admin_id = next(k for k in resources(default.template, "AWS::IAM::Role") if k.startswith("ClusterAdminRole"))
     assert render(outputs["UpdateKubeconfigCommand"]["Value"]) == (
@@ -315,4 +346,6 @@ def test_extended_support_warning_is_a_synth_annotation():
     app = new_app(context={**CDK_JSON_CONTEXT, "kubernetesVersion": "1.35"})
     (stack,) = build(app, today=date(2027, 4, 1))
     Annotations.from_stack(stack).has_warning(
-        "/eks-karpenter", Match.string_like_regexp("kubernetesVersion '1.35' is in EKS extended support until 2028-03-27"))
+        "/eks-karpenter",
+        Match.string_like_regexp("kubernetesVersion '1.35' is in EKS extended support until 2028-03-27"),
+    )

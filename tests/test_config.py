@@ -12,8 +12,6 @@ from karpenter_stack.config import AppConfig, ConfigError, default_context, load
 from tests.conftest import CDK_JSON_CONTEXT, TODAY
 
 
-
-
 def error_of(**context) -> str:
     """The message of loading ``context`` as ``cdk.json``'s, each line without the layer it names (here
     always cdk.json, or the built-in default for a value nobody wrote; layers: test_errors_name_the_layer)."""
@@ -35,11 +33,19 @@ def test_cdk_json_is_a_short_starting_point_that_changes_no_default():
 
 # --- layers: built-in defaults < profile < cdk.json < environment < -c --------------------------
 
+
 def test_a_value_the_user_wrote_is_never_replaced_by_the_profile():
     """natGateways: 1 written in cdk.json stays 1 under the production profile, although 1 is also
     the standard default; keys nobody wrote take the profile's values."""
-    config = load_config({"profile": "production", "natGateways": 1, "deletionProtection": False,
-                          "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY)
+    config = load_config(
+        {
+            "profile": "production",
+            "natGateways": 1,
+            "deletionProtection": False,
+            "nodeClasses": [{"amiAlias": "al2023@v20260801"}],
+        },
+        today=TODAY,
+    )
     assert (config.nat_gateways, config.deletion_protection) == (1, False)
     assert (config.termination_protection, config.retain_on_destroy) == (True, True)
     assert [p.name for p in config.node_pools] == ["system", "default"]
@@ -50,9 +56,12 @@ def test_a_value_the_user_wrote_is_never_replaced_by_the_profile():
 def test_errors_name_the_layer_each_setting_came_from():
     from karpenter_stack.config import load_environments
 
-    file_context = {"clusterName": "c", "profile": "production",
-                    "nodeClasses": [{"name": "x", "amiAlias": "al2023@v20260801"}],
-                    "environments": {"prod": {"vpcCidr": "10.0.0.0/8"}}}
+    file_context = {
+        "clusterName": "c",
+        "profile": "production",
+        "nodeClasses": [{"name": "x", "amiAlias": "al2023@v20260801"}],
+        "environments": {"prod": {"vpcCidr": "10.0.0.0/8"}},
+    }
 
     def error(context: dict, file: dict = file_context) -> list[str]:
         with pytest.raises(ConfigError) as info:
@@ -73,35 +82,46 @@ def test_errors_name_the_layer_each_setting_came_from():
         "(from profile production)",
     ]
     assert error({}, {"clusterName": "-c"}) == [
-        'clusterName = "-c": must start with a letter or digit and contain only letters, digits, \'-\' and \'_\' '
-        "(from cdk.json)"]
+        "clusterName = \"-c\": must start with a letter or digit and contain only letters, digits, '-' and '_' "
+        "(from cdk.json)"
+    ]
     assert error({"nodePools": "[{"}) == [
         "nodePools: '[{' is not valid JSON (Expecting property name enclosed in double quotes); expected a JSON "
-        "list (from -c)"]
+        "list (from -c)"
+    ]
 
 
 def test_command_line_flags_beat_environment_overrides_which_beat_cdk_json():
     from karpenter_stack.config import load_environments
 
-    file_context = {"controllerHosting": "fargate", "natGateways": 1,
-                    "environments": {"dev": {}, "prod": {"natGateways": 2, "maxAzs": 2}}}
+    file_context = {
+        "controllerHosting": "fargate",
+        "natGateways": 1,
+        "environments": {"dev": {}, "prod": {"natGateways": 2, "maxAzs": 2}},
+    }
     # as the CLI hands it over: cdk.json merged with -c natGateways=1 ... and -c controllerHosting=nodegroup
     merged = {**file_context, "controllerHosting": "nodegroup"}
     configs = load_environments(merged, today=TODAY, file_context=file_context)
     assert {n: (c.controller_hosting, c.nat_gateways) for n, c in configs.items()} == {
-        "dev": ("nodegroup", 1), "prod": ("nodegroup", 2)}
+        "dev": ("nodegroup", 1),
+        "prod": ("nodegroup", 2),
+    }
     # without the file layer every key counts as cdk.json's, and the environment's own value wins
-    flagged = load_environments({**merged, "environments": {"prod": {"controllerHosting": "fargate"}}},
-                                today=TODAY, file_context=file_context)
+    flagged = load_environments(
+        {**merged, "environments": {"prod": {"controllerHosting": "fargate"}}}, today=TODAY, file_context=file_context
+    )
     assert flagged["prod"].controller_hosting == "nodegroup"
-    unflagged = load_environments({**merged, "environments": {"prod": {"controllerHosting": "fargate"}}},
-                                  today=TODAY)
+    unflagged = load_environments({**merged, "environments": {"prod": {"controllerHosting": "fargate"}}}, today=TODAY)
     assert unflagged["prod"].controller_hosting == "fargate"
 
 
 def test_defaults():
     config = load_config({})
-    assert (config.cluster_name, config.kubernetes_version, config.karpenter_version) == ("eks-karpenter", "1.36", "1.14.1")
+    assert (config.cluster_name, config.kubernetes_version, config.karpenter_version) == (
+        "eks-karpenter",
+        "1.36",
+        "1.14.1",
+    )
     assert (config.karpenter_namespace, config.karpenter_service_account) == ("kube-system", "karpenter")
     assert (config.vpc_id, config.max_azs, config.nat_gateways, config.vpc_cidr) == (None, 2, 1, "10.0.0.0/16")
     assert config.controller_hosting == "fargate"
@@ -109,21 +129,28 @@ def test_defaults():
 
 
 def test_cdk_feature_flags_and_lookup_caches_are_not_settings():
-    config = load_config({
-        "@aws-cdk/aws-eks:useNativeOidcProvider": True,
-        "aws:cdk:enable-path-metadata": True,
-        "vpc-provider:account=1:filter.vpc-id=vpc-1:region=r": {},
-        "acknowledged-issue-numbers": [1],
-    })
+    config = load_config(
+        {
+            "@aws-cdk/aws-eks:useNativeOidcProvider": True,
+            "aws:cdk:enable-path-metadata": True,
+            "vpc-provider:account=1:filter.vpc-id=vpc-1:region=r": {},
+            "acknowledged-issue-numbers": [1],
+        }
+    )
     assert config == AppConfig()
 
 
 def test_command_line_strings_are_coerced():
-    config = load_config({
-        "maxAzs": "3", "natGateways": "3", "createSpotServiceLinkedRole": "true",
-        "account": "1" * 12, "region": "eu-west-1",
-        "nodePools": '[{"name": "spot", "capacityTypes": ["spot"], "weight": "10"}]',
-    })
+    config = load_config(
+        {
+            "maxAzs": "3",
+            "natGateways": "3",
+            "createSpotServiceLinkedRole": "true",
+            "account": "1" * 12,
+            "region": "eu-west-1",
+            "nodePools": '[{"name": "spot", "capacityTypes": ["spot"], "weight": "10"}]',
+        }
+    )
     assert (config.max_azs, config.nat_gateways, config.create_spot_service_linked_role) == (3, 3, True)
     assert config.node_pools[0].capacity_types == ["spot"] and config.node_pools[0].weight == 10
 
@@ -134,7 +161,8 @@ def test_unknown_setting_suggests_the_closest():
 
 def test_unknown_nested_setting_suggests_the_closest():
     assert error_of(nodePools=[{"name": "a", "nodeClas": "default"}]) == (
-        "nodePools[0].nodeClas: unknown setting; did you mean 'nodeClass'?")
+        "nodePools[0].nodeClas: unknown setting; did you mean 'nodeClass'?"
+    )
 
 
 def test_bad_json_on_the_command_line():
@@ -143,10 +171,12 @@ def test_bad_json_on_the_command_line():
 
 def test_cluster_name_rules():
     assert error_of(clusterName="my cluster") == (
-        "clusterName = \"my cluster\": must start with a letter or digit and contain only letters, digits, '-' and '_'")
+        "clusterName = \"my cluster\": must start with a letter or digit and contain only letters, digits, '-' and '_'"
+    )
     assert error_of(clusterName="a" * 47) == (
-        f"clusterName = \"{'a' * 47}\": must be at most 46 characters so that KarpenterNodeRole-<cluster> "
-        "fits IAM's 64-character limit (got 47)")
+        f'clusterName = "{"a" * 47}": must be at most 46 characters so that KarpenterNodeRole-<cluster> '
+        "fits IAM's 64-character limit (got 47)"
+    )
     assert load_config({"clusterName": "a" * 46}).cluster_name == "a" * 46
 
 
@@ -156,13 +186,17 @@ def test_controller_hosting_choices():
 
 def test_namespace_and_service_account_must_be_kubernetes_names():
     assert error_of(karpenterNamespace="Kube_System") == (
-        "karpenterNamespace = \"Kube_System\": must be a Kubernetes name: lowercase a-z, 0-9 and '-', at most 63 characters")
-    assert error_of(karpenterServiceAccount="-sa").startswith("karpenterServiceAccount = \"-sa\": must be a Kubernetes name")
+        "karpenterNamespace = \"Kube_System\": must be a Kubernetes name: lowercase a-z, 0-9 and '-', at most 63 characters"
+    )
+    assert error_of(karpenterServiceAccount="-sa").startswith(
+        'karpenterServiceAccount = "-sa": must be a Kubernetes name'
+    )
 
 
 def test_unknown_kubernetes_version():
     assert error_of(kubernetesVersion="1.99") == (
-        "kubernetesVersion '1.99' is not known to aws-cdk-lib's aws_eks module (it knows up to 1.36)")
+        "kubernetesVersion '1.99' is not known to aws-cdk-lib's aws_eks module (it knows up to 1.36)"
+    )
     assert error_of(kubernetesVersion="v1.36") == "kubernetesVersion 'v1.36' is not of the form 1.NN (e.g. 1.36)"
 
 
@@ -170,17 +204,20 @@ def test_kubernetes_version_outside_karpenters_range():
     with pytest.raises(versions.VersionError) as info:
         versions.check_compatibility("1.12.0", "1.36")
     assert str(info.value) == (
-        "kubernetesVersion '1.36' is not supported by Karpenter 1.12.0, which supports Kubernetes 1.26 to 1.35")
+        "kubernetesVersion '1.36' is not supported by Karpenter 1.12.0, which supports Kubernetes 1.26 to 1.35"
+    )
     versions.check_compatibility("1.14.1", "1.36")  # in range: no error
 
 
 def test_versions_past_eks_extended_support_cannot_be_created():
     assert error_of(kubernetesVersion="1.30") == (
         "kubernetesVersion '1.30' is past the end of EKS extended support (2026-07-23) and can no longer be "
-        "created; use 1.31 or newer")
+        "created; use 1.31 or newer"
+    )
     assert error_of(kubernetesVersion="1.25") == (
         "kubernetesVersion '1.25' is past the end of EKS extended support (ended before 2026-07-23) and can no "
-        "longer be created; use 1.31 or newer")
+        "longer be created; use 1.31 or newer"
+    )
     with pytest.raises(ConfigError) as info:
         load_config({"kubernetesVersion": "1.35"}, today=date(2028, 3, 27))
     assert str(info.value).startswith("kubernetesVersion '1.35' is past the end of EKS extended support (2028-03-27)")
@@ -191,9 +228,11 @@ def test_versions_in_extended_support_warn_with_the_cost():
     assert load_config({"kubernetesVersion": "1.35"}, today=date(2027, 3, 27)).warnings == (
         "kubernetesVersion '1.35' is in EKS extended support until 2028-03-27: the cluster is billed at the "
         "extended-support rate (USD 0.60 per cluster-hour instead of USD 0.10 in standard support); upgrade to a "
-        "version in standard support to avoid it",)
+        "version in standard support to avoid it",
+    )
     assert versions.check_eks_support("1.32", TODAY).startswith(
-        "kubernetesVersion '1.32' is in EKS extended support until 2027-03-23")
+        "kubernetesVersion '1.32' is in EKS extended support until 2027-03-23"
+    )
     assert versions.check_eks_support("1.34", TODAY) is None
     assert versions.check_eks_support("1.36", TODAY) is None
 
@@ -201,7 +240,8 @@ def test_versions_in_extended_support_warn_with_the_cost():
 def test_unknown_karpenter_version_lists_the_templates():
     assert error_of(karpenterVersion="1.13.0") == (
         "karpenterVersion '1.13.0' has no CloudFormation template (templates/karpenter-1.13.0.yaml); "
-        "versions with a template: 1.14.1")
+        "versions with a template: 1.14.1"
+    )
 
 
 def test_missing_kubectl_layer_package_names_the_pip_install():
@@ -213,7 +253,8 @@ def test_missing_kubectl_layer_package_names_the_pip_install():
         layer.load(importer=missing)
     assert str(info.value) == (
         "kubernetesVersion '1.34' needs the kubectl layer package aws-cdk.lambda-layer-kubectl-v34, which is "
-        "not installed; run: pip install aws-cdk.lambda-layer-kubectl-v34==2.2.2")
+        "not installed; run: pip install aws-cdk.lambda-layer-kubectl-v34==2.2.2"
+    )
 
 
 def test_installed_layers_map_to_their_version():
@@ -224,7 +265,8 @@ def test_installed_layers_map_to_their_version():
 
 def test_node_pool_must_reference_a_configured_node_class():
     assert error_of(nodePools=[{"name": "a", "nodeClass": "gpu"}]) == (
-        "nodePools 'a' refers to nodeClass 'gpu', which is not in nodeClasses (default)")
+        "nodePools 'a' refers to nodeClass 'gpu', which is not in nodeClasses (default)"
+    )
 
 
 def test_duplicate_node_pool_names():
@@ -234,35 +276,43 @@ def test_duplicate_node_pool_names():
 def test_node_pool_fields():
     assert error_of(nodePools=[{"weight": 0}]) == "nodePools[0].weight = 0: Input should be greater than or equal to 1"
     assert error_of(nodePools=[{"expireAfter": "30d"}]) == (
-        "nodePools[0].expireAfter = \"30d\": must be a duration like 30s, 15m, 720h, 1h30m, or Never")
+        'nodePools[0].expireAfter = "30d": must be a duration like 30s, 15m, 720h, 1h30m, or Never'
+    )
     assert error_of(nodePools=[{"capacityTypes": ["preemptible"]}]) == (
-        "nodePools[0].capacityTypes[0] = \"preemptible\": Input should be 'spot', 'on-demand' or 'reserved'")
+        "nodePools[0].capacityTypes[0] = \"preemptible\": Input should be 'spot', 'on-demand' or 'reserved'"
+    )
     assert error_of(nodePools=[{"budgets": [{"nodes": "150%"}]}]) == (
-        "nodePools[0].budgets[0].nodes = \"150%\": must be a whole number or a percentage 0%-100%")
+        'nodePools[0].budgets[0].nodes = "150%": must be a whole number or a percentage 0%-100%'
+    )
 
 
 def test_node_class_fields():
     assert error_of(nodeClasses=[{"amiAlias": "ubuntu@latest"}]).startswith(
-        "nodeClasses[0].amiAlias = \"ubuntu@latest\": must be family@version with family al2, al2023")
+        'nodeClasses[0].amiAlias = "ubuntu@latest": must be family@version with family al2, al2023'
+    )
     assert error_of(nodeClasses=[{"amiAlias": "windows2022@v20260101"}]) == (
-        "nodeClasses[0].amiAlias = \"windows2022@v20260101\": Windows AMI aliases only support @latest")
+        'nodeClasses[0].amiAlias = "windows2022@v20260101": Windows AMI aliases only support @latest'
+    )
     assert error_of(nodeClasses=[{"metadataHopLimit": 0}]) == (
-        "nodeClasses[0].metadataHopLimit = 0: Input should be greater than or equal to 1")
+        "nodeClasses[0].metadataHopLimit = 0: Input should be greater than or equal to 1"
+    )
 
 
 def test_networking_rules():
     assert error_of(maxAzs=3) == (
         "maxAzs (3) needs account and region: an environment-agnostic stack only knows 2 availability zones "
-        "(allowed without them: 2)")
+        "(allowed without them: 2)"
+    )
     assert error_of(natGateways=3) == "natGateways (3) cannot exceed maxAzs (2)"
-    assert error_of(vpcId="vpc-123") == "vpcId = \"vpc-123\": must look like vpc-0123456789abcdef0"
+    assert error_of(vpcId="vpc-123") == 'vpcId = "vpc-123": must look like vpc-0123456789abcdef0'
     assert error_of(vpcId="vpc-0123456789abcdef0") == (
-        "vpcId needs account and region: an existing VPC is looked up in that environment")
+        "vpcId needs account and region: an existing VPC is looked up in that environment"
+    )
 
 
 def test_readme_configuration_reference_is_generated_from_the_model():
-    from scripts.generate_docs import readme_reference
     from karpenter_stack.config import reference_markdown
+    from scripts.generate_docs import readme_reference
     from tests.conftest import ROOT
 
     assert readme_reference((ROOT / "README.md").read_text()) == reference_markdown(), "run `make docs`"
@@ -270,29 +320,36 @@ def test_readme_configuration_reference_is_generated_from_the_model():
 
 def test_endpoint_access_rules():
     assert error_of(endpointAccess="public-and-private") == (
-        "endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)")
+        "endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)"
+    )
     assert error_of(endpointAccess="public-and-private", publicAccessCidrs=["0.0.0.0/0"]) == (
         "publicAccessCidrs = [\"0.0.0.0/0\"]: '0.0.0.0/0' opens the API endpoint to the whole internet; "
-        "list your networks instead")
+        "list your networks instead"
+    )
     assert error_of(endpointAccess="public-and-private", publicAccessCidrs='["10.0.0.1/16"]') == (
         "publicAccessCidrs = [\"10.0.0.1/16\"]: '10.0.0.1/16' is not an IPv4 CIDR like 10.0.0.0/16 "
-        "(host bits must be zero)")
+        "(host bits must be zero)"
+    )
     assert error_of(publicAccessCidrs=["203.0.113.0/24"]) == (
-        "publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private")
+        "publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private"
+    )
     assert error_of(endpointAccess="public") == (
-        "endpointAccess = \"public\": Input should be 'private' or 'public-and-private'")
+        "endpointAccess = \"public\": Input should be 'private' or 'public-and-private'"
+    )
 
 
 def test_additional_nag_packs_are_named():
     assert error_of(additionalNagPacks='["CIS"]') == (
         "additionalNagPacks[0] = \"CIS\": Input should be 'NIST80053R5', 'NIST80053R4', 'HIPAASecurity', "
-        "'PCIDSS321' or 'Serverless'")
+        "'PCIDSS321' or 'Serverless'"
+    )
     assert load_config({"additionalNagPacks": '["NIST80053R5"]'}).additional_nag_packs == ["NIST80053R5"]
 
 
 def test_vpc_cidr_must_be_a_sized_ipv4_network():
     assert error_of(vpcCidr="10.0.0.0/8") == (
-        "vpcCidr = \"10.0.0.0/8\": must be an IPv4 CIDR with a prefix length from /16 to /24")
+        'vpcCidr = "10.0.0.0/8": must be an IPv4 CIDR with a prefix length from /16 to /24'
+    )
 
 
 def _pool(**fields) -> dict:
@@ -300,19 +357,25 @@ def _pool(**fields) -> dict:
 
 
 def test_requirement_operators_and_values():
-    assert error_of(**_pool(requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "Equals",
-                                           "values": ["m5"]}])) == (
+    assert error_of(
+        **_pool(requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "Equals", "values": ["m5"]}])
+    ) == (
         "nodePools[0].requirements[0].operator = \"Equals\": Input should be 'In', 'NotIn', 'Exists', "
-        "'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte'")
-    assert error_of(**_pool(requirements=[{"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt",
-                                           "values": ["four"]}])) == (
+        "'DoesNotExist', 'Gt', 'Lt', 'Gte' or 'Lte'"
+    )
+    assert error_of(
+        **_pool(requirements=[{"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["four"]}])
+    ) == (
         "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-cpu' with operator Gt needs "
-        "exactly one whole number")
+        "exactly one whole number"
+    )
     assert error_of(**_pool(requirements=[{"key": "topology.kubernetes.io/zone", "operator": "In"}])) == (
         "nodePools[0].requirements[0]: requirement 'topology.kubernetes.io/zone' with operator In needs at "
-        "least one value")
+        "least one value"
+    )
     assert error_of(**_pool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}])) == (
-        "nodePools[0]: requirement 'kubernetes.io/arch' is set by architectures; use that field instead")
+        "nodePools[0]: requirement 'kubernetes.io/arch' is set by architectures; use that field instead"
+    )
 
 
 def test_restricted_label_keys():
@@ -320,70 +383,102 @@ def test_restricted_label_keys():
     karpenter.sh only capacity-type; one ending in karpenter.k8s.aws only the well-known labels."""
     itself = "is a label key Karpenter sets itself; it cannot be set or required here"
     assert error_of(**_pool(labels={"karpenter.sh/nodepool": "x"})) == (
-        f"nodePools[0].labels: 'karpenter.sh/nodepool' {itself}")
+        f"nodePools[0].labels: 'karpenter.sh/nodepool' {itself}"
+    )
     assert error_of(**_pool(requirements=[{"key": "kubernetes.io/hostname", "operator": "Exists"}])) == (
-        f"nodePools[0].requirements[0].key = \"kubernetes.io/hostname\": 'kubernetes.io/hostname' {itself}")
+        f"nodePools[0].requirements[0].key = \"kubernetes.io/hostname\": 'kubernetes.io/hostname' {itself}"
+    )
     assert error_of(**_pool(labels={"team.karpenter.sh/owner": "x"})) == (
         "nodePools[0].labels: 'team.karpenter.sh/owner': label domain \"karpenter.sh\" is restricted (allowed "
-        "there: karpenter.sh/capacity-type)")
+        "there: karpenter.sh/capacity-type)"
+    )
     assert error_of(**_pool(requirements=[{"key": "karpenter.k8s.aws/instance-colour", "operator": "Exists"}])) == (
-        "nodePools[0].requirements[0].key = \"karpenter.k8s.aws/instance-colour\": "
+        'nodePools[0].requirements[0].key = "karpenter.k8s.aws/instance-colour": '
         "'karpenter.k8s.aws/instance-colour': label domain \"karpenter.k8s.aws\" is restricted to Karpenter's "
-        "well-known labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, ...)")
-    config = load_config(_pool(labels={"team": "payments", "karpenter.sh/capacity-type": "spot"},
-                               requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
-                                              "values": ["m7g"]}]), today=TODAY)
+        "well-known labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, ...)"
+    )
+    config = load_config(
+        _pool(
+            labels={"team": "payments", "karpenter.sh/capacity-type": "spot"},
+            requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7g"]}],
+        ),
+        today=TODAY,
+    )
     assert config.node_pools[0].labels == {"team": "payments", "karpenter.sh/capacity-type": "spot"}
 
 
 def test_node_class_tags_karpenter_and_aws_set_themselves_are_refused():
-    for key in ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
-                "karpenter.k8s.aws/ec2nodeclass", "kubernetes.io/cluster/other", ""):
+    for key in (
+        "eks:eks-cluster-name",
+        "karpenter.sh/nodepool",
+        "karpenter.sh/nodeclaim",
+        "karpenter.k8s.aws/ec2nodeclass",
+        "kubernetes.io/cluster/other",
+        "",
+    ):
         assert error_of(nodeClasses=[{"tags": {key: "x"}}]) == (
             f"nodeClasses[0].tags: tag '{key}' is one Karpenter sets itself (restricted: eks:eks-cluster-name, "
             "karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass, kubernetes.io/cluster*) "
-            "or empty")
+            "or empty"
+        )
     assert error_of(nodeClasses=[{"tags": {"aws:team": "x"}}]) == (
-        "nodeClasses[0].tags: tag 'aws:team': the aws: prefix is reserved for AWS")
+        "nodeClasses[0].tags: tag 'aws:team': the aws: prefix is reserved for AWS"
+    )
     assert error_of(nodeClasses=[{"tags": {"team": "x" * 257}}]) == (
-        "nodeClasses[0].tags: tag 'team': EC2 allows keys of at most 128 and values of at most 256 characters")
+        "nodeClasses[0].tags: tag 'team': EC2 allows keys of at most 128 and values of at most 256 characters"
+    )
     assert load_config({"nodeClasses": [{"tags": {"team": "payments"}}]}, today=TODAY).node_classes[0].tags == {
-        "team": "payments"}
+        "team": "payments"
+    }
 
 
 def test_min_values_needs_as_many_values():
-    assert error_of(**_pool(requirements=[{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
-                                           "values": ["m7g", "c7g"], "minValues": 3}])) == (
+    assert error_of(
+        **_pool(
+            requirements=[
+                {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7g", "c7g"], "minValues": 3}
+            ]
+        )
+    ) == (
         "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-family' has minValues 3 but only 2 "
-        "value(s); Karpenter needs at least as many values as minValues")
+        "value(s); Karpenter needs at least as many values as minValues"
+    )
 
 
 def test_limits_are_kubernetes_quantities():
     assert error_of(**_pool(limits={"cpu": "10 cores"})) == (
-        "nodePools[0].limits: limit cpu '10 cores' must be a Kubernetes quantity such "
-        "as 100, 500m, 64Gi or 1.5")
+        "nodePools[0].limits: limit cpu '10 cores' must be a Kubernetes quantity such as 100, 500m, 64Gi or 1.5"
+    )
     assert error_of(**_pool(limits={"memory": "-1Gi"})) == (
-        "nodePools[0].limits: limit memory '-1Gi' must not be negative")
+        "nodePools[0].limits: limit memory '-1Gi' must not be negative"
+    )
 
 
 def test_disruption_budget_rules():
     assert error_of(**_pool(budgets=[{"nodes": "1", "schedule": "0 9 * * *"}])) == (
-        "nodePools[0].budgets[0]: a disruption budget needs schedule and duration together, or neither")
+        "nodePools[0].budgets[0]: a disruption budget needs schedule and duration together, or neither"
+    )
     assert error_of(**_pool(budgets=[{"nodes": "1", "reasons": ["Idle"]}])) == (
-        "nodePools[0].budgets[0].reasons[0] = \"Idle\": Input should be 'Underutilized', 'Empty' or 'Drifted'")
+        "nodePools[0].budgets[0].reasons[0] = \"Idle\": Input should be 'Underutilized', 'Empty' or 'Drifted'"
+    )
     assert error_of(**_pool(budgets=[{"nodes": "0", "schedule": "every day", "duration": "8h"}])).startswith(
-        "nodePools[0].budgets[0].schedule = \"every day\": must be a cron expression of 5 fields")
+        'nodePools[0].budgets[0].schedule = "every day": must be a cron expression of 5 fields'
+    )
     assert error_of(**_pool(budgets=[{"nodes": "0", "schedule": "@daily", "duration": "1d"}])) == (
-        "nodePools[0].budgets[0].duration = \"1d\": must be hours and/or minutes like 8h, 30m or 1h30m")
+        'nodePools[0].budgets[0].duration = "1d": must be hours and/or minutes like 8h, 30m or 1h30m'
+    )
 
 
 def test_taint_effects():
     assert error_of(**_pool(taints=[{"key": "dedicated", "effect": "NoRun"}])) == (
-        "nodePools[0].taints[0].effect = \"NoRun\": Input should be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute'")
+        "nodePools[0].taints[0].effect = \"NoRun\": Input should be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute'"
+    )
 
 
 def test_node_class_volume():
     assert error_of(nodeClasses=[{"rootVolumeType": "st1"}]) == (
-        "nodeClasses[0].rootVolumeType = \"st1\": Input should be 'gp3', 'gp2', 'io1' or 'io2'")
+        "nodeClasses[0].rootVolumeType = \"st1\": Input should be 'gp3', 'gp2', 'io1' or 'io2'"
+    )
     assert error_of(nodeClasses=[{"rootVolumeSizeGib": 0}]) == (
-        "nodeClasses[0].rootVolumeSizeGib = 0: Input should be greater than or equal to 1")
+        "nodeClasses[0].rootVolumeSizeGib = 0: Input should be greater than or equal to 1"
+    )

@@ -19,8 +19,9 @@ TOPIC = "arn:aws:sns:eu-west-1:111122223333:karpenter-alerts"
 
 def test_cluster_vpc_tags_subnets_for_load_balancers_and_leaves_discovery_to_karpenter():
     stack = bare_stack()
-    network = ClusterVpc(stack, "Network", cluster_name=CLUSTER_NAME, vpc_id=None, cidr="10.1.0.0/16", max_azs=2,
-                         nat_gateways=1)
+    network = ClusterVpc(
+        stack, "Network", cluster_name=CLUSTER_NAME, vpc_id=None, cidr="10.1.0.0/16", max_azs=2, nat_gateways=1
+    )
     template = Template.from_stack(stack)
     assert network.created and not network.lookup_pending
     subnets = resources(template, "AWS::EC2::Subnet")
@@ -41,7 +42,9 @@ def test_queue_alarms_notify_the_topic_on_alarm_and_ok():
     InterruptionQueueAlarms(stack, "Alarms", queue_name="q", topic_arn=TOPIC)
     alarms = resources(Template.from_stack(stack), "AWS::CloudWatch::Alarm")
     assert sorted(a["Properties"]["MetricName"] for a in alarms.values()) == [
-        "ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesVisible"]
+        "ApproximateAgeOfOldestMessage",
+        "ApproximateNumberOfMessagesVisible",
+    ]
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == alarm["Properties"]["OKActions"] == [TOPIC]
         assert alarm["Properties"]["Dimensions"] == [{"Name": "QueueName", "Value": "q"}]
@@ -55,8 +58,10 @@ def test_teardown_safety_net_writes_only_to_this_clusters_karpenter_resources():
     statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     owned = {"aws:ResourceTag/kubernetes.io/cluster/bare": "owned"}
     for sid in ("TerminateThisClustersKarpenterInstances", "DeleteThisClustersLaunchTemplates"):
-        assert statements[sid]["Condition"] == {"StringEquals": owned,
-                                                "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
+        assert statements[sid]["Condition"] == {
+            "StringEquals": owned,
+            "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+        }
     assert statements["ReadOwnStackStatus"]["Resource"] == {"Ref": "AWS::StackId"}
     _, resource = only(resources(template, "Custom::KarpenterTeardown"))
     assert resource["Properties"]["ServiceTimeout"] == "900"
@@ -66,18 +71,26 @@ def test_teardown_safety_net_writes_only_to_this_clusters_karpenter_resources():
 def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_given_values():
     stack = bare_stack()
     values = {"settings": {"clusterName": CLUSTER_NAME}, "controller": {"resources": ControllerSpec().resources()}}
-    release = KarpenterRelease(stack, "Release", cluster=imported_cluster(stack), version="1.14.1",
-                               namespace="karpenter", values=values)
+    release = KarpenterRelease(
+        stack, "Release", cluster=imported_cluster(stack), version="1.14.1", namespace="karpenter", values=values
+    )
     template = Template.from_stack(stack)
     charts = resources(template, "Custom::AWSCDK-EKS-HelmChart")
     crd, controller = (charts[logical_id_of(c)]["Properties"] for c in (release.crd_chart, release.controller_chart))
     assert (crd["Chart"], crd["Repository"], crd["CreateNamespace"], "Wait" in crd) == (
-        "karpenter-crd", "oci://public.ecr.aws/karpenter/karpenter-crd", True, False)  # no pods to wait for
+        "karpenter-crd",
+        "oci://public.ecr.aws/karpenter/karpenter-crd",
+        True,
+        False,
+    )  # no pods to wait for
     assert (controller["Chart"], controller["SkipCrds"], controller["Wait"], controller["Namespace"]) == (
-        "karpenter", True, True, "karpenter")
+        "karpenter",
+        True,
+        True,
+        "karpenter",
+    )
     assert render_json(controller["Values"]) == values
     assert depends_on(template.to_json(), logical_id_of(release.controller_chart)) == [logical_id_of(release.crd_chart)]
-
 
 
 def test_node_classes_size_the_volume_that_holds_images_at_the_familys_device():
@@ -85,8 +98,9 @@ def test_node_classes_size_the_volume_that_holds_images_at_the_familys_device():
     from constructs_lib.node_specs import NodeClassSpec
 
     def devices(alias: str) -> list[tuple[str, str]]:
-        spec = ec2_node_class(NodeClassSpec(ami_alias=alias, root_volume_size_gib=80), cluster_name="c",
-                              node_role_name="r")["spec"]
+        spec = ec2_node_class(
+            NodeClassSpec(ami_alias=alias, root_volume_size_gib=80), cluster_name="c", node_role_name="r"
+        )["spec"]
         return [(d["deviceName"], d["ebs"]["volumeSize"]) for d in spec["blockDeviceMappings"]]
 
     assert devices("al2023@latest") == [("/dev/xvda", "80Gi")]

@@ -22,8 +22,10 @@ def test_irsa_trusts_the_oidc_provider_for_one_service_account_and_annotates_it(
     assert statement["Action"] == "sts:AssumeRoleWithWebIdentity"
     assert statement["Principal"] == {"Federated": {"Ref": "ClusterOidcProviderNativeBAC9C7E2"}}
     assert controller_values(alternative.template)["serviceAccount"] == {
-        "create": True, "name": "karpenter-controller",
-        "annotations": {"eks.amazonaws.com/role-arn": "${GetAtt:ControllerRole4FED04D7.Arn}"}}
+        "create": True,
+        "name": "karpenter-controller",
+        "annotations": {"eks.amazonaws.com/role-arn": "${GetAtt:ControllerRole4FED04D7.Arn}"},
+    }
     assert not resources(alternative.template, "AWS::EKS::PodIdentityAssociation")
 
 
@@ -31,22 +33,37 @@ def test_pod_identity_associates_the_service_account_and_trusts_only_its_session
     irsa, pods = _trust(pod_identity)
     assert irsa == _trust(alternative)[0]  # kept: running IRSA pods keep their credentials through a switch
     assert pods == {
-        "Action": ["sts:AssumeRole", "sts:TagSession"], "Effect": "Allow",
+        "Action": ["sts:AssumeRole", "sts:TagSession"],
+        "Effect": "Allow",
         "Principal": {"Service": "pods.eks.amazonaws.com"},
-        "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"},
-                                       "aws:RequestTag/eks-cluster-name": "alt_cluster-1",
-                                       "aws:RequestTag/kubernetes-namespace": "karpenter",
-                                       "aws:RequestTag/kubernetes-service-account": "karpenter-controller"}}}
+        "Condition": {
+            "StringEquals": {
+                "aws:SourceAccount": {"Ref": "AWS::AccountId"},
+                "aws:RequestTag/eks-cluster-name": "alt_cluster-1",
+                "aws:RequestTag/kubernetes-namespace": "karpenter",
+                "aws:RequestTag/kubernetes-service-account": "karpenter-controller",
+            }
+        },
+    }
     association_id, association = only(resources(pod_identity.template, "AWS::EKS::PodIdentityAssociation"))
     assert association_id == ASSOCIATION
-    assert association["Properties"] == {"ClusterName": {"Ref": "Cluster9EE0221C"}, "Namespace": "karpenter",
-                                         "ServiceAccount": "karpenter-controller",
-                                         "RoleArn": {"Fn::GetAtt": [ROLE, "Arn"]}}
+    assert association["Properties"] == {
+        "ClusterName": {"Ref": "Cluster9EE0221C"},
+        "Namespace": "karpenter",
+        "ServiceAccount": "karpenter-controller",
+        "RoleArn": {"Fn::GetAtt": [ROLE, "Arn"]},
+    }
     # no annotation: the association names the role
-    assert controller_values(pod_identity.template)["serviceAccount"] == {"create": True, "name": "karpenter-controller"}
+    assert controller_values(pod_identity.template)["serviceAccount"] == {
+        "create": True,
+        "name": "karpenter-controller",
+    }
     agent = pod_identity.json["Resources"][AGENT]["Properties"]
-    assert (agent["AddonName"], agent["PreserveOnDelete"], "AddonVersion" in agent) == ("eks-pod-identity-agent", True,
-                                                                                         False)
+    assert (agent["AddonName"], agent["PreserveOnDelete"], "AddonVersion" in agent) == (
+        "eks-pod-identity-agent",
+        True,
+        False,
+    )
     # created before the controller, deleted after it: it drains nodes on destroy with working credentials
     assert {ASSOCIATION, AGENT, "ClusterNodegroupSystemNodes9C3907F1"} <= set(depends_on(pod_identity.json, CHART))
 

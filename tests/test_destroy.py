@@ -19,9 +19,12 @@ def _all_templates(synthesized) -> dict[str, dict]:
 
 
 def _policies(synthesized, *types: str) -> dict[str, tuple[str, str]]:
-    return {f"{name}/{lid}": (r.get("DeletionPolicy", "Delete"), r.get("UpdateReplacePolicy", "Delete"))
-            for name, template in _all_templates(synthesized).items()
-            for lid, r in template["Resources"].items() if not types or r["Type"] in types}
+    return {
+        f"{name}/{lid}": (r.get("DeletionPolicy", "Delete"), r.get("UpdateReplacePolicy", "Delete"))
+        for name, template in _all_templates(synthesized).items()
+        for lid, r in template["Resources"].items()
+        if not types or r["Type"] in types
+    }
 
 
 def test_a_standard_stack_keeps_nothing_but_the_account_wide_spot_role(default, alternative):
@@ -41,8 +44,11 @@ def test_standard_keys_are_deleted_after_the_shortest_waiting_period_but_survive
 def test_production_keeps_keys_and_logs_and_refuses_a_stack_deletion(production, default):
     kept = _policies(production, "AWS::KMS::Key", "AWS::Logs::LogGroup")
     assert len(kept) == 12 and set(kept.values()) == {("Retain", "Retain")}
-    assert all("PendingWindowInDays" not in r["Properties"] for r in production.json["Resources"].values()
-               if r["Type"] == "AWS::KMS::Key")
+    assert all(
+        "PendingWindowInDays" not in r["Properties"]
+        for r in production.json["Resources"].values()
+        if r["Type"] == "AWS::KMS::Key"
+    )
     assert production.stack.termination_protection is True
     assert default.stack.termination_protection is False
 
@@ -60,8 +66,13 @@ def test_the_readme_lists_what_a_destroy_keeps():
     from tests.conftest import ROOT
 
     readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### What a destroy keeps"):]
-    section = section[:section.index("\n## ", 1)] if "\n## " in section else section
-    for needle in ("terminationProtection", "retainOnDestroy", "/aws/eks/", "AWSServiceRoleForEC2Spot",
-                   "update-termination-protection"):
+    section = readme[readme.index("### What a destroy keeps") :]
+    section = section[: section.index("\n## ", 1)] if "\n## " in section else section
+    for needle in (
+        "terminationProtection",
+        "retainOnDestroy",
+        "/aws/eks/",
+        "AWSServiceRoleForEC2Spot",
+        "update-termination-protection",
+    ):
         assert needle in section, needle

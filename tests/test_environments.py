@@ -57,8 +57,11 @@ def test_production_profile_defaults(stacks):
     dev.resource_count_is("AWS::EC2::NatGateway", 1)
     objects = kubernetes_objects(prod)
     system = objects["NodePool/system"]["spec"]["template"]
-    assert system["spec"]["requirements"][0] == {"key": "karpenter.sh/capacity-type", "operator": "In",
-                                                 "values": ["on-demand"]}
+    assert system["spec"]["requirements"][0] == {
+        "key": "karpenter.sh/capacity-type",
+        "operator": "In",
+        "values": ["on-demand"],
+    }
     assert system["spec"]["taints"] == [{"key": "workload-class", "value": "system", "effect": "NoSchedule"}]
     assert system["metadata"]["labels"] == {"workload-class": "system"}
     assert objects["EC2NodeClass/default"]["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20260801"}]
@@ -70,14 +73,16 @@ def test_production_profile_refuses_unpinned_amis():
         load_config({"profile": "production"}, today=TODAY)
     assert str(info.value) == (
         "nodeClasses[0].amiAlias 'al2023@latest': the production profile needs a pinned AMI (e.g. "
-        "al2023@v20260801), so node images change only when this setting does (from built-in default)")
+        "al2023@v20260801), so node images change only when this setting does (from built-in default)"
+    )
 
 
 def test_environment_errors_name_the_environment():
     with pytest.raises(ConfigError) as info:
         load_environments({"environments": {"prod": {"natGateway": 2}}}, today=TODAY)
-    assert str(info.value) == ("environments.prod.natGateway: unknown setting; did you mean 'natGateways'? "
-                               "(from environments.prod)")
+    assert str(info.value) == (
+        "environments.prod.natGateway: unknown setting; did you mean 'natGateways'? (from environments.prod)"
+    )
     with pytest.raises(ConfigError) as info:
         load_environments({"environments": {"prod": {"kubernetesVersion": "1.30"}}}, today=TODAY)
     assert str(info.value).startswith("environments.prod.kubernetesVersion '1.30' is past the end of EKS")
@@ -91,12 +96,19 @@ def test_environment_errors_name_the_environment():
 
 def test_shared_settings_apply_to_every_environment_and_environments_override_them():
     configs = load_environments(
-        {"clusterName": "shop", "controllerHosting": "nodegroup",
-         "environments": json.dumps({"dev": {}, "prod": {"controllerHosting": "fargate", "clusterName": "shop-live"}})},
+        {
+            "clusterName": "shop",
+            "controllerHosting": "nodegroup",
+            "environments": json.dumps(
+                {"dev": {}, "prod": {"controllerHosting": "fargate", "clusterName": "shop-live"}}
+            ),
+        },
         today=TODAY,
     )
     assert {n: (c.cluster_name, c.controller_hosting) for n, c in configs.items()} == {
-        "dev": ("shop-dev", "nodegroup"), "prod": ("shop-live", "fargate")}
+        "dev": ("shop-dev", "nodegroup"),
+        "prod": ("shop-live", "fargate"),
+    }
 
 
 def test_the_cloud_assembly_lists_one_deployable_stack_per_environment(stacks):

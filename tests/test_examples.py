@@ -24,7 +24,10 @@ from tests.conftest import EXAMPLE_FIXTURES
 
 
 def _objects(synthesized) -> dict[str, dict]:
-    return {k: {f: v for f, v in o.items() if f != "_logicalId"} for k, o in kubernetes_objects(synthesized.template).items()}
+    return {
+        k: {f: v for f, v in o.items() if f != "_logicalId"}
+        for k, o in kubernetes_objects(synthesized.template).items()
+    }
 
 
 def _requirement(pool: dict, key: str) -> dict:
@@ -33,16 +36,24 @@ def _requirement(pool: dict, key: str) -> dict:
 
 
 def test_every_example_is_a_fixture_of_the_suite():
-    assert sorted(EXAMPLE_FIXTURES) == ["example_baseline_and_burst", "example_capacity_reservation", "example_gpu",
-                                        "example_windows"]
+    assert sorted(EXAMPLE_FIXTURES) == [
+        "example_baseline_and_burst",
+        "example_capacity_reservation",
+        "example_gpu",
+        "example_windows",
+    ]
 
 
 def test_windows_example_launches_windows_nodes_that_can_join_and_get_pod_ips(example_windows, default):
     objects = _objects(example_windows)
     node_class = objects["EC2NodeClass/windows"]["spec"]
     assert node_class["amiSelectorTerms"] == [{"alias": "windows2022@latest"}]
-    assert node_class["blockDeviceMappings"] == [{"deviceName": "/dev/sda1", "ebs": {
-        "volumeSize": "100Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}}]
+    assert node_class["blockDeviceMappings"] == [
+        {
+            "deviceName": "/dev/sda1",
+            "ebs": {"volumeSize": "100Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True},
+        }
+    ]
     pool = objects["NodePool/windows"]
     assert _requirement(pool, "kubernetes.io/os")["values"] == ["windows"]
     assert _requirement(pool, "kubernetes.io/arch")["values"] == ["amd64"]
@@ -51,21 +62,37 @@ def test_windows_example_launches_windows_nodes_that_can_join_and_get_pod_ips(ex
     # Windows nodes launch with a role of their own, mapped with the Windows group (kube-proxy on Windows
     # runs with the node's identity); the Linux node role's mapping is unchanged
     assert node_class["role"] == "${Ref:WindowsNodeRoleE0704BCF}"
-    roles = {r["rolearn"]: r["groups"] for r in json.loads(objects["ConfigMap/aws-auth"]["data"]["mapRoles"])
-             if r["username"] == "system:node:{{EC2PrivateDNSName}}"}
-    assert roles == {"${GetAtt:WindowsNodeRoleE0704BCF.Arn}": [*NODE_GROUPS, WINDOWS_NODE_GROUP],
-                     "${GetAtt:KarpenterNestedStackKarpenterNestedStackResourceE556CF50."
-                     "Outputs.ekskarpenterKarpenterTemplateKarpenterNodeRole941D9270Arn}": list(NODE_GROUPS)}
+    roles = {
+        r["rolearn"]: r["groups"]
+        for r in json.loads(objects["ConfigMap/aws-auth"]["data"]["mapRoles"])
+        if r["username"] == "system:node:{{EC2PrivateDNSName}}"
+    }
+    assert roles == {
+        "${GetAtt:WindowsNodeRoleE0704BCF.Arn}": [*NODE_GROUPS, WINDOWS_NODE_GROUP],
+        "${GetAtt:KarpenterNestedStackKarpenterNestedStackResourceE556CF50."
+        "Outputs.ekskarpenterKarpenterTemplateKarpenterNodeRole941D9270Arn}": list(NODE_GROUPS),
+    }
     # Windows IPAM: the vpc-cni add-on's own switch; the cluster role may assign Windows pod IPs
-    addons = {r["Properties"]["AddonName"]: r["Properties"] for r in resources(example_windows.template,
-                                                                               "AWS::EKS::Addon").values()}
+    addons = {
+        r["Properties"]["AddonName"]: r["Properties"]
+        for r in resources(example_windows.template, "AWS::EKS::Addon").values()
+    }
     assert addons["vpc-cni"]["ConfigurationValues"] == '{"enableWindowsIpam": "true"}'
-    assert "ConfigurationValues" not in only({k: v for k, v in resources(default.template, "AWS::EKS::Addon").items()
-                                              if v["Properties"]["AddonName"] == "vpc-cni"})[1]["Properties"]
+    assert (
+        "ConfigurationValues"
+        not in only(
+            {
+                k: v
+                for k, v in resources(default.template, "AWS::EKS::Addon").items()
+                if v["Properties"]["AddonName"] == "vpc-cni"
+            }
+        )[1]["Properties"]
+    )
     cluster_role = example_windows.json["Resources"]["ClusterRoleFA261979"]["Properties"]
     assert [render(a) for a in cluster_role["ManagedPolicyArns"]] == [
         "arn:${Ref:AWS::Partition}:iam::aws:policy/AmazonEKSClusterPolicy",
-        "arn:${Ref:AWS::Partition}:iam::aws:policy/AmazonEKSVPCResourceController"]
+        "arn:${Ref:AWS::Partition}:iam::aws:policy/AmazonEKSVPCResourceController",
+    ]
 
 
 def test_gpu_example_keeps_gpu_nodes_for_gpu_pods(example_gpu):
@@ -74,35 +101,53 @@ def test_gpu_example_keeps_gpu_nodes_for_gpu_pods(example_gpu):
     # Bottlerocket: its NVIDIA variant (chosen by the alias for GPU instances) ships the device plugin;
     # images live on the data volume /dev/xvdb, sized and sped up for large images
     assert node_class["amiSelectorTerms"] == [{"alias": "bottlerocket@latest"}]
-    assert node_class["blockDeviceMappings"][1] == {"deviceName": "/dev/xvdb", "ebs": {
-        "volumeSize": "200Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True, "throughput": 500}}
+    assert node_class["blockDeviceMappings"][1] == {
+        "deviceName": "/dev/xvdb",
+        "ebs": {
+            "volumeSize": "200Gi",
+            "volumeType": "gp3",
+            "encrypted": True,
+            "deleteOnTermination": True,
+            "throughput": 500,
+        },
+    }
     pool = objects["NodePool/gpu"]["spec"]
     assert _requirement(objects["NodePool/gpu"], "karpenter.k8s.aws/instance-gpu-manufacturer")["values"] == ["nvidia"]
     assert _requirement(objects["NodePool/gpu"], "karpenter.k8s.aws/instance-category")["values"] == ["g"]
     assert pool["template"]["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
     assert pool["limits"] == {"cpu": "384", "memory": "1536Gi", "nvidia.com/gpu": "16"}
-    assert pool["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m",
-                                  "budgets": [{"nodes": "1"}]}
+    assert pool["disruption"] == {
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": "10m",
+        "budgets": [{"nodes": "1"}],
+    }
 
 
 def test_baseline_and_burst_example_prefers_graviton_through_a_node_overlay(example_baseline_and_burst):
     overlay = _objects(example_baseline_and_burst)["NodeOverlay/prefer-graviton"]
-    assert overlay == {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
-                       "metadata": {"name": "prefer-graviton"},
-                       "spec": {"requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
-                                "priceAdjustment": "-10%"}}
+    assert overlay == {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": "prefer-graviton"},
+        "spec": {
+            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
+            "priceAdjustment": "-10%",
+        },
+    }
     chart_values = controller_values(example_baseline_and_burst.template)
     assert chart_values["settings"]["featureGates"] == {"nodeOverlay": True}
     # applied after the charts (its CRD), like every Karpenter object
     overlay_id = kubernetes_objects(example_baseline_and_burst.template)["NodeOverlay/prefer-graviton"]["_logicalId"]
     assert {"KarpenterReleaseCrdChart14B91BFB", "KarpenterReleaseControllerChartB127D32C"} <= set(
-        depends_on(example_baseline_and_burst.json, overlay_id))
+        depends_on(example_baseline_and_burst.json, overlay_id)
+    )
 
 
 def test_capacity_reservation_example_launches_into_the_reservations_first(example_capacity_reservation):
     objects = _objects(example_capacity_reservation)
     assert objects["EC2NodeClass/reserved"]["spec"]["capacityReservationSelectorTerms"] == [
-        {"tags": {"example.com/reserved-for": "eks-karpenter"}, "instanceMatchCriteria": "targeted"}]
+        {"tags": {"example.com/reserved-for": "eks-karpenter"}, "instanceMatchCriteria": "targeted"}
+    ]
     assert "capacityReservationSelectorTerms" not in objects["EC2NodeClass/default"]["spec"]
     pool = objects["NodePool/reserved"]
     assert _requirement(pool, "karpenter.sh/capacity-type")["values"] == ["reserved"]
@@ -110,16 +155,25 @@ def test_capacity_reservation_example_launches_into_the_reservations_first(examp
     assert pool["spec"]["weight"] == 100 and "weight" not in objects["NodePool/default"]["spec"]
     # what Karpenter needs for reservations is in the template: finding them, launching into them, and
     # the interruption warning of interruptible ones reaching its queue
-    statements = [statement for r in example_capacity_reservation.karpenter_json["Resources"].values()
-                  if r["Type"] == "AWS::IAM::ManagedPolicy"
-                  for statement in json.loads(r["Properties"]["PolicyDocument"]["Fn::Sub"])["Statement"]]
+    statements = [
+        statement
+        for r in example_capacity_reservation.karpenter_json["Resources"].values()
+        if r["Type"] == "AWS::IAM::ManagedPolicy"
+        for statement in json.loads(r["Properties"]["PolicyDocument"]["Fn::Sub"])["Statement"]
+    ]
     assert any("ec2:DescribeCapacityReservations" in s["Action"] for s in statements)
-    assert any("ec2:RunInstances" in s["Action"] and
-               "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*" in s["Resource"] for s in statements)
-    (rule,) = [r for r in example_capacity_reservation.karpenter_json["Resources"].values()
-               if r["Type"] == "AWS::Events::Rule"
-               and r["Properties"]["EventPattern"].get("detail-type") == ["EC2 Capacity Reservation Instance "
-                                                                         "Interruption Warning"]]
+    assert any(
+        "ec2:RunInstances" in s["Action"]
+        and "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*" in s["Resource"]
+        for s in statements
+    )
+    (rule,) = [
+        r
+        for r in example_capacity_reservation.karpenter_json["Resources"].values()
+        if r["Type"] == "AWS::Events::Rule"
+        and r["Properties"]["EventPattern"].get("detail-type")
+        == ["EC2 Capacity Reservation Instance Interruption Warning"]
+    ]
     assert rule["Properties"]["EventPattern"]["source"] == ["aws.ec2"]
 
 
@@ -127,18 +181,35 @@ def test_capacity_reservation_example_launches_into_the_reservations_first(examp
 # configuration: what a platform team adopting it does to a running cluster.
 OVER_DEFAULT = {
     # the nodeOverlay gate changes the controller chart's values: a helm upgrade, the controller rolls
-    "example_baseline_and_burst": ({"ClustermanifestNodePoolbaseline0D558DD6", "ClustermanifestNodePoolburst995D3138",
-                                    "ClustermanifestNodeOverlayprefergraviton9F51F0D1"},
-                                   {"ClustermanifestNodePooldefault04636ED7"},
-                                   {"KarpenterReleaseControllerChartB127D32C": ["Values"]}),
-    "example_capacity_reservation": ({"ClustermanifestEC2NodeClassreserved7571C077",
-                                      "ClustermanifestNodePoolreservedD92E43F9"}, set(), {}),
+    "example_baseline_and_burst": (
+        {
+            "ClustermanifestNodePoolbaseline0D558DD6",
+            "ClustermanifestNodePoolburst995D3138",
+            "ClustermanifestNodeOverlayprefergraviton9F51F0D1",
+        },
+        {"ClustermanifestNodePooldefault04636ED7"},
+        {"KarpenterReleaseControllerChartB127D32C": ["Values"]},
+    ),
+    "example_capacity_reservation": (
+        {"ClustermanifestEC2NodeClassreserved7571C077", "ClustermanifestNodePoolreservedD92E43F9"},
+        set(),
+        {},
+    ),
     "example_gpu": ({"ClustermanifestEC2NodeClassgpuA84CB595", "ClustermanifestNodePoolgpu11DF1E5E"}, set(), {}),
-    "example_windows": ({"ClustermanifestEC2NodeClasswindows71D10F77", "ClustermanifestNodePoolwindowsFFD572AE",
-                         "WindowsNodeRoleE0704BCF", "WindowsNodeRolePassRoleE7880C84"},
-                        set(), {"Addonsvpccni1C4D5563": ["ConfigurationValues"],
-                                "ClusterAwsAuthmanifestFE51F8AE": ["Manifest"],
-                                "ClusterRoleFA261979": ["ManagedPolicyArns"]}),
+    "example_windows": (
+        {
+            "ClustermanifestEC2NodeClasswindows71D10F77",
+            "ClustermanifestNodePoolwindowsFFD572AE",
+            "WindowsNodeRoleE0704BCF",
+            "WindowsNodeRolePassRoleE7880C84",
+        },
+        set(),
+        {
+            "Addonsvpccni1C4D5563": ["ConfigurationValues"],
+            "ClusterAwsAuthmanifestFE51F8AE": ["Manifest"],
+            "ClusterRoleFA261979": ["ManagedPolicyArns"],
+        },
+    ),
 }
 
 

@@ -19,8 +19,15 @@ CLUSTER = EXISTING["existingCluster"]
 
 def test_only_karpenter_is_built_nothing_of_the_cluster(existing):
     types = {r["Type"] for r in existing.json["Resources"].values()}
-    assert not types & {"AWS::EC2::VPC", "Custom::AWSCDK-EKS-Cluster", "AWS::EKS::Nodegroup", "AWS::EKS::Addon",
-                        "Custom::AWSCDK-EKS-FargateProfile", "AWS::KMS::Key", "Custom::AWS"}
+    assert not types & {
+        "AWS::EC2::VPC",
+        "Custom::AWSCDK-EKS-Cluster",
+        "AWS::EKS::Nodegroup",
+        "AWS::EKS::Addon",
+        "Custom::AWSCDK-EKS-FargateProfile",
+        "AWS::KMS::Key",
+        "Custom::AWS",
+    }
     assert existing.stack.template_options.description == "Karpenter 1.14.1 on existing EKS cluster shared-prod"
     assert sorted(existing.json["Outputs"]) == ["ControllerRoleArn", "InterruptionQueueName", "NodeRoleArn"]
 
@@ -41,8 +48,10 @@ def test_kubectl_runs_in_the_clusters_subnets_for_a_private_endpoint(existing):
     functions = [r["Properties"] for r in nested["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
     assert len(functions) == 2  # the kubectl handler and its provider framework's onEvent
     for function in functions:
-        assert function["VpcConfig"] == {"SecurityGroupIds": [CLUSTER["clusterSecurityGroupId"]],
-                                         "SubnetIds": CLUSTER["subnetIds"]}
+        assert function["VpcConfig"] == {
+            "SecurityGroupIds": [CLUSTER["clusterSecurityGroupId"]],
+            "SubnetIds": CLUSTER["subnetIds"],
+        }
 
 
 def test_the_controller_runs_on_the_clusters_own_nodes_and_trusts_its_oidc_provider(existing):
@@ -50,11 +59,16 @@ def test_the_controller_runs_on_the_clusters_own_nodes_and_trusts_its_oidc_provi
     assert values["settings"]["clusterName"] == "shared-prod"
     assert "tolerations" not in values and values["dnsPolicy"] == "ClusterFirst"
     roles = resources(existing.template, "AWS::IAM::Role")
-    federated = [r for r in roles.values()
-                 if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Federated")]
+    federated = [
+        r
+        for r in roles.values()
+        if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Federated")
+    ]
     (role,) = federated
-    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Federated"] == \
-        CLUSTER["openIdConnectProviderArn"]
+    assert (
+        role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Federated"]
+        == CLUSTER["openIdConnectProviderArn"]
+    )
 
 
 def test_delete_order_keeps_the_access_entry_until_the_nodes_are_gone(existing):
@@ -67,8 +81,9 @@ def test_delete_order_keeps_the_access_entry_until_the_nodes_are_gone(existing):
 
 
 def test_the_production_profile_protects_the_stack_and_leaves_the_cluster_alone():
-    config = load_config({**EXISTING, "profile": "production",
-                          "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY)
+    config = load_config(
+        {**EXISTING, "profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY
+    )
     assert (config.termination_protection, config.retain_on_destroy) == (True, True)
     assert (config.deletion_protection, config.nat_gateways) == (False, 1)  # not set: no cluster of ours
 
@@ -82,13 +97,17 @@ def test_an_unknown_authentication_mode_is_a_warning_naming_what_would_fail():
         "existingCluster.authenticationMode is not set: Karpenter's nodes join through an EKS access entry, which "
         "needs authentication mode API or API_AND_CONFIG_MAP (a CONFIG_MAP cluster fails the deploy at the access "
         "entry); set it to what `aws eks describe-cluster` reports to check it at synth "
-        "[ack: eks-karpenter:configuration]"]
+        "[ack: eks-karpenter:configuration]"
+    ]
 
 
 def test_the_example_file_becomes_cli_flags_that_round_trip():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "context_flags.py"),
-                          str(ROOT / "examples" / "existing-cluster.json")],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "context_flags.py"), str(ROOT / "examples" / "existing-cluster.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     words = shlex.split(out)
     assert words[::2] == ["-c"] * len(EXISTING)
     flags = dict(w.split("=", 1) for w in words[1::2])
@@ -102,9 +121,17 @@ def test_windows_on_an_existing_cluster_warns_of_what_only_its_owner_can_switch_
     assert config.warnings == (
         "nodeClasses: Windows nodes need Windows IPAM (the vpc-cni add-on's enableWindowsIpam) and "
         "AmazonEKSVPCResourceController on the cluster role; this app sets both on clusters it creates, not on "
-        "existingCluster: check them there, or Windows pods get no IP address",)
-    production = load_config({**windows, "profile": "production", "nodeClasses": [
-        {"name": "default", "amiAlias": "al2023@v20260801"}, windows["nodeClasses"][1]]}, today=TODAY)
+        "existingCluster: check them there, or Windows pods get no IP address",
+    )
+    production = load_config(
+        {
+            **windows,
+            "profile": "production",
+            "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}, windows["nodeClasses"][1]],
+        },
+        today=TODAY,
+    )
     assert production.warnings == (
         "nodeClasses[1].amiAlias 'windows2022@latest': Windows AMIs cannot be pinned (alias @latest only), so this "
-        "class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets",)
+        "class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets",
+    )

@@ -12,9 +12,7 @@ from tests.conftest import synth
 
 ACCOUNT = "1" * 12  # a made-up account id
 VPC_ID = "vpc-0123456789abcdef0"
-LOOKUP_KEY = (
-    f"vpc-provider:account={ACCOUNT}:filter.vpc-id={VPC_ID}:region=eu-west-1:returnAsymmetricSubnets=true"
-)
+LOOKUP_KEY = f"vpc-provider:account={ACCOUNT}:filter.vpc-id={VPC_ID}:region=eu-west-1:returnAsymmetricSubnets=true"
 PRIVATE = ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"]
 
 
@@ -27,11 +25,22 @@ LOOKUP_RESULT = {
     "vpcCidrBlock": "10.1.0.0/16",
     "availabilityZones": [],
     "subnetGroups": [
-        {"name": "Private", "type": "Private", "subnets": [
-            _subnet(PRIVATE[0], "10.1.0.0/19", "eu-west-1a"), _subnet(PRIVATE[1], "10.1.32.0/19", "eu-west-1b")]},
-        {"name": "Public", "type": "Public", "subnets": [
-            _subnet("subnet-0bbbbbbbbbbbbbbb1", "10.1.128.0/24", "eu-west-1a"),
-            _subnet("subnet-0bbbbbbbbbbbbbbb2", "10.1.129.0/24", "eu-west-1b")]},
+        {
+            "name": "Private",
+            "type": "Private",
+            "subnets": [
+                _subnet(PRIVATE[0], "10.1.0.0/19", "eu-west-1a"),
+                _subnet(PRIVATE[1], "10.1.32.0/19", "eu-west-1b"),
+            ],
+        },
+        {
+            "name": "Public",
+            "type": "Public",
+            "subnets": [
+                _subnet("subnet-0bbbbbbbbbbbbbbb1", "10.1.128.0/24", "eu-west-1a"),
+                _subnet("subnet-0bbbbbbbbbbbbbbb2", "10.1.129.0/24", "eu-west-1b"),
+            ],
+        },
     ],
 }
 ENV = {"vpcId": VPC_ID, "account": ACCOUNT, "region": "eu-west-1"}
@@ -82,4 +91,5 @@ def test_a_vpc_whose_private_subnets_share_one_zone_is_refused():
         build(app, today=date(2026, 11, 21))
     assert str(info.value) == (
         "controllerHosting 'fargate': the private subnets span 1 availability zone(s) (eu-west-1a); the Karpenter "
-        "controller's two replicas need private subnets in at least 2 zones (zone spread, DoNotSchedule)")
+        "controller's two replicas need private subnets in at least 2 zones (zone spread, DoNotSchedule)"
+    )

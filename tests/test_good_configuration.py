@@ -17,78 +17,173 @@ from tests.kubernetes_schemas import object_violations
 
 POOL_SHAPES = [
     {"name": "on-demand", "capacityTypes": ["on-demand"], "weight": 100, "limits": {"cpu": "64", "nodes": "10"}},
-    {"name": "spot", "capacityTypes": ["spot"], "weight": 10, "instanceCategories": ["c", "m", "r", "inf", "trn"],
-     "requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
-                       "values": ["m7g", "c7g", "r7g", "m7i"], "minValues": 2}]},
-    {"name": "gpu", "capacityTypes": ["on-demand"], "instanceCategories": ["g", "p"], "architectures": ["amd64"],
-     "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}], "labels": {"accelerator": "nvidia"},
-     "requirements": [{"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gte", "values": ["1"]},
-                      {"key": "node.kubernetes.io/instance-type", "operator": "NotIn",
-                       "values": ["p4d.24xlarge", "u-6tb1.metal"]}]},
-    {"name": "batch", "expireAfter": "Never", "terminationGracePeriod": "12m", "consolidationPolicy": "WhenEmpty",
-     "consolidateAfter": "30s", "budgets": [{"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h",
-                                            "reasons": ["Underutilized", "Drifted"]}, {"nodes": "20%"}],
-     "labels": {"karpenter.sh/capacity-type": "spot", "example.com/team": "data"}},
+    {
+        "name": "spot",
+        "capacityTypes": ["spot"],
+        "weight": 10,
+        "instanceCategories": ["c", "m", "r", "inf", "trn"],
+        "requirements": [
+            {
+                "key": "karpenter.k8s.aws/instance-family",
+                "operator": "In",
+                "values": ["m7g", "c7g", "r7g", "m7i"],
+                "minValues": 2,
+            }
+        ],
+    },
+    {
+        "name": "gpu",
+        "capacityTypes": ["on-demand"],
+        "instanceCategories": ["g", "p"],
+        "architectures": ["amd64"],
+        "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
+        "labels": {"accelerator": "nvidia"},
+        "requirements": [
+            {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gte", "values": ["1"]},
+            {
+                "key": "node.kubernetes.io/instance-type",
+                "operator": "NotIn",
+                "values": ["p4d.24xlarge", "u-6tb1.metal"],
+            },
+        ],
+    },
+    {
+        "name": "batch",
+        "expireAfter": "Never",
+        "terminationGracePeriod": "12m",
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": "30s",
+        "budgets": [
+            {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h", "reasons": ["Underutilized", "Drifted"]},
+            {"nodes": "20%"},
+        ],
+        "labels": {"karpenter.sh/capacity-type": "spot", "example.com/team": "data"},
+    },
 ]
 GOOD = {
     "al2023 latest, both capacity types": {"nodeClasses": [{"amiAlias": "al2023@latest"}]},
     "al2023 pinned": {"nodeClasses": [{"amiAlias": "al2023@v20260801"}]},
     "bottlerocket latest": {"nodeClasses": [{"amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 20}]},
     "bottlerocket pinned": {"nodeClasses": [{"amiAlias": "bottlerocket@v1.50.0"}]},
-    "provisioned volumes and instance options": {"nodeClasses": [
-        {"name": "default", "rootVolumeIops": 16000, "rootVolumeThroughput": 1000, "detailedMonitoring": True,
-         "associatePublicIPAddress": False, "instanceStorePolicy": "RAID0"},
-        {"name": "io2", "rootVolumeType": "io2", "rootVolumeSizeGib": 100, "rootVolumeIops": 64000}]},
+    "provisioned volumes and instance options": {
+        "nodeClasses": [
+            {
+                "name": "default",
+                "rootVolumeIops": 16000,
+                "rootVolumeThroughput": 1000,
+                "detailedMonitoring": True,
+                "associatePublicIPAddress": False,
+                "instanceStorePolicy": "RAID0",
+            },
+            {"name": "io2", "rootVolumeType": "io2", "rootVolumeSizeGib": 100, "rootVolumeIops": 64000},
+        ]
+    },
     "several pools over several classes": {
-        "nodeClasses": [{"name": "default", "tags": {"team": "platform", "cost-center": "1234"},
-                         "kubelet": {"maxPods": 110, "podsPerCore": 10, "systemReserved": {"cpu": "100m", "memory": "100Mi"},
-                                     "kubeReserved": {"cpu": "200m", "ephemeral-storage": "3Gi"},
-                                     "evictionHard": {"memory.available": "5%", "nodefs.available": "10%"},
-                                     "evictionSoft": {"memory.available": "500Mi"},
-                                     "evictionSoftGracePeriod": {"memory.available": "1m30s"},
-                                     "evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 85,
-                                     "imageGCLowThresholdPercent": 80, "clusterDNS": ["10.100.0.10"],
-                                     "cpuCFSQuota": True}},
-                        {"name": "big-disk", "amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 500,
-                         "rootVolumeType": "gp2", "metadataHopLimit": 2}],
-        "nodePools": [*POOL_SHAPES[:3], {**POOL_SHAPES[3], "nodeClass": "big-disk"}]},
+        "nodeClasses": [
+            {
+                "name": "default",
+                "tags": {"team": "platform", "cost-center": "1234"},
+                "kubelet": {
+                    "maxPods": 110,
+                    "podsPerCore": 10,
+                    "systemReserved": {"cpu": "100m", "memory": "100Mi"},
+                    "kubeReserved": {"cpu": "200m", "ephemeral-storage": "3Gi"},
+                    "evictionHard": {"memory.available": "5%", "nodefs.available": "10%"},
+                    "evictionSoft": {"memory.available": "500Mi"},
+                    "evictionSoftGracePeriod": {"memory.available": "1m30s"},
+                    "evictionMaxPodGracePeriod": 60,
+                    "imageGCHighThresholdPercent": 85,
+                    "imageGCLowThresholdPercent": 80,
+                    "clusterDNS": ["10.100.0.10"],
+                    "cpuCFSQuota": True,
+                },
+            },
+            {
+                "name": "big-disk",
+                "amiAlias": "bottlerocket@latest",
+                "rootVolumeSizeGib": 500,
+                "rootVolumeType": "gp2",
+                "metadataHopLimit": 2,
+            },
+        ],
+        "nodePools": [*POOL_SHAPES[:3], {**POOL_SHAPES[3], "nodeClass": "big-disk"}],
+    },
     "static capacity next to a dynamic pool": {
         "controller": {"featureGates": {"staticCapacity": True}},
-        "nodePools": [{"name": "fixed", "replicas": 3, "capacityTypes": ["on-demand"], "limits": {"nodes": "5"}},
-                      {"name": "fixed-small", "replicas": 0}, {"name": "default"}]},
-    "extra data volumes, subnets and security groups": {"nodeClasses": [
-        {"name": "default", "dataVolumes": [
-            {"deviceName": "/dev/xvdf", "sizeGib": 500, "volumeType": "st1"},
-            {"deviceName": "/dev/sdg", "sizeGib": 100, "iops": 6000, "throughput": 500},
-            {"deviceName": "/dev/xvdh", "snapshotID": "snap-0123456789abcdef0"}],
-         "extraSubnetSelectorTerms": [{"tags": {"example.com/tier": "private", "example.com/zone": "*"}},
-                                      {"id": "subnet-0123456789abcdef0"}],
-         "extraSecurityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}, {"name": "monitoring"},
-                                             {"tags": {"example.com/role": "nodes"}}]},
-        {"name": "bottlerocket", "amiAlias": "bottlerocket@latest",
-         "dataVolumes": [{"deviceName": "/dev/xvdc", "sizeGib": 50, "volumeType": "io2", "iops": 5000}]}]},
+        "nodePools": [
+            {"name": "fixed", "replicas": 3, "capacityTypes": ["on-demand"], "limits": {"nodes": "5"}},
+            {"name": "fixed-small", "replicas": 0},
+            {"name": "default"},
+        ],
+    },
+    "extra data volumes, subnets and security groups": {
+        "nodeClasses": [
+            {
+                "name": "default",
+                "dataVolumes": [
+                    {"deviceName": "/dev/xvdf", "sizeGib": 500, "volumeType": "st1"},
+                    {"deviceName": "/dev/sdg", "sizeGib": 100, "iops": 6000, "throughput": 500},
+                    {"deviceName": "/dev/xvdh", "snapshotID": "snap-0123456789abcdef0"},
+                ],
+                "extraSubnetSelectorTerms": [
+                    {"tags": {"example.com/tier": "private", "example.com/zone": "*"}},
+                    {"id": "subnet-0123456789abcdef0"},
+                ],
+                "extraSecurityGroupSelectorTerms": [
+                    {"id": "sg-0123456789abcdef0"},
+                    {"name": "monitoring"},
+                    {"tags": {"example.com/role": "nodes"}},
+                ],
+            },
+            {
+                "name": "bottlerocket",
+                "amiAlias": "bottlerocket@latest",
+                "dataVolumes": [{"deviceName": "/dev/xvdc", "sizeGib": 50, "volumeType": "io2", "iops": 5000}],
+            },
+        ]
+    },
     "capacity reservations, by id and by tags, reserved first then on-demand": {
-        "nodeClasses": [{"capacityReservationSelectorTerms": [
-            {"id": "cr-0123456789abcdef0"},
-            {"tags": {"team": "ml"}, "ownerID": "111122223333", "instanceMatchCriteria": "open"}]}],
-        "nodePools": [{"capacityTypes": ["reserved", "on-demand"]}]},
+        "nodeClasses": [
+            {
+                "capacityReservationSelectorTerms": [
+                    {"id": "cr-0123456789abcdef0"},
+                    {"tags": {"team": "ml"}, "ownerID": "111122223333", "instanceMatchCriteria": "open"},
+                ]
+            }
+        ],
+        "nodePools": [{"capacityTypes": ["reserved", "on-demand"]}],
+    },
     "Windows 2019, 2022 and 2025 next to Linux": {
-        "nodeClasses": [{"name": "default"}, {"name": "w2019", "amiAlias": "windows2019@latest"},
-                        {"name": "w2022", "amiAlias": "windows2022@latest", "rootVolumeSizeGib": 80},
-                        {"name": "w2025", "amiAlias": "windows2025@latest"}],
-        "nodePools": [{"name": "default"}, *({"name": n, "nodeClass": n, "taints": [{"key": "os", "value": "windows",
-                                                                                  "effect": "NoSchedule"}]}
-                                             for n in ("w2019", "w2022", "w2025"))]},
+        "nodeClasses": [
+            {"name": "default"},
+            {"name": "w2019", "amiAlias": "windows2019@latest"},
+            {"name": "w2022", "amiAlias": "windows2022@latest", "rootVolumeSizeGib": 80},
+            {"name": "w2025", "amiAlias": "windows2025@latest"},
+        ],
+        "nodePools": [
+            {"name": "default"},
+            *(
+                {"name": n, "nodeClass": n, "taints": [{"key": "os", "value": "windows", "effect": "NoSchedule"}]}
+                for n in ("w2019", "w2022", "w2025")
+            ),
+        ],
+    },
     "production, pinned": {"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]},
-    "Kubernetes 1.35 with its own AMI dates": {"kubernetesVersion": "1.35",
-                                               "nodeClasses": [{"amiAlias": "al2023@v20260128"}]},
+    "Kubernetes 1.35 with its own AMI dates": {
+        "kubernetesVersion": "1.35",
+        "nodeClasses": [{"amiAlias": "al2023@v20260128"}],
+    },
 }
 
 
 def _objects(config: Any) -> list[dict[str, Any]]:
-    classes, pools = manifests.node_objects(config.node_classes, config.node_pools, cluster_name="c",
-                                            node_role_name="KarpenterNodeRole-c",
-                                            feature_gates=config.controller.feature_gates)
+    classes, pools = manifests.node_objects(
+        config.node_classes,
+        config.node_pools,
+        cluster_name="c",
+        node_role_name="KarpenterNodeRole-c",
+        feature_gates=config.controller.feature_gates,
+    )
     return [*classes.values(), *pools.values()]
 
 
@@ -102,14 +197,24 @@ def test_valid_configurations_load_and_emit_valid_objects(name):
             spec = obj["spec"]
             if obj["metadata"]["name"] == "default":
                 assert (spec["detailedMonitoring"], spec["associatePublicIPAddress"], spec["instanceStorePolicy"]) == (
-                    True, False, "RAID0")
+                    True,
+                    False,
+                    "RAID0",
+                )
                 assert spec["blockDeviceMappings"][0]["ebs"] | {} == {
-                    "volumeSize": "50Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True,
-                    "iops": 16000, "throughput": 1000}
+                    "volumeSize": "50Gi",
+                    "volumeType": "gp3",
+                    "encrypted": True,
+                    "deleteOnTermination": True,
+                    "iops": 16000,
+                    "throughput": 1000,
+                }
         if obj["kind"] == "EC2NodeClass":  # the kubelet settings reach the object under Karpenter's own keys
             assert set(obj["spec"].get("kubelet", {})) == set(
-                GOOD[name].get("nodeClasses", [{}])[[c.name for c in config.node_classes].index(
-                    obj["metadata"]["name"])].get("kubelet", {}))
+                GOOD[name]
+                .get("nodeClasses", [{}])[[c.name for c in config.node_classes].index(obj["metadata"]["name"])]
+                .get("kubelet", {})
+            )
         assert object_violations(obj, config.karpenter_version, config.kubernetes_version) == []
         assert evaluate(obj, config.karpenter_version).violations == []
 
@@ -130,11 +235,13 @@ def test_a_running_pool_cannot_switch_between_static_and_dynamic_in_place():
 
     gated = {"controller": {"featureGates": {"staticCapacity": True}}}
     dynamic = manifests.node_pool(load_config({**gated, "nodePools": [{"name": "p"}]}, today=TODAY).node_pools[0])
-    static = manifests.node_pool(load_config({**gated, "nodePools": [{"name": "p", "replicas": 2}]},
-                                             today=TODAY).node_pools[0])
+    static = manifests.node_pool(
+        load_config({**gated, "nodePools": [{"name": "p", "replicas": 2}]}, today=TODAY).node_pools[0]
+    )
     assert static["spec"]["replicas"] == 2 and "limits" not in static["spec"]
     assert transition_violations(dynamic, static, "1.14.1") == [
-        "spec: Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"]
+        "spec: Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"
+    ]
     assert transition_violations(static, {**static, "spec": {**static["spec"], "replicas": 5}}, "1.14.1") == []
 
 
@@ -153,8 +260,11 @@ def test_every_example_loads_and_emits_valid_objects(path):
 def test_the_baseline_and_burst_example_prefers_on_demand_up_to_its_limits_then_spot():
     config = load_config(json.loads((ROOT / "examples" / "baseline-and-burst.json").read_text()), today=TODAY)
     baseline, burst = config.node_pools
-    assert (baseline.weight, baseline.capacity_types, dict(baseline.limits)) == (100, ["on-demand"],
-                                                                               {"cpu": "64", "memory": "256Gi"})
+    assert (baseline.weight, baseline.capacity_types, dict(baseline.limits)) == (
+        100,
+        ["on-demand"],
+        {"cpu": "64", "memory": "256Gi"},
+    )
     assert (burst.weight, burst.capacity_types) == (10, ["spot"]) and burst.weight < baseline.weight
     assert burst.requirements[0].min_values == 3  # spot spread over at least 3 families: fewer interruptions
     assert len(EXAMPLES) >= 2

@@ -30,8 +30,10 @@ def _karpenter(stack: cdk.Stack, **options) -> Karpenter:
         version="1.14.1",
         template_file=versions.karpenter_template("1.14.1"),
         node_classes=[NodeClassSpec(name="general")],
-        node_pools=[NodePoolSpec(name="spot", node_class="general", capacity_types=["spot"]),
-                    NodePoolSpec(name="steady", node_class="general", capacity_types=["on-demand"])],
+        node_pools=[
+            NodePoolSpec(name="spot", node_class="general", capacity_types=["spot"]),
+            NodePoolSpec(name="steady", node_class="general", capacity_types=["on-demand"]),
+        ],
         **options,
     )
 
@@ -39,9 +41,14 @@ def _karpenter(stack: cdk.Stack, **options) -> Karpenter:
 @pytest.fixture(scope="module")
 def built():
     stack = bare_stack()
-    karpenter = _karpenter(stack, node_authorization=NodeAuthorization.ACCESS_ENTRY, subnet_ids=SUBNETS,
-                           security_group_ids=[SECURITY_GROUP_ID], spot_service_linked_role=True,
-                           interruption_queue_alarms=True)
+    karpenter = _karpenter(
+        stack,
+        node_authorization=NodeAuthorization.ACCESS_ENTRY,
+        subnet_ids=SUBNETS,
+        security_group_ids=[SECURITY_GROUP_ID],
+        spot_service_linked_role=True,
+        interruption_queue_alarms=True,
+    )
     template = Template.from_stack(stack)
     return stack, karpenter, template, template.to_json()
 
@@ -50,10 +57,14 @@ def test_handles_lead_to_the_resources_they_name(built):
     stack, karpenter, template, _ = built
     assert sorted(karpenter.node_pools) == ["spot", "steady"] and sorted(karpenter.node_classes) == ["general"]
     # nested-stack outputs of the template's queue and node role
-    assert re.fullmatch(r"Outputs\.BareKarpenterTemplateKarpenterInterruptionQueue[0-9A-F]{8}QueueName",
-                        stack.resolve(karpenter.queue_name)["Fn::GetAtt"][1])
-    assert re.fullmatch(r"Outputs\.BareKarpenterTemplateKarpenterNodeRole[0-9A-F]{8}Arn",
-                        stack.resolve(karpenter.node_role_arn)["Fn::GetAtt"][1])
+    assert re.fullmatch(
+        r"Outputs\.BareKarpenterTemplateKarpenterInterruptionQueue[0-9A-F]{8}QueueName",
+        stack.resolve(karpenter.queue_name)["Fn::GetAtt"][1],
+    )
+    assert re.fullmatch(
+        r"Outputs\.BareKarpenterTemplateKarpenterNodeRole[0-9A-F]{8}Arn",
+        stack.resolve(karpenter.node_role_arn)["Fn::GetAtt"][1],
+    )
     role_id = logical_id_of(karpenter.controller_role.role)
     assert template.to_json()["Resources"][role_id]["Type"] == "AWS::IAM::Role"
     assert karpenter.discovery_tag is None  # security groups selected by id: nothing of the cluster tagged
@@ -86,7 +97,10 @@ def test_the_controller_role_trusts_the_imported_oidc_provider_for_one_service_a
     conditions = json_["Resources"][logical_id_of(karpenter.controller_role.node.find_child("TrustConditions"))]
     value = render_json(conditions["Properties"]["Value"])
     issuer = "oidc.eks.eu-west-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"
-    assert value == {f"{issuer}:aud": "sts.amazonaws.com", f"{issuer}:sub": "system:serviceaccount:kube-system:karpenter"}
+    assert value == {
+        f"{issuer}:aud": "sts.amazonaws.com",
+        f"{issuer}:sub": "system:serviceaccount:kube-system:karpenter",
+    }
 
 
 def test_order_objects_after_the_charts_authorization_and_safety_net(built):
@@ -95,33 +109,50 @@ def test_order_objects_after_the_charts_authorization_and_safety_net(built):
     entry = logical_id_of(karpenter.node_access)
     teardown = logical_id_of(karpenter.teardown.resource)
     assert set(depends_on(json_, teardown)) == {controller, entry}
-    for name, manifest in each(karpenter.node_classes.items()):
+    for manifest in each(karpenter.node_classes.values()):
         assert set(depends_on(json_, logical_id_of(manifest))) == {crd, controller, entry, teardown}
     general = logical_id_of(karpenter.node_classes["general"])
     slr = logical_id_of(karpenter.spot_service_linked_role)
-    assert set(depends_on(json_, logical_id_of(karpenter.node_pools["spot"]))) == {crd, controller, entry, teardown,
-                                                                                 general, slr}
-    assert set(depends_on(json_, logical_id_of(karpenter.node_pools["steady"]))) == {crd, controller, entry, teardown,
-                                                                                   general}
+    assert set(depends_on(json_, logical_id_of(karpenter.node_pools["spot"]))) == {
+        crd,
+        controller,
+        entry,
+        teardown,
+        general,
+        slr,
+    }
+    assert set(depends_on(json_, logical_id_of(karpenter.node_pools["steady"]))) == {
+        crd,
+        controller,
+        entry,
+        teardown,
+        general,
+    }
     assert json_["Resources"][slr]["DeletionPolicy"] == "Retain"
 
 
 def test_without_ids_the_clusters_group_and_the_given_subnets_are_tagged_for_discovery():
     stack = bare_stack()
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
-    karpenter = _karpenter(stack, node_authorization=NodeAuthorization.ACCESS_ENTRY,
-                           discovery_subnets=vpc.private_subnets)
+    karpenter = _karpenter(
+        stack, node_authorization=NodeAuthorization.ACCESS_ENTRY, discovery_subnets=vpc.private_subnets
+    )
     template = Template.from_stack(stack)
     subnets = resources(template, "AWS::EC2::Subnet").values()
     discovery = [{t["Key"]: t["Value"] for t in s["Properties"]["Tags"]}.get("karpenter.sh/discovery") for s in subnets]
     assert sorted(discovery, key=str) == [None, None, CLUSTER_NAME, CLUSTER_NAME]  # the private ones only
     _, tag = only(resources(template, "Custom::AWS"))
     create = render_json(tag["Properties"]["Create"])
-    assert create["parameters"] == {"Resources": [SECURITY_GROUP_ID],
-                                    "Tags": [{"Key": "karpenter.sh/discovery", "Value": CLUSTER_NAME}]}
+    assert create["parameters"] == {
+        "Resources": [SECURITY_GROUP_ID],
+        "Tags": [{"Key": "karpenter.sh/discovery", "Value": CLUSTER_NAME}],
+    }
     spec = kubernetes_objects(template)["EC2NodeClass/general"]["spec"]
-    assert spec["securityGroupSelectorTerms"] == spec["subnetSelectorTerms"] == [
-        {"tags": {"karpenter.sh/discovery": CLUSTER_NAME}}]
+    assert (
+        spec["securityGroupSelectorTerms"]
+        == spec["subnetSelectorTerms"]
+        == [{"tags": {"karpenter.sh/discovery": CLUSTER_NAME}}]
+    )
     teardown = logical_id_of(karpenter.teardown.resource)
     assert logical_id_of(karpenter.discovery_tag.resource) in depends_on(template.to_json(), teardown)
 
@@ -137,28 +168,48 @@ def test_windows_node_classes_get_their_own_role_with_an_ec2_windows_access_entr
     the controller may pass to EC2 (the template's PassRole names only the node role)."""
     stack = bare_stack()
     karpenter = Karpenter(
-        stack, "Karpenter", cluster=imported_cluster(stack), cluster_name=CLUSTER_NAME, version="1.14.1",
+        stack,
+        "Karpenter",
+        cluster=imported_cluster(stack),
+        cluster_name=CLUSTER_NAME,
+        version="1.14.1",
         template_file=versions.karpenter_template("1.14.1"),
         node_classes=[NodeClassSpec(name="linux"), NodeClassSpec(name="win", ami_alias="windows2022@latest")],
         node_pools=[NodePoolSpec(name="linux", node_class="linux"), NodePoolSpec(name="win", node_class="win")],
-        node_authorization=NodeAuthorization.ACCESS_ENTRY)
+        node_authorization=NodeAuthorization.ACCESS_ENTRY,
+    )
     template = Template.from_stack(stack)
     resolved = template.to_json()["Resources"]
     windows_role = logical_id_of(karpenter.windows_node_role)
-    entries = {r["Properties"]["Type"]: r["Properties"]["PrincipalArn"]
-               for r in resources(template, "AWS::EKS::AccessEntry").values()}
-    assert entries == {"EC2_LINUX": stack.resolve(karpenter.node_role_arn),
-                       "EC2_WINDOWS": {"Fn::GetAtt": [windows_role, "Arn"]}}
+    entries = {
+        r["Properties"]["Type"]: r["Properties"]["PrincipalArn"]
+        for r in resources(template, "AWS::EKS::AccessEntry").values()
+    }
+    assert entries == {
+        "EC2_LINUX": stack.resolve(karpenter.node_role_arn),
+        "EC2_WINDOWS": {"Fn::GetAtt": [windows_role, "Arn"]},
+    }
     assert [render(a) for a in resolved[windows_role]["Properties"]["ManagedPolicyArns"]] == [
-        f"arn:${{Ref:AWS::Partition}}:iam::aws:policy/{p}" for p in NODE_MANAGED_POLICIES]
+        f"arn:${{Ref:AWS::Partition}}:iam::aws:policy/{p}" for p in NODE_MANAGED_POLICIES
+    ]
     objects = kubernetes_objects(template)
     assert objects["EC2NodeClass/win"]["spec"]["role"] == "${Ref:" + windows_role + "}"
     assert objects["EC2NodeClass/linux"]["spec"]["role"] == render(stack.resolve(karpenter.node_role_name))
-    (pass_role,) = [r for r in resources(template, "AWS::IAM::ManagedPolicy").values()
-                    if r["Properties"]["PolicyDocument"]["Statement"][0]["Action"] == "iam:PassRole"]
-    assert pass_role["Properties"]["PolicyDocument"]["Statement"] == [{
-        "Action": "iam:PassRole", "Effect": "Allow", "Resource": {"Fn::GetAtt": [windows_role, "Arn"]},
-        "Condition": {"StringEquals": {"iam:PassedToService": {"Fn::Join": ["", ["ec2.", {"Ref": "AWS::URLSuffix"}]]}}}}]
+    (pass_role,) = [
+        r
+        for r in resources(template, "AWS::IAM::ManagedPolicy").values()
+        if r["Properties"]["PolicyDocument"]["Statement"][0]["Action"] == "iam:PassRole"
+    ]
+    assert pass_role["Properties"]["PolicyDocument"]["Statement"] == [
+        {
+            "Action": "iam:PassRole",
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [windows_role, "Arn"]},
+            "Condition": {
+                "StringEquals": {"iam:PassedToService": {"Fn::Join": ["", ["ec2.", {"Ref": "AWS::URLSuffix"}]]}}
+            },
+        }
+    ]
     assert pass_role["Properties"]["Roles"] == [{"Ref": logical_id_of(karpenter.controller_role.role)}]
 
 
@@ -166,10 +217,17 @@ def test_pools_and_classes_that_do_not_fit_are_refused_with_every_problem():
     from constructs_lib.manifests import node_objects
 
     with pytest.raises(ValueError) as info:
-        node_objects([NodeClassSpec(name="general")],
-                     [NodePoolSpec(name="r", node_class="general", capacity_types=["reserved"]),
-                      NodePoolSpec(name="lost", node_class="gpu"), NodePoolSpec(name="fixed", replicas=2)],
-                     cluster_name=CLUSTER_NAME, node_role_name="KarpenterNodeRole-x", feature_gates={})
+        node_objects(
+            [NodeClassSpec(name="general")],
+            [
+                NodePoolSpec(name="r", node_class="general", capacity_types=["reserved"]),
+                NodePoolSpec(name="lost", node_class="gpu"),
+                NodePoolSpec(name="fixed", replicas=2),
+            ],
+            cluster_name=CLUSTER_NAME,
+            node_role_name="KarpenterNodeRole-x",
+            feature_gates={},
+        )
     assert str(info.value).split("\n") == [
         "nodePools 'r' allows the reserved capacity type, but its nodeClass 'general' has no "
         "capacityReservationSelectorTerms: it would launch nothing reserved",

@@ -15,16 +15,16 @@ def _charts(synth) -> dict[str, tuple[str, dict]]:
     }
 
 
-
 def _nested_source(synth, placeholder: str):
     """The nested-template expression behind ${GetAtt:<nested stack>.Outputs.X}."""
     stack_id = synth.stack.resolve(synth.stack.karpenter.infra.nested_stack_resource.logical_id)
     prefix = f"${{GetAtt:{stack_id}.Outputs."
     assert placeholder.startswith(prefix), f"{placeholder} is not an output of the Karpenter nested stack"
-    return synth.karpenter_json["Outputs"][placeholder[len(prefix):-1]]["Value"]
+    return synth.karpenter_json["Outputs"][placeholder[len(prefix) : -1]]["Value"]
 
 
 # --- Helm --------------------------------------------------------------------------------------
+
 
 def test_crd_chart_then_controller_chart_from_ecr_public_pinned(default):
     charts = _charts(default)
@@ -32,9 +32,15 @@ def test_crd_chart_then_controller_chart_from_ecr_public_pinned(default):
     crd_id, crd = charts["karpenter-crd"]
     controller_id, controller = charts["karpenter"]
     assert (crd["Repository"], crd["Version"], crd["Namespace"]) == (
-        "oci://public.ecr.aws/karpenter/karpenter-crd", "1.14.1", "kube-system")
+        "oci://public.ecr.aws/karpenter/karpenter-crd",
+        "1.14.1",
+        "kube-system",
+    )
     assert (controller["Repository"], controller["Version"], controller["Namespace"]) == (
-        "oci://public.ecr.aws/karpenter/karpenter", "1.14.1", "kube-system")
+        "oci://public.ecr.aws/karpenter/karpenter",
+        "1.14.1",
+        "kube-system",
+    )
     assert controller["SkipCrds"] is True
     assert crd_id in depends_on(default.json, controller_id)
 
@@ -79,12 +85,15 @@ def test_controller_values(default):
 def test_nodegroup_hosting_tolerates_the_system_taint(alternative):
     _, nodegroup = next(iter(resources(alternative.template, "AWS::EKS::Nodegroup").items()))
     taint_keys = {t["Key"] for t in nodegroup["Properties"]["Taints"]}
-    assert controller_values(alternative.template)["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
+    assert controller_values(alternative.template)["tolerations"] == [
+        {"key": "CriticalAddonsOnly", "operator": "Exists"}
+    ]
     assert taint_keys == {"CriticalAddonsOnly"}
     assert controller_values(alternative.template)["dnsPolicy"] == "ClusterFirst"
 
 
 # --- manifests ---------------------------------------------------------------------------------
+
 
 def test_default_ec2_node_class(default):
     node_class = kubernetes_objects(default.template)["EC2NodeClass/default"]
@@ -145,13 +154,21 @@ def test_default_node_pool(default):
 def test_several_pools_and_classes(alternative):
     objects = kubernetes_objects(alternative.template)
     assert sorted(k for k in objects if k.split("/")[0] in ("NodePool", "EC2NodeClass")) == [
-        "EC2NodeClass/default", "EC2NodeClass/large-disk", "NodePool/on-demand", "NodePool/spot"]
+        "EC2NodeClass/default",
+        "EC2NodeClass/large-disk",
+        "NodePool/on-demand",
+        "NodePool/spot",
+    ]
     on_demand = objects["NodePool/on-demand"]["spec"]
     spot = objects["NodePool/spot"]["spec"]
     assert "weight" not in on_demand and spot["weight"] == 50
     assert on_demand["template"]["spec"]["requirements"][0]["values"] == ["on-demand"]
     assert on_demand["template"]["spec"]["expireAfter"] == "168h"
-    assert on_demand["disruption"] == {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5m", "budgets": [{"nodes": "10%"}]}
+    assert on_demand["disruption"] == {
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": "5m",
+        "budgets": [{"nodes": "10%"}],
+    }
     assert on_demand["limits"] == {"cpu": "64", "memory": "256Gi"}
     assert spot["template"]["spec"]["nodeClassRef"]["name"] == "large-disk"
     assert spot["template"]["spec"]["requirements"][3:] == [
@@ -182,11 +199,13 @@ def test_every_node_pool_depends_on_its_node_class(alternative):
 
 # --- names that cross boundaries ---------------------------------------------------------------
 
+
 def test_queue_in_helm_values_is_the_nested_templates_queue(default):
     source = _nested_source(default, controller_values(default.template)["settings"]["interruptionQueue"])
     assert source == {"Fn::GetAtt": ["KarpenterInterruptionQueue", "QueueName"]}
     assert default.karpenter_json["Resources"]["KarpenterInterruptionQueue"]["Properties"]["QueueName"] == {
-        "Ref": "ClusterName"}
+        "Ref": "ClusterName"
+    }
 
 
 def test_service_account_in_helm_values_is_the_irsa_subject(default, alternative):
@@ -226,23 +245,33 @@ def test_discovery_tag_value_equals_selector_value_equals_cluster_name(default, 
                 for term in each(obj["spec"]["subnetSelectorTerms"] + obj["spec"]["securityGroupSelectorTerms"]):
                     selectors.add(term["tags"][DISCOVERY_TAG_KEY])
         assert subnet_tags == sg_tags == selectors == {name}
-        assert synth.json["Resources"][synth.stack.resolve(synth.stack.karpenter.infra.nested_stack_resource.logical_id)][
-            "Properties"]["Parameters"]["ClusterName"] == name
+        assert (
+            synth.json["Resources"][synth.stack.resolve(synth.stack.karpenter.infra.nested_stack_resource.logical_id)][
+                "Properties"
+            ]["Parameters"]["ClusterName"]
+            == name
+        )
         assert controller_values(synth.template)["settings"]["clusterName"] == name
 
 
 def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():
     from tests.conftest import synth
 
-    s = synth(nodePools=[{
-        "name": "batch",
-        "requirements": [
-            {"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn", "values": ["t3", "t4g"]},
-            {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lte", "values": ["32"], "minValues": 2},
-        ],
-        "taints": [{"key": "example.com/batch", "value": "true", "effect": "NoSchedule"}],
-        "budgets": [{"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h", "reasons": ["Underutilized"]}],
-    }])
+    s = synth(
+        nodePools=[
+            {
+                "name": "batch",
+                "requirements": [
+                    {"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn", "values": ["t3", "t4g"]},
+                    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lte", "values": ["32"], "minValues": 2},
+                ],
+                "taints": [{"key": "example.com/batch", "value": "true", "effect": "NoSchedule"}],
+                "budgets": [
+                    {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h", "reasons": ["Underutilized"]}
+                ],
+            }
+        ]
+    )
     spec = kubernetes_objects(s.template)["NodePool/batch"]["spec"]
     assert spec["template"]["spec"]["requirements"][5:] == [
         {"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn", "values": ["t3", "t4g"]},
@@ -250,4 +279,5 @@ def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():
     ]
     assert spec["template"]["spec"]["taints"] == [{"key": "example.com/batch", "value": "true", "effect": "NoSchedule"}]
     assert spec["disruption"]["budgets"] == [
-        {"nodes": "0", "reasons": ["Underutilized"], "schedule": "0 9 * * mon-fri", "duration": "8h"}]
+        {"nodes": "0", "reasons": ["Underutilized"], "schedule": "0 9 * * mon-fri", "duration": "8h"}
+    ]

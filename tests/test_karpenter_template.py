@@ -8,9 +8,8 @@ import re
 import pytest
 import yaml
 
-from karpenter_stack import versions
 from constructs_lib.karpenter_infra import CONTROLLER_POLICIES, INTERRUPTION_QUEUE, NODE_ROLE
-
+from karpenter_stack import versions
 from tests.cfn import each
 from tests.conftest import ROOT
 

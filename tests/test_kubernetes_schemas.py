@@ -27,12 +27,14 @@ CONFIGURATIONS = {
 
 
 def _objects(synthesized) -> dict[str, dict]:
-    return {k: {f: v for f, v in o.items() if f != "_logicalId"} for k, o in kubernetes_objects(synthesized.template).items()}
+    return {
+        k: {f: v for f, v in o.items() if f != "_logicalId"}
+        for k, o in kubernetes_objects(synthesized.template).items()
+    }
 
 
 def _karpenter_objects(synthesized) -> dict[str, dict]:
     return {k: o for k, o in _objects(synthesized).items() if o["apiVersion"].startswith("karpenter")}
-
 
 
 def _check(obj: dict, synthesized) -> list[str]:
@@ -99,7 +101,9 @@ def test_every_karpenter_version_with_a_template_has_schemas_of_that_version():
     for version in each(versions.available_karpenter_versions()):
         for name in ("nodepool", "ec2nodeclass", "controller-values"):
             assert schema(version, name)["x-upstream"]["version"] == version
-    assert sorted(p.name for p in SCHEMAS.iterdir()) == [f"karpenter-{v}" for v in versions.available_karpenter_versions()]
+    assert sorted(p.name for p in SCHEMAS.iterdir()) == [
+        f"karpenter-{v}" for v in versions.available_karpenter_versions()
+    ]
 
 
 def test_the_schemas_are_themselves_valid_json_schema():

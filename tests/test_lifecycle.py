@@ -37,7 +37,8 @@ def _lifecycle_nodes(synthesized) -> dict[str, list[str]]:
         "CRD chart": [charts["karpenter-crd"]],
         "controller role": [k for k in resources(template, "AWS::IAM::Role") if k.startswith("ControllerRole")],
         "Karpenter nested stack (node role, policies, queue, rules)": [
-            synthesized.stack.resolve(synthesized.stack.karpenter.infra.nested_stack_resource.logical_id)],
+            synthesized.stack.resolve(synthesized.stack.karpenter.infra.nested_stack_resource.logical_id)
+        ],
         "hosting": list(hosting),
         "cluster": list(resources(template, "Custom::AWSCDK-EKS-Cluster")),
         "VPC": list(resources(template, "AWS::EC2::VPC")),
@@ -94,8 +95,11 @@ def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template
     from karpenter_stack import versions
 
     upgraded = tmp_path / "karpenter-1.14.2.yaml"
-    upgraded.write_text(versions.karpenter_template("1.14.1").read_text().replace(
-        "Maintained by this project;", "Maintained by this project (1.14.2);"))
+    upgraded.write_text(
+        versions.karpenter_template("1.14.1")
+        .read_text()
+        .replace("Maintained by this project;", "Maintained by this project (1.14.2);")
+    )
     (tmp_path / "karpenter-1.14.1.yaml").write_text(versions.karpenter_template("1.14.1").read_text())
     monkeypatch.setattr(versions, "TEMPLATES_DIR", tmp_path)
     monkeypatch.setattr(versions.karpenter_template, "__defaults__", (tmp_path,))
@@ -118,8 +122,15 @@ def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template
 
 
 def test_queue_in_the_chart_is_the_queue_the_five_rules_target(default):
-    values = render_json(only({k: r for k, r in resources(default.template, "Custom::AWSCDK-EKS-HelmChart").items()
-                               if r["Properties"]["Release"] == "karpenter"})[1]["Properties"]["Values"])
+    values = render_json(
+        only(
+            {
+                k: r
+                for k, r in resources(default.template, "Custom::AWSCDK-EKS-HelmChart").items()
+                if r["Properties"]["Release"] == "karpenter"
+            }
+        )[1]["Properties"]["Values"]
+    )
     stack_id = default.stack.resolve(default.stack.karpenter.infra.nested_stack_resource.logical_id)
     output = values["settings"]["interruptionQueue"].removeprefix(f"${{GetAtt:{stack_id}.Outputs.").removesuffix("}")
     queue_source = default.karpenter_json["Outputs"][output]["Value"]
@@ -144,7 +155,8 @@ def test_controller_placement_needs_two_zones():
         check_controller_placement([Subnet("eu-west-1a"), Subnet("eu-west-1a")], "nodegroup")
     assert str(info.value) == (
         "controllerHosting 'nodegroup': the private subnets span 1 availability zone(s) (eu-west-1a); the "
-        "Karpenter controller's two replicas need private subnets in at least 2 zones (zone spread, DoNotSchedule)")
+        "Karpenter controller's two replicas need private subnets in at least 2 zones (zone spread, DoNotSchedule)"
+    )
 
 
 @pytest.mark.parametrize("configuration", ["default", "alternative", "production"])
@@ -154,8 +166,11 @@ def test_no_kubectl_operation_can_leave_cloudformation_waiting_an_hour(configura
     synthesized = request.getfixturevalue(configuration)
     from constructs_lib.kubectl_timeouts import KUBECTL_RESOURCE_TYPES
 
-    timeouts = {lid: r["Properties"].get("ServiceTimeout") for lid, r in synthesized.json["Resources"].items()
-                if r["Type"] in KUBECTL_RESOURCE_TYPES}
+    timeouts = {
+        lid: r["Properties"].get("ServiceTimeout")
+        for lid, r in synthesized.json["Resources"].items()
+        if r["Type"] in KUBECTL_RESOURCE_TYPES
+    }
     assert len(timeouts) >= 5 and set(timeouts.values()) == {960}
     pools = [o for o in kubernetes_objects(synthesized.template).values() if o["kind"] == "NodePool"]
     assert pools and {p["spec"]["template"]["spec"]["terminationGracePeriod"] for p in pools} == {"10m"}
@@ -172,4 +187,8 @@ def test_the_readmes_business_hours_drift_budget_is_a_valid_configuration():
     budget = json_.loads(readme.split("add a budget such as\n  `", 1)[1].split("`", 1)[0])
     pool = load_config({"nodePools": [{"budgets": [{"nodes": "10%"}, budget]}]}).node_pools[0]
     assert [b.model_dump(by_alias=True, exclude_none=True) for b in pool.budgets][1] == {
-        "nodes": "0", "reasons": ["Drifted"], "schedule": "0 8 * * mon-fri", "duration": "10h"}
+        "nodes": "0",
+        "reasons": ["Drifted"],
+        "schedule": "0 8 * * mon-fri",
+        "duration": "10h",
+    }

@@ -23,8 +23,11 @@ def _current(synthesized) -> dict[str, str]:
 
 
 def _changed(baseline: dict[str, str], current: dict[str, str], configuration: str) -> dict[str, str]:
-    return {key: f"{kind} -> {current.get(key, 'gone')}" for key, kind in baseline.items()
-            if current.get(key) != kind and f"{configuration}:{key}" not in ALLOWED_CHANGES}
+    return {
+        key: f"{kind} -> {current.get(key, 'gone')}"
+        for key, kind in baseline.items()
+        if current.get(key) != kind and f"{configuration}:{key}" not in ALLOWED_CHANGES
+    }
 
 
 # configuration -> (at least this many ids, nested stacks included; one id that must be among them)
@@ -52,4 +55,5 @@ def test_the_guard_sees_a_renamed_resource(default):
     renamed = dict(current)
     renamed["eks-karpenter/Cluster9EE0221Cx"] = renamed.pop("eks-karpenter/Cluster9EE0221C")
     assert _changed(current, renamed, "default") == {
-        "eks-karpenter/Cluster9EE0221C": "Custom::AWSCDK-EKS-Cluster -> gone"}
+        "eks-karpenter/Cluster9EE0221C": "Custom::AWSCDK-EKS-Cluster -> gone"
+    }

@@ -11,16 +11,27 @@ from tests.kubernetes_schemas import object_violations, values_violations
 from tests.test_lifecycle import dependency_graph, depends_transitively
 
 TOPIC = f"arn:aws:sns:eu-west-1:{'1' * 12}:karpenter-alerts"
-CONTROLLER = {"featureGates": {"spotToSpotConsolidation": True, "nodeRepair": True}, "batchMaxDuration": "20s",
-              "batchIdleDuration": "2s", "zonalShift": True, "logLevel": "debug", "cpu": "2", "memory": "2Gi"}
-OPS = {"demoWorkload": True, "serviceMonitor": True, "interruptionQueueAlarms": True, "alarmTopicArn": TOPIC,
-       "controller": CONTROLLER}
+CONTROLLER = {
+    "featureGates": {"spotToSpotConsolidation": True, "nodeRepair": True},
+    "batchMaxDuration": "20s",
+    "batchIdleDuration": "2s",
+    "zonalShift": True,
+    "logLevel": "debug",
+    "cpu": "2",
+    "memory": "2Gi",
+}
+OPS = {
+    "demoWorkload": True,
+    "serviceMonitor": True,
+    "interruptionQueueAlarms": True,
+    "alarmTopicArn": TOPIC,
+    "controller": CONTROLLER,
+}
 
 
 @pytest.fixture(scope="module")
 def ops():
     return synth(**OPS)
-
 
 
 def test_switches_are_off_by_default(default):
@@ -54,21 +65,34 @@ def test_service_monitor_switch(ops):
 def test_controller_settings_reach_the_charts_values(ops, default):
     values = controller_values(ops.template)
     assert {k: v for k, v in values["settings"].items() if k not in ("clusterName", "interruptionQueue")} == {
-        "featureGates": {"spotToSpotConsolidation": True, "nodeRepair": True}, "batchMaxDuration": "20s",
-        "batchIdleDuration": "2s", "enableZonalShift": True}
+        "featureGates": {"spotToSpotConsolidation": True, "nodeRepair": True},
+        "batchMaxDuration": "20s",
+        "batchIdleDuration": "2s",
+        "enableZonalShift": True,
+    }
     assert values["logLevel"] == "debug"
-    assert values["controller"]["resources"] == {"requests": {"cpu": "2", "memory": "2Gi"},
-                                                 "limits": {"cpu": "2", "memory": "2Gi"}}
+    assert values["controller"]["resources"] == {
+        "requests": {"cpu": "2", "memory": "2Gi"},
+        "limits": {"cpu": "2", "memory": "2Gi"},
+    }
     assert values_violations(values, ops.config.karpenter_version) == []  # every key one the chart reads
     # unset, nothing is written: the chart's defaults stand and a deployed release's values do not change
     standard = controller_values(default.template)
     assert sorted(standard["settings"]) == ["clusterName", "interruptionQueue"] and "logLevel" not in standard
-    assert values_violations({**standard, "settings": {**standard["settings"], "featureGates": {"drift": True}}},
-                             ops.config.karpenter_version) != []
+    assert (
+        values_violations(
+            {**standard, "settings": {**standard["settings"], "featureGates": {"drift": True}}},
+            ops.config.karpenter_version,
+        )
+        != []
+    )
 
 
 def test_interruption_queue_alarms_watch_the_karpenter_queue_and_notify_the_topic(ops):
-    alarms = {r["Properties"]["MetricName"]: r["Properties"] for r in resources(ops.template, "AWS::CloudWatch::Alarm").values()}
+    alarms = {
+        r["Properties"]["MetricName"]: r["Properties"]
+        for r in resources(ops.template, "AWS::CloudWatch::Alarm").values()
+    }
     assert sorted(alarms) == ["ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesVisible"]
     stack_id = ops.stack.resolve(ops.stack.karpenter.infra.nested_stack_resource.logical_id)
     for props in alarms.values():
@@ -76,7 +100,9 @@ def test_interruption_queue_alarms_watch_the_karpenter_queue_and_notify_the_topi
         (dimension,) = props["Dimensions"]
         assert dimension["Name"] == "QueueName"
         output = render(dimension["Value"]).removeprefix(f"${{GetAtt:{stack_id}.Outputs.").removesuffix("}")
-        assert ops.karpenter_json["Outputs"][output]["Value"] == {"Fn::GetAtt": ["KarpenterInterruptionQueue", "QueueName"]}
+        assert ops.karpenter_json["Outputs"][output]["Value"] == {
+            "Fn::GetAtt": ["KarpenterInterruptionQueue", "QueueName"]
+        }
         assert props["AlarmActions"] == [TOPIC] and props["OKActions"] == [TOPIC]
         assert props["TreatMissingData"] == "notBreaching"
     assert alarms["ApproximateNumberOfMessagesVisible"]["Threshold"] == 10
@@ -88,12 +114,14 @@ def test_alarm_topic_needs_the_alarms():
 
     with pytest.raises(ConfigError) as info:
         load_config({"alarmTopicArn": TOPIC})
-    assert str(info.value) == ("alarmTopicArn is set but interruptionQueueAlarms is false; set "
-                               "interruptionQueueAlarms=true (from cdk.json)")
+    assert str(info.value) == (
+        "alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true (from cdk.json)"
+    )
     with pytest.raises(ConfigError) as info:
         load_config({"interruptionQueueAlarms": True, "alarmTopicArn": "karpenter-alerts"})
     assert str(info.value) == (
-        "alarmTopicArn = \"karpenter-alerts\": must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic> (from cdk.json)")
+        'alarmTopicArn = "karpenter-alerts": must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic> (from cdk.json)'
+    )
 
 
 def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():

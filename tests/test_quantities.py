@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 from constructs_lib.quantities import parse_duration, parse_quantity
 
 BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-DECIMAL = {"m": Decimal("0.001"), "": Decimal(1), "k": Decimal(1000), "M": Decimal(10**6), "G": Decimal(10**9),
-           "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18)}
+DECIMAL = {
+    "m": Decimal("0.001"),
+    "": Decimal(1),
+    "k": Decimal(1000),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+}
 
 
 @given(st.integers(min_value=0, max_value=10**6), st.sampled_from(sorted(BINARY)))

@@ -13,20 +13,33 @@ from tests.lifecycle_model import Lifecycle
 from tests.test_snapshots import _templates
 from tests.test_teardown import EVENT, Context, FakeTime, Untouchable, _status_client, index
 
-CONFIGURATIONS = ["default", "alternative", "production", "existing", "pod_identity", "example_windows",
-                  "example_baseline_and_burst"]
+CONFIGURATIONS = [
+    "default",
+    "alternative",
+    "production",
+    "existing",
+    "pod_identity",
+    "example_windows",
+    "example_baseline_and_burst",
+]
 
 # Everything that nothing depends on is deleted first, in parallel with the node pools, at the start of
 # a stack deletion. Each such resource must be here, with the reason that is safe.
 LEAVES = {
-    ("Custom::AWSCDK-EKS-KubernetesResource", "/manifest-NodePool-"):
-        "Node pools go first on purpose: Karpenter drains and terminates their nodes while everything the "
-        "nodes and the controller need is still there.",
-    ("Custom::AWSCDK-EKS-KubernetesResource", "/manifest-NodeOverlay-"):
-        "Node overlays only change what the controller assumes when it chooses instance types: deleting them "
-        "first changes no node.",
-    ("Custom::AWSCDK-EKS-KubernetesPatch", "/Cluster/CoreDnsComputeTypePatch/"):
-        "aws-cdk's retired CoreDNS patch, a no-op kept for its logical id: its delete changes nothing.",
+    (
+        "Custom::AWSCDK-EKS-KubernetesResource",
+        "/manifest-NodePool-",
+    ): "Node pools go first on purpose: Karpenter drains and terminates their nodes while everything the "
+    "nodes and the controller need is still there.",
+    (
+        "Custom::AWSCDK-EKS-KubernetesResource",
+        "/manifest-NodeOverlay-",
+    ): "Node overlays only change what the controller assumes when it chooses instance types: deleting them "
+    "first changes no node.",
+    (
+        "Custom::AWSCDK-EKS-KubernetesPatch",
+        "/Cluster/CoreDnsComputeTypePatch/",
+    ): "aws-cdk's retired CoreDNS patch, a no-op kept for its logical id: its delete changes nothing.",
 }
 
 
@@ -47,8 +60,10 @@ def _leaf_reason(lifecycle: Lifecycle, key: str):
 
 
 def test_every_resource_nothing_depends_on_is_a_reasoned_leaf(lifecycles):
-    unexplained = {name: [f"{lc.nodes[k].type} {lc.nodes[k].path or k}" for k in lc.leaves()
-                          if _leaf_reason(lc, k) is None] for name, lc in lifecycles.items()}
+    unexplained = {
+        name: [f"{lc.nodes[k].type} {lc.nodes[k].path or k}" for k in lc.leaves() if _leaf_reason(lc, k) is None]
+        for name, lc in lifecycles.items()
+    }
     assert unexplained == {name: [] for name in lifecycles}
     used = {_leaf_reason(lc, k) for lc in lifecycles.values() for k in lc.leaves()}
     assert used == set(LEAVES), "a reasoned leaf no configuration has any more: remove it"
@@ -63,8 +78,12 @@ def test_the_leaf_check_sees_a_resource_nothing_depends_on(default):
 
 def _draining(lifecycle: Lifecycle) -> set[str]:
     """What a destroy deletes while Karpenter's nodes drain: its objects and the safety net."""
-    karpenter = {k for k, n in lifecycle.nodes.items() if n.type == "Custom::AWSCDK-EKS-KubernetesResource"
-                 and ("/manifest-NodePool-" in n.path or "/manifest-EC2NodeClass-" in n.path)}
+    karpenter = {
+        k
+        for k, n in lifecycle.nodes.items()
+        if n.type == "Custom::AWSCDK-EKS-KubernetesResource"
+        and ("/manifest-NodePool-" in n.path or "/manifest-EC2NodeClass-" in n.path)
+    }
     return karpenter | set(lifecycle.find("Custom::KarpenterTeardown"))
 
 
@@ -74,9 +93,14 @@ def test_nothing_the_running_cluster_needs_is_deleted_while_nodes_drain(configur
     destroy = lifecycle.schedule("delete")
     draining = _draining(lifecycle)
     drained_at = max(destroy.end[k] for k in draining)
-    early = sorted(f"{lifecycle.nodes[k].path or k} at {destroy.start[k] // 60} min"
-                   for k in lifecycle.nodes if k not in draining and _leaf_reason(lifecycle, k) is None
-                   and not lifecycle.nodes[k].retained and destroy.start[k] < drained_at)
+    early = sorted(
+        f"{lifecycle.nodes[k].path or k} at {destroy.start[k] // 60} min"
+        for k in lifecycle.nodes
+        if k not in draining
+        and _leaf_reason(lifecycle, k) is None
+        and not lifecycle.nodes[k].retained
+        and destroy.start[k] < drained_at
+    )
     assert early == []
     # ... and among what waits are the things the issue named, with their delete starts
     needed = {
@@ -86,21 +110,26 @@ def test_nothing_the_running_cluster_needs_is_deleted_while_nodes_drain(configur
     if configuration == "existing":  # the cluster's own add-ons, network and security group are not ours
         needed["access entry of the node role"] = lifecycle.find("AWS::EKS::AccessEntry")
     else:
-        needed.update({
-            "CoreDNS add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/coredns"),
-            "vpc-cni add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/vpc-cni"),
-            "security-group discovery tag": lifecycle.find("Custom::AWS", path="/ClusterSecurityGroupDiscoveryTag/"),
-            "aws-auth": lifecycle.find("Custom::AWSCDK-EKS-KubernetesResource", path="/AwsAuth/"),
-            "cluster": lifecycle.find("Custom::AWSCDK-EKS-Cluster"),
-            "VPC": lifecycle.find("AWS::EC2::VPC"),
-        })
+        needed.update(
+            {
+                "CoreDNS add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/coredns"),
+                "vpc-cni add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/vpc-cni"),
+                "security-group discovery tag": lifecycle.find(
+                    "Custom::AWS", path="/ClusterSecurityGroupDiscoveryTag/"
+                ),
+                "aws-auth": lifecycle.find("Custom::AWSCDK-EKS-KubernetesResource", path="/AwsAuth/"),
+                "cluster": lifecycle.find("Custom::AWSCDK-EKS-Cluster"),
+                "VPC": lifecycle.find("AWS::EC2::VPC"),
+            }
+        )
     if configuration == "pod_identity":  # the controller drains nodes with Pod Identity credentials
         needed["pod identity association"] = lifecycle.find("AWS::EKS::PodIdentityAssociation")
         needed["pod identity agent add-on"] = lifecycle.find("AWS::EKS::Addon", path="/Addons/eks-pod-identity-agent")
     if configuration == "example_windows":  # Windows nodes stay authorized and launchable while they drain
         needed["Windows node role"] = lifecycle.find("AWS::IAM::Role", path="/WindowsNodeRole/")
-        needed["controller's pass-role policy"] = lifecycle.find("AWS::IAM::ManagedPolicy",
-                                                                 path="/WindowsNodeRolePassRole/")
+        needed["controller's pass-role policy"] = lifecycle.find(
+            "AWS::IAM::ManagedPolicy", path="/WindowsNodeRolePassRole/"
+        )
     assert all(len(keys) == 1 for keys in needed.values()), needed
     assert all(destroy.start[keys[0]] >= drained_at for keys in needed.values())
 
@@ -114,8 +143,11 @@ def _rollback_events(lifecycle: Lifecycle, before: Lifecycle) -> list[str]:
 def _without(lifecycle_templates: dict, *path_fragments: str) -> dict:
     templates = copy.deepcopy(lifecycle_templates)
     resources = templates["eks-karpenter.template"]["Resources"]
-    for logical_id in [k for k, r in resources.items()
-                       if any(f in r.get("Metadata", {}).get("aws:cdk:path", "") for f in path_fragments)]:
+    for logical_id in [
+        k
+        for k, r in resources.items()
+        if any(f in r.get("Metadata", {}).get("aws:cdk:path", "") for f in path_fragments)
+    ]:
         del resources[logical_id]
     return templates
 
@@ -127,21 +159,37 @@ def test_an_update_rollback_deletes_what_the_update_created_and_the_safety_net_d
     monkeypatch.setenv("CLUSTER_NAME", "eks-karpenter")
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     current = _templates(default)
-    before = Lifecycle(_without(current, "/TeardownSafetyNet/", "/manifest-NodePool-default/"),
-                       "eks-karpenter.template")
+    before = Lifecycle(
+        _without(current, "/TeardownSafetyNet/", "/manifest-NodePool-default/"), "eks-karpenter.template"
+    )
     lifecycle = Lifecycle(current, "eks-karpenter.template")
-    order = [lifecycle.nodes[k].path.removeprefix("eks-karpenter/").removeprefix("Default/")
-             for k in _rollback_events(lifecycle, before)]
-    assert order[:3] == ["Cluster/manifest-NodePool-default/Resource/Default", "TeardownSafetyNet/Resource/Default",
-                         "TeardownSafetyNet/Handler/Resource"]
-    assert sorted(order[3:]) == ["TeardownSafetyNet/Logs/Resource", "TeardownSafetyNet/Policy/Resource",
-                                 "TeardownSafetyNet/Role/Resource"]
+    order = [
+        lifecycle.nodes[k].path.removeprefix("eks-karpenter/").removeprefix("Default/")
+        for k in _rollback_events(lifecycle, before)
+    ]
+    assert order[:3] == [
+        "Cluster/manifest-NodePool-default/Resource/Default",
+        "TeardownSafetyNet/Resource/Default",
+        "TeardownSafetyNet/Handler/Resource",
+    ]
+    assert sorted(order[3:]) == [
+        "TeardownSafetyNet/Logs/Resource",
+        "TeardownSafetyNet/Policy/Resource",
+        "TeardownSafetyNet/Role/Resource",
+    ]
     for status in ("UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS"):
         cloudformation, _ = _status_client(status)
         answers = []
-        index.handler({**EVENT, "RequestType": "Delete"}, Context(FakeTime()),
-                      clients=lambda: {"cloudformation": cloudformation, "ec2": Untouchable(), "iam": Untouchable()},
-                      respond=lambda e, c, s, reason="", data=None: answers.append((s, reason)))
+        index.handler(
+            {**EVENT, "RequestType": "Delete"},
+            Context(FakeTime()),
+            clients=lambda cloudformation=cloudformation: {
+                "cloudformation": cloudformation,
+                "ec2": Untouchable(),
+                "iam": Untouchable(),
+            },
+            respond=lambda e, c, s, reason="", data=None, answers=answers: answers.append((s, reason)),
+        )
         assert answers == [("SUCCESS", f"stack status {status}: not a stack deletion, nothing touched")]
 
 
@@ -153,19 +201,35 @@ def test_critical_paths(lifecycles, capsys):
         create, destroy = lifecycle.schedule("create"), lifecycle.schedule("delete")
         report += [f"== {name}", create.describe(), destroy.describe()]
         milestones = [lifecycle.nodes[k].type for k in destroy.critical_path()]
-        karpenter = ["Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-KubernetesResource",
-                     "Custom::KarpenterTeardown", "Custom::AWSCDK-EKS-HelmChart"]
+        karpenter = [
+            "Custom::AWSCDK-EKS-KubernetesResource",
+            "Custom::AWSCDK-EKS-KubernetesResource",
+            "Custom::KarpenterTeardown",
+            "Custom::AWSCDK-EKS-HelmChart",
+        ]
         if name == "existing":  # then the CRD chart and Karpenter's own AWS resources; the cluster stays
             expected = [*karpenter, "Custom::AWSCDK-EKS-HelmChart", "AWS::CloudFormation::Stack"]
         else:
-            expected = [*karpenter, "AWS::EKS::Addon",
-                        "AWS::EKS::Nodegroup" if name in ("alternative", "pod_identity")
-                        else "Custom::AWSCDK-EKS-FargateProfile",
-                        "Custom::AWSCDK-EKS-Cluster"]
-        assert milestones[:len(expected)] == expected
+            expected = [
+                *karpenter,
+                "AWS::EKS::Addon",
+                "AWS::EKS::Nodegroup"
+                if name in ("alternative", "pod_identity")
+                else "Custom::AWSCDK-EKS-FargateProfile",
+                "Custom::AWSCDK-EKS-Cluster",
+            ]
+        assert milestones[: len(expected)] == expected
     with capsys.disabled():
         print("\n" + "\n".join(report))
-    totals = {name: (lc.schedule("create").total // 60, lc.schedule("delete").total // 60)
-              for name, lc in lifecycles.items()}
-    assert totals == {"default": (175, 215), "alternative": (145, 185), "production": (175, 215), "existing": (31, 69),
-                      "pod_identity": (145, 185), "example_windows": (175, 215), "example_baseline_and_burst": (175, 215)}
+    totals = {
+        name: (lc.schedule("create").total // 60, lc.schedule("delete").total // 60) for name, lc in lifecycles.items()
+    }
+    assert totals == {
+        "default": (175, 215),
+        "alternative": (145, 185),
+        "production": (175, 215),
+        "existing": (31, 69),
+        "pod_identity": (145, 185),
+        "example_windows": (175, 215),
+        "example_baseline_and_burst": (175, 215),
+    }

@@ -28,7 +28,10 @@ GATED = {
     "nist-operability": {**NIST, "demoWorkload": True, "serviceMonitor": True, "interruptionQueueAlarms": True},
     # an imported cluster: CDK's kubectl provider for it, in the VPC (private endpoint) and outside it
     "existing-nist": {**EXISTING, **NIST},
-    "existing-public-endpoint": {**EXISTING, "existingCluster": {**EXISTING["existingCluster"], "privateEndpoint": False}},
+    "existing-public-endpoint": {
+        **EXISTING,
+        "existingCluster": {**EXISTING["existingCluster"], "privateEndpoint": False},
+    },
     # the controller on EKS Pod Identity: its association and agent add-on
     "pod-identity-nist": {**POD_IDENTITY, **NIST},
     # Windows node classes: the cluster role's extra managed policy
@@ -81,8 +84,8 @@ def test_public_endpoint_finding_is_acknowledged_only_when_configured(default):
 
 
 HIPAA_SYNTH = background.command(
-    "hipaa-synth", ["cdk", "--no-notices", "synth", "--quiet", "-c", 'additionalNagPacks=["HIPAASecurity"]',
-                    "-o", "{outdir}"],
+    "hipaa-synth",
+    ["cdk", "--no-notices", "synth", "--quiet", "-c", 'additionalNagPacks=["HIPAASecurity"]', "-o", "{outdir}"],
     test="test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth",
 )
 
@@ -101,14 +104,24 @@ def test_security_report_command(capsys, monkeypatch, default, lint_findings):
 
     # The report's cfn-lint run gets the session's one run over the same configuration's templates
     # (by file name) and templates/: the report's own parsing and verdict run on real findings.
-    by_name = {Path(path).name: lines for path, lines in lint_findings.items()
-               if Path(path).parent in (Path(default.app.outdir), ROOT / "templates")}
-    monkeypatch.setattr(security_report, "lint_each", lambda files: {
-        str(f): [line.replace(line.split(":", 1)[0], str(f), 1) for line in by_name[f.name]] for f in files})
+    by_name = {
+        Path(path).name: lines
+        for path, lines in lint_findings.items()
+        if Path(path).parent in (Path(default.app.outdir), ROOT / "templates")
+    }
+    monkeypatch.setattr(
+        security_report,
+        "lint_each",
+        lambda files: {
+            str(f): [line.replace(line.split(":", 1)[0], str(f), 1) for line in by_name[f.name]] for f in files
+        },
+    )
     assert main([]) == 0
     ok = capsys.readouterr().out
     assert "cdk-nag (AwsSolutions): 38 findings before acknowledgments, 38 acknowledged, 0 unacknowledged" in ok
-    assert re.search(r"AwsSolutions-SQS3 +eks-karpenter/Default/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok)
+    assert re.search(
+        r"AwsSolutions-SQS3 +eks-karpenter/Default/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok
+    )
     assert "cfn-lint (5 templates, rules ignored in .cfnlintrc): 0 errors, 0 other findings" in ok
     assert ok.rstrip().endswith("Security gate: passed")
     # The lint half is proven above; the failing case is about cdk-nag (saves a 3.5 s cfn-lint run).
@@ -120,6 +133,7 @@ def test_security_report_command(capsys, monkeypatch, default, lint_findings):
 
 
 # --- fixed rather than acknowledged ------------------------------------------------------------
+
 
 def _cluster_config(synthesized) -> dict:
     return only(resources(synthesized.template, "Custom::AWSCDK-EKS-Cluster"))[1]["Properties"]["Config"]
@@ -159,8 +173,11 @@ def test_vpc_flow_logs_go_to_an_encrypted_log_group(default):
 
 
 def test_public_subnets_never_assign_public_ips(default):
-    public = [r for r in resources(default.template, "AWS::EC2::Subnet").values()
-              if {"Key": "aws-cdk:subnet-type", "Value": "Public"} in r["Properties"]["Tags"]]
+    public = [
+        r
+        for r in resources(default.template, "AWS::EC2::Subnet").values()
+        if {"Key": "aws-cdk:subnet-type", "Value": "Public"} in r["Properties"]["Tags"]
+    ]
     assert len(public) == 2
     assert all(r["Properties"]["MapPublicIpOnLaunch"] is False for r in public)
 
@@ -177,8 +194,11 @@ def test_karpenter_nodes_are_hardened(default, alternative):
             # no SSH key: EC2NodeClass has no key-pair field, and no user data is injected
             assert "userData" not in spec, key
     # nodes land only in subnets carrying the discovery tag, and only private subnets carry it
-    tagged = [r for r in resources(default.template, "AWS::EC2::Subnet").values()
-              if any(t["Key"] == "karpenter.sh/discovery" for t in r["Properties"]["Tags"])]
+    tagged = [
+        r
+        for r in resources(default.template, "AWS::EC2::Subnet").values()
+        if any(t["Key"] == "karpenter.sh/discovery" for t in r["Properties"]["Tags"])
+    ]
     assert all({"Key": "aws-cdk:subnet-type", "Value": "Private"} in r["Properties"]["Tags"] for r in tagged)
 
 
@@ -190,8 +210,12 @@ def test_system_node_group_role_is_trusted_by_ec2_with_the_four_node_policies(al
         {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}}
     ]
     policies = sorted(render(p).rsplit("/", 1)[1] for p in role["ManagedPolicyArns"])
-    assert policies == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy",
-                        "AmazonSSMManagedInstanceCore"]
+    assert policies == [
+        "AmazonEC2ContainerRegistryPullOnly",
+        "AmazonEKSWorkerNodePolicy",
+        "AmazonEKS_CNI_Policy",
+        "AmazonSSMManagedInstanceCore",
+    ]
 
 
 def test_no_trust_policy_uses_string_like_or_wildcards(default, alternative):

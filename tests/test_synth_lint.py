@@ -6,10 +6,16 @@ from pathlib import Path
 
 import pytest
 
-
 # main stack + Karpenter nested stack + CDK's two EKS provider nested stacks (one, the kubectl
 # provider, for an imported cluster)
-TEMPLATES = {"default": 4, "alternative": 4, "existing": 3, "access_entries": 4, "example_windows": 4, "pod_identity": 4}
+TEMPLATES = {
+    "default": 4,
+    "alternative": 4,
+    "existing": 3,
+    "access_entries": 4,
+    "example_windows": 4,
+    "pod_identity": 4,
+}
 
 
 @pytest.mark.parametrize("fixture", sorted(TEMPLATES))

@@ -14,7 +14,9 @@ from tests.conftest import ROOT
 from tests.lifecycle_model import depends_transitively
 from tests.test_lifecycle import dependency_graph
 
-spec = importlib.util.spec_from_file_location("teardown_index", ROOT / "constructs_lib" / "teardown_handler" / "index.py")
+spec = importlib.util.spec_from_file_location(
+    "teardown_index", ROOT / "constructs_lib" / "teardown_handler" / "index.py"
+)
 index = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(index)
 
@@ -46,8 +48,18 @@ def aws():
     ec2, iam = _client("ec2"), _client("iam")
     with Stubber(ec2) as ec2_stub, Stubber(iam) as iam_stub:
         fake = FakeTime()
-        teardown = index.Teardown(ec2=ec2, iam=iam, cluster=CLUSTER, region=REGION, deadline=600, drain_timeout=60,
-                                  terminate_timeout=30, poll_interval=15, sleep=fake.sleep, clock=fake.clock)
+        teardown = index.Teardown(
+            ec2=ec2,
+            iam=iam,
+            cluster=CLUSTER,
+            region=REGION,
+            deadline=600,
+            drain_timeout=60,
+            terminate_timeout=30,
+            poll_interval=15,
+            sleep=fake.sleep,
+            clock=fake.clock,
+        )
         yield teardown, ec2_stub, iam_stub, fake
         ec2_stub.assert_no_pending_responses()
         iam_stub.assert_no_pending_responses()
@@ -63,8 +75,11 @@ def _templates(*ids):
 
 def _expect_no_templates_or_profiles(ec2_stub, iam_stub):
     ec2_stub.add_response("describe_launch_templates", _templates(), {"Filters": KARPENTER})
-    iam_stub.add_response("list_instance_profiles", {"InstanceProfiles": [], "IsTruncated": False},
-                          {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"})
+    iam_stub.add_response(
+        "list_instance_profiles",
+        {"InstanceProfiles": [], "IsTruncated": False},
+        {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"},
+    )
 
 
 def test_nothing_to_clean(aws):
@@ -84,18 +99,38 @@ def test_waits_for_the_drain_then_terminates_what_is_still_running(aws):
     ec2_stub.add_response("describe_launch_templates", _templates("lt-0123456789abcdef0"), {"Filters": KARPENTER})
     ec2_stub.add_response("delete_launch_template", {}, {"LaunchTemplateId": "lt-0123456789abcdef0"})
     ec2_stub.add_response("describe_launch_templates", _templates(), {"Filters": KARPENTER})
-    profile = {"Path": f"/karpenter/{REGION}/{CLUSTER}/uid-1/", "InstanceProfileName": "eks-karpenter_123",
-               "InstanceProfileId": "AIPAEXAMPLEEXAMPLE001", "Arn": "arn:aws:iam::000000000000:instance-profile/x",
-               "CreateDate": "2026-11-01T00:00:00Z", "Roles": [{
-                   "Path": "/", "RoleName": "KarpenterNodeRole-eks-karpenter", "RoleId": "AROAEXAMPLEEXAMPLE001",
-                   "Arn": "arn:aws:iam::000000000000:role/x", "CreateDate": "2026-11-01T00:00:00Z"}]}
-    iam_stub.add_response("list_instance_profiles", {"InstanceProfiles": [profile], "IsTruncated": False},
-                          {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"})
-    iam_stub.add_response("remove_role_from_instance_profile", {},
-                          {"InstanceProfileName": "eks-karpenter_123", "RoleName": "KarpenterNodeRole-eks-karpenter"})
+    profile = {
+        "Path": f"/karpenter/{REGION}/{CLUSTER}/uid-1/",
+        "InstanceProfileName": "eks-karpenter_123",
+        "InstanceProfileId": "AIPAEXAMPLEEXAMPLE001",
+        "Arn": "arn:aws:iam::000000000000:instance-profile/x",
+        "CreateDate": "2026-11-01T00:00:00Z",
+        "Roles": [
+            {
+                "Path": "/",
+                "RoleName": "KarpenterNodeRole-eks-karpenter",
+                "RoleId": "AROAEXAMPLEEXAMPLE001",
+                "Arn": "arn:aws:iam::000000000000:role/x",
+                "CreateDate": "2026-11-01T00:00:00Z",
+            }
+        ],
+    }
+    iam_stub.add_response(
+        "list_instance_profiles",
+        {"InstanceProfiles": [profile], "IsTruncated": False},
+        {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"},
+    )
+    iam_stub.add_response(
+        "remove_role_from_instance_profile",
+        {},
+        {"InstanceProfileName": "eks-karpenter_123", "RoleName": "KarpenterNodeRole-eks-karpenter"},
+    )
     iam_stub.add_response("delete_instance_profile", {}, {"InstanceProfileName": "eks-karpenter_123"})
-    assert teardown.run() == {"terminated": ["i-0aaa", "i-0bbb"], "launch_templates": ["lt-0123456789abcdef0"],
-                              "instance_profiles": ["eks-karpenter_123"]}
+    assert teardown.run() == {
+        "terminated": ["i-0aaa", "i-0bbb"],
+        "launch_templates": ["lt-0123456789abcdef0"],
+        "instance_profiles": ["eks-karpenter_123"],
+    }
     assert fake.sleeps == [15, 15, 15, 15]  # bounded: stopped polling at the 60 s drain deadline
 
 
@@ -115,11 +150,19 @@ def test_other_clusters_are_never_touched(aws):
     teardown, ec2_stub, iam_stub, _ = aws
     ec2_stub.add_response("describe_instances", _instances(), {"Filters": INSTANCE_FILTERS})
     ec2_stub.add_response("describe_launch_templates", _templates(), {"Filters": KARPENTER})
-    other = {"Path": f"/karpenter/{REGION}/other-cluster/uid/", "InstanceProfileName": "other", "InstanceProfileId":
-             "AIPAEXAMPLEEXAMPLE002", "Arn": "arn:aws:iam::000000000000:instance-profile/o",
-             "CreateDate": "2026-11-01T00:00:00Z", "Roles": []}
-    iam_stub.add_response("list_instance_profiles", {"InstanceProfiles": [other], "IsTruncated": False},
-                          {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"})
+    other = {
+        "Path": f"/karpenter/{REGION}/other-cluster/uid/",
+        "InstanceProfileName": "other",
+        "InstanceProfileId": "AIPAEXAMPLEEXAMPLE002",
+        "Arn": "arn:aws:iam::000000000000:instance-profile/o",
+        "CreateDate": "2026-11-01T00:00:00Z",
+        "Roles": [],
+    }
+    iam_stub.add_response(
+        "list_instance_profiles",
+        {"InstanceProfiles": [other], "IsTruncated": False},
+        {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"},
+    )
     assert teardown.run() == {"terminated": [], "launch_templates": [], "instance_profiles": []}
 
 
@@ -179,8 +222,13 @@ def test_drain_and_termination_waits_shrink_to_fit_the_invocation(aws):
 
 # --- the handler: when it acts, and that it always answers ---------------------------------------
 
-EVENT = {"StackId": STACK_ID, "RequestId": "req", "LogicalResourceId": "Teardown",
-         "ResponseURL": "https://example.invalid", "PhysicalResourceId": "karpenter-teardown-eks-karpenter"}
+EVENT = {
+    "StackId": STACK_ID,
+    "RequestId": "req",
+    "LogicalResourceId": "Teardown",
+    "ResponseURL": "https://example.invalid",
+    "PhysicalResourceId": "karpenter-teardown-eks-karpenter",
+}
 
 
 class Context:
@@ -201,9 +249,15 @@ def lambda_env(monkeypatch):
 
 def _run_handler(request_type, clients, fake, **options):
     responses = []
-    index.handler({**EVENT, "RequestType": request_type}, Context(fake), clients=lambda: clients,
-                  respond=lambda e, c, status, reason="", data=None: responses.append((status, reason, fake.now)),
-                  sleep=fake.sleep, clock=fake.clock, **options)
+    index.handler(
+        {**EVENT, "RequestType": request_type},
+        Context(fake),
+        clients=lambda: clients,
+        respond=lambda e, c, status, reason="", data=None: responses.append((status, reason, fake.now)),
+        sleep=fake.sleep,
+        clock=fake.clock,
+        **options,
+    )
     return responses
 
 
@@ -212,9 +266,20 @@ def _status_client(*statuses):
     cloudformation = _client("cloudformation")
     stub = Stubber(cloudformation)
     for status in statuses:
-        stub.add_response("describe_stacks", {"Stacks": [{
-            "StackName": CLUSTER, "StackId": STACK_ID, "CreationTime": "2026-11-01T00:00:00Z",
-            "StackStatus": status}]}, {"StackName": STACK_ID})
+        stub.add_response(
+            "describe_stacks",
+            {
+                "Stacks": [
+                    {
+                        "StackName": CLUSTER,
+                        "StackId": STACK_ID,
+                        "CreationTime": "2026-11-01T00:00:00Z",
+                        "StackStatus": status,
+                    }
+                ]
+            },
+            {"StackName": STACK_ID},
+        )
     stub.activate()
     return cloudformation, stub
 
@@ -229,19 +294,28 @@ class Untouchable:
 def test_create_and_update_do_nothing(lambda_env):
     fake = FakeTime()
     for request in ("Create", "Update"):
-        assert _run_handler(request, {"cloudformation": Untouchable(), "ec2": Untouchable(), "iam": Untouchable()},
-                            fake) == [("SUCCESS", "", 0)]
+        assert _run_handler(
+            request, {"cloudformation": Untouchable(), "ec2": Untouchable(), "iam": Untouchable()}, fake
+        ) == [("SUCCESS", "", 0)]
 
 
-@pytest.mark.parametrize("status", ["UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
-                                    "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS", "UPDATE_IN_PROGRESS"])
+@pytest.mark.parametrize(
+    "status",
+    [
+        "UPDATE_ROLLBACK_IN_PROGRESS",
+        "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
+        "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS",
+        "UPDATE_IN_PROGRESS",
+    ],
+)
 def test_a_delete_that_is_not_a_stack_deletion_touches_nothing(status, lambda_env):
     """An update rollback, the cleanup after a replacement (logical id change), or any other update:
     the live nodes, launch templates and instance profiles stay."""
     cloudformation, stub = _status_client(status)
     fake = FakeTime()
-    responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": Untouchable(),
-                                        "iam": Untouchable()}, fake)
+    responses = _run_handler(
+        "Delete", {"cloudformation": cloudformation, "ec2": Untouchable(), "iam": Untouchable()}, fake
+    )
     assert responses == [("SUCCESS", f"stack status {status}: not a stack deletion, nothing touched", 0)]
     stub.assert_no_pending_responses()
 
@@ -252,8 +326,9 @@ def test_an_unreadable_stack_status_touches_nothing(lambda_env):
     stub.add_client_error("describe_stacks", service_error_code="AccessDenied", http_status_code=403)
     stub.activate()
     fake = FakeTime()
-    responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": Untouchable(),
-                                        "iam": Untouchable()}, fake)
+    responses = _run_handler(
+        "Delete", {"cloudformation": cloudformation, "ec2": Untouchable(), "iam": Untouchable()}, fake
+    )
     assert responses == [("SUCCESS", "stack status None: not a stack deletion, nothing touched", 0)]
 
 
@@ -261,13 +336,25 @@ def test_a_throttled_status_read_is_retried(lambda_env):
     cloudformation = _client("cloudformation")
     stub = Stubber(cloudformation)
     stub.add_client_error("describe_stacks", service_error_code="Throttling", http_status_code=400)
-    stub.add_response("describe_stacks", {"Stacks": [{"StackName": CLUSTER, "StackId": STACK_ID, "CreationTime":
-                                                      "2026-11-01T00:00:00Z", "StackStatus": "UPDATE_ROLLBACK_IN_PROGRESS"}]},
-                      {"StackName": STACK_ID})
+    stub.add_response(
+        "describe_stacks",
+        {
+            "Stacks": [
+                {
+                    "StackName": CLUSTER,
+                    "StackId": STACK_ID,
+                    "CreationTime": "2026-11-01T00:00:00Z",
+                    "StackStatus": "UPDATE_ROLLBACK_IN_PROGRESS",
+                }
+            ]
+        },
+        {"StackName": STACK_ID},
+    )
     stub.activate()
     fake = FakeTime()
-    responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": Untouchable(),
-                                        "iam": Untouchable()}, fake)
+    responses = _run_handler(
+        "Delete", {"cloudformation": cloudformation, "ec2": Untouchable(), "iam": Untouchable()}, fake
+    )
     assert [r[0] for r in responses] == ["SUCCESS"] and fake.sleeps == [1]
 
 
@@ -287,12 +374,23 @@ def test_delete_reports_failure_with_the_reason(lambda_env):
     cloudformation, _ = _status_client("DELETE_IN_PROGRESS")
     ec2 = _client("ec2")
     with Stubber(ec2) as ec2_stub:
-        ec2_stub.add_client_error("describe_instances", service_error_code="UnauthorizedOperation",
-                                  service_message="not allowed", http_status_code=403)
-        responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": ec2, "iam": Untouchable()},
-                                 FakeTime())
-    assert responses == [("FAILED", "Karpenter teardown failed: An error occurred (UnauthorizedOperation) when "
-                          "calling the DescribeInstances operation: not allowed", 0)]
+        ec2_stub.add_client_error(
+            "describe_instances",
+            service_error_code="UnauthorizedOperation",
+            service_message="not allowed",
+            http_status_code=403,
+        )
+        responses = _run_handler(
+            "Delete", {"cloudformation": cloudformation, "ec2": ec2, "iam": Untouchable()}, FakeTime()
+        )
+    assert responses == [
+        (
+            "FAILED",
+            "Karpenter teardown failed: An error occurred (UnauthorizedOperation) when "
+            "calling the DescribeInstances operation: not allowed",
+            0,
+        )
+    ]
 
 
 class SlowEc2:
@@ -324,13 +422,20 @@ def test_the_handler_answers_before_the_lambda_times_out(budget_s, lambda_env):
     responses = []
     context = Context(fake, budget_ms=budget_s * 1000)
     with Stubber(iam) as iam_stub:
-        iam_stub.add_response("list_instance_profiles", {"InstanceProfiles": [], "IsTruncated": False},
-                              {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"})
-        index.handler({**EVENT, "RequestType": "Delete"}, context,
-                      clients=lambda: {"cloudformation": cloudformation, "ec2": SlowEc2(fake), "iam": iam},
-                      respond=lambda e, c, status, reason="", data=None: responses.append((status, fake.now)),
-                      sleep=fake.sleep, clock=fake.clock)
-    (status, answered_at), = responses
+        iam_stub.add_response(
+            "list_instance_profiles",
+            {"InstanceProfiles": [], "IsTruncated": False},
+            {"PathPrefix": f"/karpenter/{REGION}/{CLUSTER}/"},
+        )
+        index.handler(
+            {**EVENT, "RequestType": "Delete"},
+            context,
+            clients=lambda: {"cloudformation": cloudformation, "ec2": SlowEc2(fake), "iam": iam},
+            respond=lambda e, c, status, reason="", data=None: responses.append((status, fake.now)),
+            sleep=fake.sleep,
+            clock=fake.clock,
+        )
+    ((status, answered_at),) = responses
     assert answered_at <= budget_s - index.RESPONSE_TIMEOUT
     # 40 s: less than the reserve, so not even the first look fits: FAILED, "retry the deletion"
     assert status == ("SUCCESS" if budget_s > index.RESERVE else "FAILED")
@@ -343,9 +448,13 @@ def test_the_lambda_and_the_service_timeout_cover_the_handlers_budget():
 
 # --- the construct --------------------------------------------------------------------------------
 
+
 def _teardown_policy(synthesized) -> list[dict]:
-    policies = {k: v for k, v in resources(synthesized.template, "AWS::IAM::ManagedPolicy").items()
-                if k.startswith("TeardownSafetyNet")}
+    policies = {
+        k: v
+        for k, v in resources(synthesized.template, "AWS::IAM::ManagedPolicy").items()
+        if k.startswith("TeardownSafetyNet")
+    }
     return only(policies)[1]["Properties"]["PolicyDocument"]["Statement"]
 
 
@@ -354,27 +463,46 @@ def test_teardown_permissions_are_scoped_to_this_cluster(default):
     assert statements["TerminateThisClustersKarpenterInstances"]["Action"] == "ec2:TerminateInstances"
     assert statements["TerminateThisClustersKarpenterInstances"]["Condition"] == {
         "StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/eks-karpenter": "owned"},
-        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
+        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+    }
     assert statements["DeleteThisClustersLaunchTemplates"]["Condition"] == {
         "StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/eks-karpenter": "owned"},
-        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}
-    assert statements["ReadOwnStackStatus"] == {"Sid": "ReadOwnStackStatus", "Effect": "Allow",
-                                                "Action": "cloudformation:DescribeStacks",
-                                                "Resource": {"Ref": "AWS::StackId"}}
+        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+    }
+    assert statements["ReadOwnStackStatus"] == {
+        "Sid": "ReadOwnStackStatus",
+        "Effect": "Allow",
+        "Action": "cloudformation:DescribeStacks",
+        "Resource": {"Ref": "AWS::StackId"},
+    }
     profiles = statements["DeleteThisClustersInstanceProfiles"]
     assert profiles["Action"] == ["iam:DeleteInstanceProfile", "iam:RemoveRoleFromInstanceProfile"]
     assert render(profiles["Resource"]).endswith(":instance-profile/karpenter/${Ref:AWS::Region}/eks-karpenter/*")
     assert statements["FindLeftovers"]["Action"] == [
-        "ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "iam:ListInstanceProfiles"]
-    writes = {a for s in statements.values() for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
-              if not a.startswith(("ec2:Describe", "iam:List", "logs:", "cloudformation:Describe"))}
-    assert writes == {"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "iam:RemoveRoleFromInstanceProfile",
-                      "iam:DeleteInstanceProfile"}
+        "ec2:DescribeInstances",
+        "ec2:DescribeLaunchTemplates",
+        "iam:ListInstanceProfiles",
+    ]
+    writes = {
+        a
+        for s in statements.values()
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+        if not a.startswith(("ec2:Describe", "iam:List", "logs:", "cloudformation:Describe"))
+    }
+    assert writes == {
+        "ec2:TerminateInstances",
+        "ec2:DeleteLaunchTemplate",
+        "iam:RemoveRoleFromInstanceProfile",
+        "iam:DeleteInstanceProfile",
+    }
 
 
 def test_handler_is_bounded_below_the_lambda_limit_and_cloudformation_waits_no_hour(default):
-    functions = {k: v for k, v in resources(default.template, "AWS::Lambda::Function").items()
-                 if k.startswith("TeardownSafetyNet")}
+    functions = {
+        k: v
+        for k, v in resources(default.template, "AWS::Lambda::Function").items()
+        if k.startswith("TeardownSafetyNet")
+    }
     props = only(functions)[1]["Properties"]
     assert props["Timeout"] == 840 and props["Runtime"] == "python3.14"
     assert props["Environment"] == {"Variables": {"CLUSTER_NAME": "eks-karpenter"}}
@@ -399,12 +527,20 @@ def test_teardown_runs_after_the_manifests_and_before_the_controller_and_aws_aut
     synthesized = request.getfixturevalue(configuration)
     graph = dependency_graph(synthesized.json)
     (teardown,) = resources(synthesized.template, "Custom::KarpenterTeardown")
-    karpenter_objects = [o["_logicalId"] for o in kubernetes_objects(synthesized.template).values()
-                         if o["apiVersion"].startswith("karpenter")]
-    charts = {r["Properties"]["Release"]: k for k, r in resources(synthesized.template, "Custom::AWSCDK-EKS-HelmChart").items()}
+    karpenter_objects = [
+        o["_logicalId"]
+        for o in kubernetes_objects(synthesized.template).values()
+        if o["apiVersion"].startswith("karpenter")
+    ]
+    charts = {
+        r["Properties"]["Release"]: k
+        for k, r in resources(synthesized.template, "Custom::AWSCDK-EKS-HelmChart").items()
+    }
     aws_auth = kubernetes_objects(synthesized.template)["ConfigMap/aws-auth"]["_logicalId"]
     assert karpenter_objects and all(depends_transitively(graph, o, teardown) for o in karpenter_objects)
     assert depends_transitively(graph, teardown, charts["karpenter"])
     assert depends_transitively(graph, teardown, aws_auth)
-    policy = next(k for k in resources(synthesized.template, "AWS::IAM::ManagedPolicy") if k.startswith("TeardownSafetyNet"))
+    policy = next(
+        k for k in resources(synthesized.template, "AWS::IAM::ManagedPolicy") if k.startswith("TeardownSafetyNet")
+    )
     assert depends_transitively(graph, teardown, policy)

@@ -39,13 +39,19 @@ def world(monkeypatch):
         iam = boto3.client("iam", region_name=REGION)
 
         def instances(count, tags):
-            reservation = ec2.run_instances(ImageId=AMI, MinCount=count, MaxCount=count, InstanceType="m5.large",
-                                            TagSpecifications=[{"ResourceType": "instance", "Tags": tags}])
+            reservation = ec2.run_instances(
+                ImageId=AMI,
+                MinCount=count,
+                MaxCount=count,
+                InstanceType="m5.large",
+                TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+            )
             return sorted(i["InstanceId"] for i in reservation["Instances"])
 
         def template(name, tags):
             return ec2.create_launch_template(
-                LaunchTemplateName=name, LaunchTemplateData={"ImageId": AMI},
+                LaunchTemplateName=name,
+                LaunchTemplateData={"ImageId": AMI},
                 TagSpecifications=[{"ResourceType": "launch-template", "Tags": tags}],
             )["LaunchTemplate"]["LaunchTemplateId"]
 
@@ -57,7 +63,8 @@ def world(monkeypatch):
         for role in (NODE_ROLE, f"KarpenterNodeRole-{OTHER}"):
             iam.create_role(RoleName=role, AssumeRolePolicyDocument=trust)
         world = {
-            "ec2": ec2, "iam": iam,
+            "ec2": ec2,
+            "iam": iam,
             "ours": instances(3, _tags(CLUSTER)),
             # more than one page of moto's describe_launch_templates (15, without a NextToken)
             "our_templates": sorted(template(f"karpenter.k8s.aws/{i}", _tags(CLUSTER)) for i in range(16)),
@@ -90,12 +97,22 @@ def _delete(world, status, budget_ms=840_000):
     cloudformation, _ = _status_client(status)
     fake = FakeTime()
     responses = []
-    index.handler({"RequestType": "Delete", "StackId": STACK_ID,
-                   "RequestId": "r", "LogicalResourceId": "TeardownSafetyNet", "ResponseURL": "https://example.invalid"},
-                  Context(fake, budget_ms), clients=lambda: {"cloudformation": cloudformation, "ec2": world["ec2"],
-                                                             "iam": world["iam"]},
-                  respond=lambda e, c, status, reason="", data=None: responses.append((status, data, fake.now)),
-                  sleep=fake.sleep, clock=fake.clock, drain_timeout=60, poll_interval=15)
+    index.handler(
+        {
+            "RequestType": "Delete",
+            "StackId": STACK_ID,
+            "RequestId": "r",
+            "LogicalResourceId": "TeardownSafetyNet",
+            "ResponseURL": "https://example.invalid",
+        },
+        Context(fake, budget_ms),
+        clients=lambda: {"cloudformation": cloudformation, "ec2": world["ec2"], "iam": world["iam"]},
+        respond=lambda e, c, status, reason="", data=None: responses.append((status, data, fake.now)),
+        sleep=fake.sleep,
+        clock=fake.clock,
+        drain_timeout=60,
+        poll_interval=15,
+    )
     return responses
 
 
@@ -112,12 +129,15 @@ def test_rollbacks_touch_nothing_then_the_stack_deletion_removes_exactly_this_cl
     ec2, iam = world["ec2"], world["iam"]
     before = _snapshot(world)
     assert set(before[0].values()) == {"running"} and len(before[1]) == 18 and len(before[2]) == 4
-    for status in ("UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
-                   "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS"):
+    for status in (
+        "UPDATE_ROLLBACK_IN_PROGRESS",
+        "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
+        "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS",
+    ):
         assert [r[0] for r in _delete(world, status)] == ["SUCCESS"]
         assert _snapshot(world) == before, status
 
-    (status, data, answered_at), = _delete(world, "DELETE_IN_PROGRESS")
+    ((status, data, answered_at),) = _delete(world, "DELETE_IN_PROGRESS")
     assert status == "SUCCESS"
     assert data == {"terminated": "3", "launch_templates": "16", "instance_profiles": "2"}
     assert answered_at <= 840 - index.RESERVE
@@ -125,10 +145,11 @@ def test_rollbacks_touch_nothing_then_the_stack_deletion_removes_exactly_this_cl
     assert {i: states[i] for i in world["ours"]} == {i: "terminated" for i in world["ours"]}
     # the node group's instance and launch template carry the cluster tag, not the nodepool tag
     assert {i: states[i] for i in world["nodegroup"] + world["theirs"]} == {
-        i: "running" for i in world["nodegroup"] + world["theirs"]}
+        i: "running" for i in world["nodegroup"] + world["theirs"]
+    }
     assert _templates(ec2) == sorted([world["nodegroup_template"], world["their_template"]])
     # moto ignores PathPrefix, as a misbehaving API might: the handler's own path check keeps the others
     assert _profiles(iam) == sorted([f"{OTHER}_3333", "unrelated"])
 
-    (status, data, _), = _delete(world, "DELETE_IN_PROGRESS")
+    ((status, data, _),) = _delete(world, "DELETE_IN_PROGRESS")
     assert (status, data) == ("SUCCESS", {"terminated": "0", "launch_templates": "0", "instance_profiles": "0"})

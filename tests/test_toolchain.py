@@ -17,13 +17,18 @@ NOISE = re.compile(r"end-of-life|deprecated|\[WARNING\]|WARNING|Traceback|featur
 
 # The README's synth and a bad -c flag, on a machine without AWS credentials: started in the background
 # when collection ends (tests/background.py).
-SYNTH = background.command("default-synth", ["cdk", "--no-notices", "synth", "--quiet", "--output", "{outdir}"],
-                           test="test_cdk_cli_synthesizes_the_default_configuration_without_credentials_or_noise",
-                           env=background.clean_env())
-BAD_FLAG = background.command("bad-flag-synth", ["cdk", "--no-notices", "synth", "--quiet", "-c", "clusterName=bad name",
-                                                 "--output", "{outdir}"],
-                              test="test_bad_configuration_fails_with_one_clear_message_and_no_output",
-                              env=background.clean_env())
+SYNTH = background.command(
+    "default-synth",
+    ["cdk", "--no-notices", "synth", "--quiet", "--output", "{outdir}"],
+    test="test_cdk_cli_synthesizes_the_default_configuration_without_credentials_or_noise",
+    env=background.clean_env(),
+)
+BAD_FLAG = background.command(
+    "bad-flag-synth",
+    ["cdk", "--no-notices", "synth", "--quiet", "-c", "clusterName=bad name", "--output", "{outdir}"],
+    test="test_bad_configuration_fails_with_one_clear_message_and_no_output",
+    env=background.clean_env(),
+)
 
 
 @pytest.mark.background
@@ -41,7 +46,7 @@ def test_cdk_cli_synthesizes_the_default_configuration_without_credentials_or_no
 def test_bad_configuration_fails_with_one_clear_message_and_no_output():
     result = background.result(BAD_FLAG)
     assert result.returncode != 0
-    assert "Configuration error:\nclusterName = \"bad name\": must start with a letter or digit" in result.stderr
+    assert 'Configuration error:\nclusterName = "bad name": must start with a letter or digit' in result.stderr
     assert "Traceback" not in result.stderr and "jsii" not in result.stderr
     assert not (result.outdir / "manifest.json").exists()
     assert not list(result.outdir.glob("*.template.json"))
@@ -65,6 +70,10 @@ def test_every_python_dependency_is_pinned_exactly(name):
 
 
 def test_ci_runs_the_readme_test_command():
-    ci = [l for l in (ROOT / ".ci" / "run").read_text().splitlines() if l and not l.startswith(("#", "set ", "cd "))]
+    ci = [
+        line
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line and not line.startswith(("#", "set ", "cd "))
+    ]
     assert ci == ["make test"]
     assert "make test" in (ROOT / "README.md").read_text()

@@ -6,25 +6,27 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from itertools import pairwise
+from typing import Any
 
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
+    CamelModel,
     CapacityReservationTermSpec,
     DataVolumeSpec,
-    KubeletSpec,
-    CamelModel,
-    SecurityGroupTermSpec,
-    SubnetTermSpec,
     DisruptionBudgetSpec,
+    KubeletSpec,
     NodeClassSpec,
     NodeOverlaySpec,
     NodePoolSpec,
     OverlayRequirementSpec,
     RequirementSpec,
+    SecurityGroupTermSpec,
+    SubnetTermSpec,
     TaintSpec,
 )
 
@@ -49,7 +51,7 @@ def with_origins(message: str, prefix: str, origins: Mapping[str, str]) -> str:
     ``(from profile production)`` or ``(from built-in default)``."""
     lines = []
     for line in message.split("\n"):
-        body = line[len(prefix):] if line.startswith(prefix) else line
+        body = line[len(prefix) :] if line.startswith(prefix) else line
         key = _LEADING_KEY.match(body)
         if key and (key.group() in origins or key.group() in _SETTINGS):
             line += f" (from {origins.get(key.group(), BUILT_IN)})"
@@ -90,7 +92,7 @@ NESTED_IN: dict[tuple[str, str], type[CamelModel]] = {("nodeOverlays", "requirem
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     model: type[CamelModel] = AppConfig
     keys = [item for item in loc[:-1] if isinstance(item, str)]
-    for before, item in zip([None, *keys], keys):
+    for before, item in pairwise([None, *keys]):
         if (before, item) in NESTED_IN:
             model = NESTED_IN[(before, item)]
         elif item in NESTED_MODELS:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import date
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel, to_snake
@@ -25,8 +26,15 @@ from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig
 _CDK_OWN_KEYS = {"acknowledged-issue-numbers"}
 
 CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
-_JSON_KEYS = {"nodeClasses", "nodePools", "publicAccessCidrs", "additionalNagPacks", "addonVersions", "existingCluster",
-              "controller"}
+_JSON_KEYS = {
+    "nodeClasses",
+    "nodePools",
+    "publicAccessCidrs",
+    "additionalNagPacks",
+    "addonVersions",
+    "existingCluster",
+    "controller",
+}
 _OBJECT_KEYS = {"addonVersions", "existingCluster", "controller"}
 
 
@@ -42,9 +50,14 @@ def _parse_cli_value(key: str, value: Any, origin: str) -> Any:
             return json.loads(value)
         except json.JSONDecodeError as err:
             kind = "object" if key in _OBJECT_KEYS else "list"
-            raise ConfigError(f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON {kind} "
-                              f"(from {origin})") from None
-    if isinstance(value, str) and value in ("", "null") and key in ("vpcId", "account", "region", "alarmTopicArn", "existingCluster"):
+            raise ConfigError(
+                f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON {kind} (from {origin})"
+            ) from None
+    if (
+        isinstance(value, str)
+        and value in ("", "null")
+        and key in ("vpcId", "account", "region", "alarmTopicArn", "existingCluster")
+    ):
         return None
     return value
 
@@ -85,7 +98,7 @@ def _without_nones(value: Any) -> Any:
 _ENV_NAME = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
 
 
-def load_config(context: Mapping[str, Any], today: Optional[date] = None) -> AppConfig:
+def load_config(context: Mapping[str, Any], today: date | None = None) -> AppConfig:
     """Validate the app's context (no environments) into an :class:`AppConfig`, or raise ConfigError.
 
     ``today`` decides EKS support (defaults to the current date); tests pass a fixed one."""
@@ -96,7 +109,7 @@ def load_config(context: Mapping[str, Any], today: Optional[date] = None) -> App
 
 
 def load_environments(
-    context: Mapping[str, Any], today: Optional[date] = None, file_context: Optional[Mapping[str, Any]] = None
+    context: Mapping[str, Any], today: date | None = None, file_context: Mapping[str, Any] | None = None
 ) -> dict[str, AppConfig]:
     """Every environment's configuration: ``{"": config}`` without ``environments``, else
     ``{name: config}``.
@@ -107,28 +120,41 @@ def load_environments(
     ours = {k: v for k, v in context.items() if _is_ours(k)}
     environments = _parse_environments(ours.pop("environments", None))
     from_file = {k: v for k, v in (file_context or {}).items() if _is_ours(k)}
-    flags = {k for k in ours
-             if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))}
+    flags = {
+        k
+        for k in ours
+        if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))
+    }
     origins = {k: FLAG if k in flags else CDK_JSON for k in ours}
     unknown = sorted(k for k in ours if k not in CONTEXT_KEYS)
     if unknown:
-        raise ConfigError(with_origins(
-            "\n".join(unknown_key(k, k, [*CONTEXT_KEYS, "environments"]) for k in unknown), "", origins))
+        raise ConfigError(
+            with_origins("\n".join(unknown_key(k, k, [*CONTEXT_KEYS, "environments"]) for k in unknown), "", origins)
+        )
     shared = {k: _parse_cli_value(k, v, origins[k]) for k, v in ours.items()}
     if not environments:
         return {"": _validate(shared, today, prefix="", origins=origins)}
     configs: dict[str, AppConfig] = {}
     for name, overrides in environments.items():
         if not _ENV_NAME.fullmatch(name):
-            raise ConfigError(f"environments: '{name}' is not a valid environment name (lowercase letters, digits "
-                              "and '-', starting with a letter, at most 20 characters)")
+            raise ConfigError(
+                f"environments: '{name}' is not a valid environment name (lowercase letters, digits "
+                "and '-', starting with a letter, at most 20 characters)"
+            )
         layer = f"environments.{name}"
         # Each environment's cluster is named <shared clusterName>-<environment> unless it names its own.
-        raw = {**shared, "clusterName": f"{shared.get('clusterName', DEFAULT_CLUSTER_NAME)}-{name}",
-               **{k: _parse_cli_value(k, v, layer) for k, v in overrides.items()},
-               **{k: shared[k] for k in flags if k != "clusterName"}}
-        env_origins = {**origins, "clusterName": layer, **{k: layer for k in overrides},
-                       **{k: FLAG for k in flags if k != "clusterName"}}
+        raw = {
+            **shared,
+            "clusterName": f"{shared.get('clusterName', DEFAULT_CLUSTER_NAME)}-{name}",
+            **{k: _parse_cli_value(k, v, layer) for k, v in overrides.items()},
+            **{k: shared[k] for k in flags if k != "clusterName"},
+        }
+        env_origins = {
+            **origins,
+            "clusterName": layer,
+            **{k: layer for k in overrides},
+            **{k: FLAG for k in flags if k != "clusterName"},
+        }
         configs[name] = _validate(raw, today, prefix=f"{layer}.", origins=env_origins)
     names = [c.cluster_name for c in configs.values()]
     if len(set(names)) != len(names):
@@ -143,13 +169,15 @@ def _parse_environments(value: Any) -> dict[str, dict[str, Any]]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as err:
-            raise ConfigError(f"environments: '{value}' is not valid JSON ({err.msg}); expected a JSON object") from None
+            raise ConfigError(
+                f"environments: '{value}' is not valid JSON ({err.msg}); expected a JSON object"
+            ) from None
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         raise ConfigError("environments: expected an object of environment name -> settings")
     return value
 
 
-def _validate(raw: dict[str, Any], today: Optional[date], prefix: str, origins: Mapping[str, str]) -> AppConfig:
+def _validate(raw: dict[str, Any], today: date | None, prefix: str, origins: Mapping[str, str]) -> AppConfig:
     # The profile sits below every layer a user writes: it fills only keys none of them contains.
     profile = _profile_defaults(raw)
     origins = {**{k: f"profile {raw['profile']}" for k in profile if k not in raw}, **origins}
@@ -190,8 +218,11 @@ def _validate(raw: dict[str, Any], today: Optional[date], prefix: str, origins: 
             "existingCluster: check them there, or Windows pods get no IP address"
         )
     if config.profile == "production":
-        warnings += [f"nodeClasses[{i}].amiAlias '{c.ami_alias}': Windows AMIs cannot be pinned (alias @latest only), so "
-                     "this class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets"
-                     for i, c in enumerate(config.node_classes) if c.windows]
+        warnings += [
+            f"nodeClasses[{i}].amiAlias '{c.ami_alias}': Windows AMIs cannot be pinned (alias @latest only), so "
+            "this class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets"
+            for i, c in enumerate(config.node_classes)
+            if c.windows
+        ]
     config._warnings = tuple(prefix + w for w in warnings)
     return config

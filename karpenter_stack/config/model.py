@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -39,8 +39,10 @@ _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
 _ACCOUNT = re.compile(r"^[0-9]{12}$")
 _RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 # AWS region names: <area>[-gov|-iso*]-<direction>-<n> (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-7).
-_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|"
-                     r"southwest)-[0-9]{1,2}$")
+_REGION = re.compile(
+    r"^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|"
+    r"southwest)-[0-9]{1,2}$"
+)
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8}([0-9a-f]{9})?$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
@@ -50,8 +52,11 @@ _OIDC_PROVIDER_ARN = re.compile(
 # existingCluster field -> the form AWS gives it, and the message naming that form.
 _ID_FORMATS = {
     "kubectl_role_arn": (_ROLE_ARN, "must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"),
-    "open_id_connect_provider_arn": (_OIDC_PROVIDER_ARN, "must be an EKS OIDC provider ARN like arn:aws:iam::"
-                                     "<account>:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>"),
+    "open_id_connect_provider_arn": (
+        _OIDC_PROVIDER_ARN,
+        "must be an EKS OIDC provider ARN like arn:aws:iam::"
+        "<account>:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>",
+    ),
     "cluster_security_group_id": (_SECURITY_GROUP_ID, "must look like sg-0123456789abcdef0"),
     "vpc_id": (_VPC_ID, "must look like vpc-0123456789abcdef0"),
 }
@@ -66,9 +71,21 @@ _FORMATS = {
     "vpc_id": (_VPC_ID, "must look like vpc-0123456789abcdef0"),
 }
 # Settings that shape a cluster this app creates; with existingCluster nobody may set them.
-CREATED_CLUSTER_ONLY = ("authentication_mode", "administrators", "vpc_id", "vpc_cidr", "max_azs", "nat_gateways",
-                        "endpoint_access", "public_access_cidrs", "controller_hosting", "system_node_instance_type",
-                        "deletion_protection", "addon_versions", "controller_credentials")
+CREATED_CLUSTER_ONLY = (
+    "authentication_mode",
+    "administrators",
+    "vpc_id",
+    "vpc_cidr",
+    "max_azs",
+    "nat_gateways",
+    "endpoint_access",
+    "public_access_cidrs",
+    "controller_hosting",
+    "system_node_instance_type",
+    "deletion_protection",
+    "addon_versions",
+    "controller_credentials",
+)
 
 
 class ExistingClusterConfig(CamelModel):
@@ -76,11 +93,11 @@ class ExistingClusterConfig(CamelModel):
 
     kubectl_role_arn: str = Field(
         description="IAM role CDK's kubectl handler assumes to install the charts and objects; it needs cluster-admin "
-                    "(an access entry with AmazonEKSClusterAdminPolicy) and must trust this account.",
+        "(an access entry with AmazonEKSClusterAdminPolicy) and must trust this account.",
     )
     open_id_connect_provider_arn: str = Field(
         description="The cluster's IAM OIDC provider (arn:...:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>): "
-                    "the controller's IRSA role trusts it.",
+        "the controller's IRSA role trusts it.",
     )
     cluster_security_group_id: str = Field(
         description="The cluster security group EKS created; Karpenter's nodes join it (selected by id, never tagged)."
@@ -90,12 +107,14 @@ class ExistingClusterConfig(CamelModel):
         min_length=2, description="Private subnets (at least 2 zones) Karpenter launches nodes into, selected by id."
     )
     private_endpoint: bool = Field(
-        False, description="The API endpoint is private only: CDK's kubectl handler then runs in subnetIds, in the "
-                           "cluster security group."
+        False,
+        description="The API endpoint is private only: CDK's kubectl handler then runs in subnetIds, in the "
+        "cluster security group.",
     )
-    authentication_mode: Optional[Literal["API", "API_AND_CONFIG_MAP", "CONFIG_MAP"]] = Field(
-        None, description="The cluster's authentication mode, when known; nodes join through an EKS access entry, "
-                          "so CONFIG_MAP is refused (unset: a synth warning)."
+    authentication_mode: Literal["API", "API_AND_CONFIG_MAP", "CONFIG_MAP"] | None = Field(
+        None,
+        description="The cluster's authentication mode, when known; nodes join through an EKS access entry, "
+        "so CONFIG_MAP is refused (unset: a synth warning).",
     )
 
     @field_validator(*_ID_FORMATS)
@@ -114,7 +133,7 @@ class ExistingClusterConfig(CamelModel):
 
     @field_validator("authentication_mode")
     @classmethod
-    def _mode(cls, value: Optional[str]) -> Optional[str]:
+    def _mode(cls, value: str | None) -> str | None:
         if value == "CONFIG_MAP":
             raise ValueError(
                 "Karpenter's nodes join through an EKS access entry, which a CONFIG_MAP cluster ignores (and this app "
@@ -132,17 +151,27 @@ class AppConfig(CamelModel):
         "standard",
         description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
     )
-    cluster_name: str = Field(DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources.")
-    kubernetes_version: str = Field("1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package.")
+    cluster_name: str = Field(
+        DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources."
+    )
+    kubernetes_version: str = Field(
+        "1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package."
+    )
     karpenter_version: str = Field("1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml.")
     karpenter_namespace: str = Field("kube-system", description="Namespace of the Karpenter controller.")
     karpenter_service_account: str = Field("karpenter", description="Service account of the Karpenter controller.")
-    account: Optional[str] = Field(None, description="AWS account id; unset = environment-agnostic stack.")
-    region: Optional[str] = Field(None, description="AWS region; unset = environment-agnostic stack.")
-    vpc_id: Optional[str] = Field(None, description="Use this existing VPC (needs account and region) instead of creating one.")
+    account: str | None = Field(None, description="AWS account id; unset = environment-agnostic stack.")
+    region: str | None = Field(None, description="AWS region; unset = environment-agnostic stack.")
+    vpc_id: str | None = Field(
+        None, description="Use this existing VPC (needs account and region) instead of creating one."
+    )
     vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the new VPC.")
-    max_azs: int = Field(2, ge=2, le=6, description="Availability zones of the new VPC (environment-agnostic stacks get 2).")
-    nat_gateways: int = Field(1, ge=1, le=6, description="NAT gateways of the new VPC (one per AZ for zonal resilience).")
+    max_azs: int = Field(
+        2, ge=2, le=6, description="Availability zones of the new VPC (environment-agnostic stacks get 2)."
+    )
+    nat_gateways: int = Field(
+        1, ge=1, le=6, description="NAT gateways of the new VPC (one per AZ for zonal resilience)."
+    )
     endpoint_access: Literal["private", "public-and-private"] = Field(
         "private",
         description="Kubernetes API endpoint: private only, or private plus public restricted to publicAccessCidrs.",
@@ -151,16 +180,22 @@ class AppConfig(CamelModel):
         default_factory=list,
         description="CIDRs allowed to reach the public endpoint (with endpointAccess=public-and-private).",
     )
-    additional_nag_packs: list[Literal["NIST80053R5", "NIST80053R4", "HIPAASecurity", "PCIDSS321", "Serverless"]] = Field(
-        default_factory=list,
-        description="cdk-nag packs checked on top of AwsSolutions (NIST80053R5 findings are handled by the app).",
+    additional_nag_packs: list[Literal["NIST80053R5", "NIST80053R4", "HIPAASecurity", "PCIDSS321", "Serverless"]] = (
+        Field(
+            default_factory=list,
+            description="cdk-nag packs checked on top of AwsSolutions (NIST80053R5 findings are handled by the app).",
+        )
     )
     controller_hosting: Literal["fargate", "nodegroup"] = Field(
-        "fargate", description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group."
+        "fargate",
+        description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group.",
     )
-    system_node_instance_type: str = Field("t3.medium", description="Instance type of the system node group (nodegroup hosting).")
+    system_node_instance_type: str = Field(
+        "t3.medium", description="Instance type of the system node group (nodegroup hosting)."
+    )
     deletion_protection: bool = Field(
-        False, description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last)."
+        False,
+        description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last).",
     )
     termination_protection: bool = Field(
         False, description="CloudFormation termination protection: refuses the whole stack deletion up front."
@@ -173,22 +208,24 @@ class AppConfig(CamelModel):
         ),
     )
     demo_workload: bool = Field(
-        False, description="Apply the 'inflate' demo Deployment (pause containers, 0 replicas, 1 CPU each) to watch a scale-up."
+        False,
+        description="Apply the 'inflate' demo Deployment (pause containers, 0 replicas, 1 CPU each) to watch a scale-up.",
     )
     service_monitor: bool = Field(
-        False, description="Create the chart's Prometheus ServiceMonitor for Karpenter's metrics (needs the Prometheus operator CRDs)."
+        False,
+        description="Create the chart's Prometheus ServiceMonitor for Karpenter's metrics (needs the Prometheus operator CRDs).",
     )
     interruption_queue_alarms: bool = Field(
         False, description="CloudWatch alarms when interruption messages pile up or grow old in the queue."
     )
-    alarm_topic_arn: Optional[str] = Field(None, description="SNS topic the alarms notify (with interruptionQueueAlarms).")
+    alarm_topic_arn: str | None = Field(None, description="SNS topic the alarms notify (with interruptionQueueAlarms).")
     create_spot_service_linked_role: bool = Field(
         False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
     )
     addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"], str] = Field(
         default_factory=dict,
         description=(
-            "Pin EKS managed add-on versions (e.g. {\"vpc-cni\": \"v1.20.1-eksbuild.3\"}); unset: coredns and "
+            'Pin EKS managed add-on versions (e.g. {"vpc-cni": "v1.20.1-eksbuild.3"}); unset: coredns and '
             "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni and "
             "eks-pod-identity-agent are EKS's default."
         ),
@@ -201,7 +238,7 @@ class AppConfig(CamelModel):
             "Identity does not work on Fargate). Switching keeps the role and lets running pods keep their credentials."
         ),
     )
-    authentication_mode: Optional[Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"]] = Field(
+    authentication_mode: Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"] | None = Field(
         None,
         description=(
             "How the cluster authenticates IAM principals. Unset: EKS's CONFIG_MAP (the aws-auth ConfigMap). "
@@ -213,16 +250,16 @@ class AppConfig(CamelModel):
     administrators: list[str] = Field(
         default_factory=list,
         description="IAM role ARNs with cluster-admin (access entries with AmazonEKSClusterAdminPolicy; with "
-                    "CONFIG_MAP, system:masters in aws-auth), instead of the stack's ClusterAdminRole that anyone in "
-                    "the account allowed sts:AssumeRole may assume (unset: that role). Setting them on a running "
-                    "cluster deletes that role and its mapping in place.",
+        "CONFIG_MAP, system:masters in aws-auth), instead of the stack's ClusterAdminRole that anyone in "
+        "the account allowed sts:AssumeRole may assume (unset: that role). Setting them on a running "
+        "cluster deletes that role and its mapping in place.",
     )
     controller: ControllerSpec = Field(
         default_factory=ControllerSpec,
         description="The Karpenter controller: featureGates, batchMaxDuration, batchIdleDuration, zonalShift, logLevel, "
-                    "cpu, memory (keys below).",
+        "cpu, memory (keys below).",
     )
-    existing_cluster: Optional[ExistingClusterConfig] = Field(
+    existing_cluster: ExistingClusterConfig | None = Field(
         None,
         description=(
             "Install Karpenter onto this existing EKS cluster (named clusterName, running kubernetesVersion) instead of "
@@ -238,7 +275,7 @@ class AppConfig(CamelModel):
     node_overlays: list[NodeOverlaySpec] = Field(
         default_factory=list,
         description="NodeOverlays to apply (alpha, needs controller.featureGates.nodeOverlay): price or extended-"
-                    "resource capacity Karpenter assumes for matching instance types.",
+        "resource capacity Karpenter assumes for matching instance types.",
     )
 
     @field_validator("cluster_name")
@@ -286,24 +323,31 @@ class AppConfig(CamelModel):
 
     @field_validator(*_FORMATS)
     @classmethod
-    def _format(cls, value: Optional[str], info: ValidationInfo) -> Optional[str]:
+    def _format(cls, value: str | None, info: ValidationInfo) -> str | None:
         pattern, message = _FORMATS[info.field_name]
         return optional_match(value, pattern, message)
 
     @model_validator(mode="after")
-    def _cross_field(self) -> "AppConfig":
+    def _cross_field(self) -> AppConfig:
         if self.existing_cluster is not None:
             created_only = sorted(to_camel(f) for f in self.model_fields_set & set(CREATED_CLUSTER_ONLY))
             if created_only:
-                raise ValueError("\n".join(
-                    f"{key}: applies only to a cluster this app creates; remove it when existingCluster is set"
-                    for key in created_only))
+                raise ValueError(
+                    "\n".join(
+                        f"{key}: applies only to a cluster this app creates; remove it when existingCluster is set"
+                        for key in created_only
+                    )
+                )
         if self.endpoint_access == "public-and-private" and not self.public_access_cidrs:
             raise ValueError("endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)")
         if self.endpoint_access == "private" and self.public_access_cidrs:
-            raise ValueError("publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private")
+            raise ValueError(
+                "publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private"
+            )
         if self.alarm_topic_arn and not self.interruption_queue_alarms:
-            raise ValueError("alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true")
+            raise ValueError(
+                "alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true"
+            )
         if self.vpc_id and not (self.account and self.region):
             raise ValueError("vpcId needs account and region: an existing VPC is looked up in that environment")
         if self.max_azs > 2 and not (self.account and self.region) and not self.vpc_id:
@@ -312,17 +356,24 @@ class AppConfig(CamelModel):
                 "only knows 2 availability zones (allowed without them: 2)"
             )
         if self.controller_credentials == "pod-identity" and self.controller_hosting == "fargate":
-            raise ValueError("controllerCredentials 'pod-identity' needs controllerHosting=nodegroup: EKS Pod Identity "
-                             "does not work for pods on Fargate (allowed with fargate: irsa)")
-        if self.controller_hosting == "fargate" and self.existing_cluster is None and not self.controller.fits_fargate():
+            raise ValueError(
+                "controllerCredentials 'pod-identity' needs controllerHosting=nodegroup: EKS Pod Identity "
+                "does not work for pods on Fargate (allowed with fargate: irsa)"
+            )
+        if (
+            self.controller_hosting == "fargate"
+            and self.existing_cluster is None
+            and not self.controller.fits_fargate()
+        ):
             raise ValueError(
                 f"controller cpu {self.controller.cpu} / memory {self.controller.memory} does not fit a Fargate pod "
                 f"(at most {FARGATE_MAX_CPU} vCPU and {FARGATE_MAX_MEMORY_GIB} GiB); use controllerHosting=nodegroup"
             )
         for i, arn in enumerate(self.administrators):
             if not _ROLE_ARN.fullmatch(arn):
-                raise ValueError(f"administrators[{i}] '{arn}' must be an IAM role ARN like "
-                                 "arn:aws:iam::<account>:role/<name>")
+                raise ValueError(
+                    f"administrators[{i}] '{arn}' must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"
+                )
         if len(set(self.administrators)) != len(self.administrators):
             raise ValueError("administrators lists a role twice")
         if self.nat_gateways > self.max_azs:

@@ -10,18 +10,18 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
+    CamelModel,
     CapacityReservationTermSpec,
     DataVolumeSpec,
-    KubeletSpec,
-    SecurityGroupTermSpec,
-    SubnetTermSpec,
-    CamelModel,
     DisruptionBudgetSpec,
+    KubeletSpec,
     NodeClassSpec,
     NodeOverlaySpec,
     NodePoolSpec,
     OverlayRequirementSpec,
     RequirementSpec,
+    SecurityGroupTermSpec,
+    SubnetTermSpec,
     TaintSpec,
 )
 

@@ -24,8 +24,19 @@ HERE = Path(__file__).resolve().parent
 def _alternative_dir(work: Path) -> Path:
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-qq", "--disable-pip-version-check",
-                    "-r", str(HERE / "requirements.txt")], check=True)
+    subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-qq",
+            "--disable-pip-version-check",
+            "-r",
+            str(HERE / "requirements.txt"),
+        ],
+        check=True,
+    )
     app_dir = work / "app"
     app_dir.mkdir()
     shutil.copy(HERE / "alternative_app.py", app_dir / "app.py")
@@ -37,8 +48,13 @@ def _alternative_dir(work: Path) -> Path:
 def _time_synth(cwd: Path, outdir: Path) -> float:
     env = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true"}
     start = time.perf_counter()
-    result = subprocess.run(["cdk", "--no-notices", "synth", "--quiet", "--output", str(outdir)], cwd=cwd, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["cdk", "--no-notices", "synth", "--quiet", "--output", str(outdir)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"synth failed in {cwd}:\n{result.stderr}")
@@ -61,10 +77,12 @@ def main() -> int:
             ours.append(_time_synth(ROOT, ours_out))
             theirs.append(_time_synth(alternative, theirs_out))
             print(f"run {i + 1}: this project {ours[-1]:.2f} s, alternative {theirs[-1]:.2f} s", flush=True)
-    ratios = [o / t for o, t in zip(ours, theirs)]
-    print(f"\nmedian of {args.runs}: this project {statistics.median(ours):.2f} s, "
-          f"aws_eks + cdk-eks-karpenter {statistics.median(theirs):.2f} s, "
-          f"ratio {statistics.median(ratios):.2f} (median of per-run ratios; target <= 0.80)")
+    ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
+    print(
+        f"\nmedian of {args.runs}: this project {statistics.median(ours):.2f} s, "
+        f"aws_eks + cdk-eks-karpenter {statistics.median(theirs):.2f} s, "
+        f"ratio {statistics.median(ratios):.2f} (median of per-run ratios; target <= 0.80)"
+    )
     return 0
 
 
