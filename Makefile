@@ -17,7 +17,7 @@ NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: synth test setup cdk docs snapshots security-report bench rehearsal release-ids clean
+.PHONY: synth test setup hooks cdk docs snapshots security-report bench rehearsal release-ids clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	rm -rf cdk.out  # the CLI never removes old templates; start from nothing
@@ -28,6 +28,11 @@ test: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest $(PYTEST_ARGS)
 
 setup: $(DEV_STAMP) $(NODE_STAMP)
+
+# Git hooks: pre-commit (pinned in requirements-hooks.txt) runs ruff and mypy on every commit.
+hooks: $(DEV_STAMP)
+	python -m pip install -q -r requirements-hooks.txt
+	pre-commit install
 
 # Any other CDK command with the project's toolchain, e.g. make cdk ARGS="deploy --all"
 cdk: $(RUNTIME_STAMP) $(NODE_STAMP)

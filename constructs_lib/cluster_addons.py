@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
 # Strategic-merge patch that changes nothing: see ``retire_coredns_compute_type_patch``.
-_NO_CHANGE: dict = {}
+_NO_CHANGE: dict[str, Any] = {}
 
 
 class ManagedAddons(Construct):
@@ -79,7 +80,7 @@ def retire_coredns_compute_type_patch(cluster: eks.Cluster) -> eks.KubernetesPat
     return eks.KubernetesPatch(
         cluster,
         "CoreDnsComputeTypePatch",
-        cluster=cluster,
+        cluster=cast(eks.ICluster, cluster),  # (jsii's typing: Cluster lacks ICluster.kubectl_provider)
         resource_name="deployment/coredns",
         resource_namespace="kube-system",
         apply_patch=_NO_CHANGE,

@@ -80,7 +80,9 @@ class ControllerRole(Construct):
                 raise ValueError(
                     "ControllerCredentials.POD_IDENTITY needs cluster_name (the trust checks its session tag)"
                 )
-            self.role.assume_role_policy.add_statements(
+            trust = self.role.assume_role_policy
+            assert trust is not None  # a Role always has one
+            trust.add_statements(
                 iam.PolicyStatement(
                     actions=["sts:AssumeRole", "sts:TagSession"],
                     principals=[iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL)],

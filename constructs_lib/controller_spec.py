@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .node_specs import CamelModel
+from .node_specs import CamelModel, FeatureGate
 from .quantities import GO_DURATION, parse_quantity
 
 # settings.featureGates of the 1.14 chart (values.yaml), with their upstream defaults.
@@ -28,14 +28,7 @@ class ControllerSpec(CamelModel):
     """How the Karpenter controller runs."""
 
     feature_gates: dict[
-        Literal[
-            "spotToSpotConsolidation",
-            "nodeRepair",
-            "nodeOverlay",
-            "staticCapacity",
-            "capacityBuffer",
-            "reservedCapacity",
-        ],
+        FeatureGate,
         bool,
     ] = Field(
         default_factory=dict,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import custom_resources as cr
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from .nag import acknowledge, managed_policy_finding, registers
 
@@ -57,14 +60,15 @@ class SecurityGroupTag(Construct):
         # /aws/lambda/<function>, a log group that depends on the function and on nothing else: a stack
         # deletion would remove it first, and this resource's delete (removing the tag, later) would make
         # Lambda create it again, outside the stack.
-        singleton = self.resource.node.find_child("Provider")
+        singleton = cast(lambda_.SingletonFunction, self.resource.node.find_child("Provider"))
+        assert singleton.role is not None and singleton.role.node.scope is not None
         handler = singleton.role.node.scope  # the stack-level function behind the singleton
         log_group = handler.node.try_find_child("LogGroup")
         if log_group is not None:
             self.resource.node.add_dependency(log_group)
         self._acknowledge(handler)
 
-    def _acknowledge(self, handler: Construct) -> None:
+    def _acknowledge(self, handler: IConstruct) -> None:
         acknowledge(
             handler.node.find_child("ServiceRole"),
             managed_policy_finding("AWSLambdaBasicExecutionRole", service_role=True),

@@ -8,7 +8,7 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
 from . import manifests
-from .node_specs import NodeClassSpec, NodeOverlaySpec, NodePoolSpec
+from .node_specs import FeatureGate, NodeClassSpec, NodeOverlaySpec, NodePoolSpec
 
 
 class KarpenterNodes(Construct):
@@ -32,7 +32,7 @@ class KarpenterNodes(Construct):
         node_pools: Sequence[NodePoolSpec],
         node_overlays: Sequence[NodeOverlaySpec],
         depends_on: Sequence[IDependable],
-        feature_gates: Mapping[str, bool],
+        feature_gates: Mapping[FeatureGate, bool],
         subnet_ids: Sequence[str] = (),
         security_group_ids: Sequence[str] = (),
     ) -> None:

@@ -18,6 +18,7 @@ from .node_specs import (
     CamelModel,
     DataVolumeSpec,
     DisruptionBudgetSpec,
+    FeatureGate,
     NodeClassSpec,
     NodeOverlaySpec,
     NodePoolSpec,
@@ -62,7 +63,7 @@ def _block_devices(spec: NodeClassSpec) -> list[dict[str, Any]]:
 
 def _data_volume(spec: DataVolumeSpec) -> dict[str, Any]:
     if spec.size_gib is None:  # the snapshot's size
-        ebs = {"volumeType": spec.volume_type, "encrypted": True, "deleteOnTermination": True}
+        ebs: dict[str, Any] = {"volumeType": spec.volume_type, "encrypted": True, "deleteOnTermination": True}
     else:
         ebs = _ebs(f"{spec.size_gib}Gi", spec.volume_type, spec.iops, spec.throughput)
     if spec.snapshot_id is not None:
@@ -191,7 +192,7 @@ def node_objects(
     *,
     cluster_name: str,
     node_role_name: str,
-    feature_gates: Mapping[str, bool],
+    feature_gates: Mapping[FeatureGate, bool],
     node_overlays: Sequence[NodeOverlaySpec] = (),
     windows_node_role_name: str | None = None,
     subnet_ids: Sequence[str] = (),

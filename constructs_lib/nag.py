@@ -114,9 +114,9 @@ def arn_prefix(pseudo: tuple[str, str, str], service: str, *, regional: bool = T
 def logical_id_of(construct: IConstruct) -> str:
     """The CloudFormation logical id of a construct's resource, as cdk-nag writes it in finding ids
     (found through the construct, never written out)."""
-    resource = construct
+    resource: IConstruct | None = construct
     while not isinstance(resource, CfnElement):  # e.g. HelmChart -> CustomResource -> CfnResource
-        resource = resource.node.default_child
         if resource is None:
             raise ValueError(f"{construct.node.path} has no CloudFormation resource")
-    return resource.stack.resolve(resource.logical_id)
+        resource = resource.node.default_child
+    return str(resource.stack.resolve(resource.logical_id))

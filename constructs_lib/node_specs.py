@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -98,6 +98,16 @@ INSTANCE_CATEGORIES = (
 INSTANCE_TYPE = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*\.[a-z0-9-]+$")
 _DATA_DEVICE = re.compile(r"/dev/(xvd|sd)[b-z]")
 INSTANCE_FAMILY = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*$")
+
+
+CapacityType = Literal["spot", "on-demand", "reserved"]
+Architecture = Literal["amd64", "arm64"]
+DEFAULT_CAPACITY_TYPES: tuple[CapacityType, ...] = ("spot", "on-demand")
+DEFAULT_ARCHITECTURES: tuple[Architecture, ...] = ("amd64", "arm64")
+# settings.featureGates of the Karpenter 1.14 chart (values.yaml).
+FeatureGate = Literal[
+    "spotToSpotConsolidation", "nodeRepair", "nodeOverlay", "staticCapacity", "capacityBuffer", "reservedCapacity"
+]
 
 
 class CamelModel(BaseModel):
@@ -644,15 +654,15 @@ class NodePoolSpec(CamelModel):
 
     name: str = Field("default", description="Kubernetes name of the NodePool.")
     node_class: str = Field("default", description="Name of the EC2NodeClass (from nodeClasses) this pool uses.")
-    capacity_types: list[Literal["spot", "on-demand", "reserved"]] = Field(
-        default_factory=lambda: ["spot", "on-demand"],
+    capacity_types: list[CapacityType] = Field(
+        default_factory=lambda: list(DEFAULT_CAPACITY_TYPES),
         min_length=1,
         description="karpenter.sh/capacity-type values; reserved needs the node class's "
         "capacityReservationSelectorTerms (Karpenter then prefers reservations, and falls back to the "
         "other types listed).",
     )
-    architectures: list[Literal["amd64", "arm64"]] = Field(
-        default_factory=lambda: ["amd64", "arm64"], min_length=1, description="kubernetes.io/arch values."
+    architectures: list[Architecture] = Field(
+        default_factory=lambda: list(DEFAULT_ARCHITECTURES), min_length=1, description="kubernetes.io/arch values."
     )
     instance_categories: list[str] = Field(
         default_factory=lambda: ["c", "m", "r"],
@@ -768,7 +778,7 @@ class NodePoolSpec(CamelModel):
     def _grace(cls, value: str) -> str:
         if value == "Never" or not _GRACE_PERIOD.fullmatch(value):
             raise ValueError("must be a duration like 30s, 5m or 1m30s (no 'Never': a drain must end)")
-        seconds = parse_duration(value)
+        seconds = parse_duration(value) or 0  # (never None: 'Never' is refused above)
         if seconds > MAX_TERMINATION_GRACE_PERIOD_S:
             raise ValueError(
                 f"is {seconds} s; at most {MAX_TERMINATION_GRACE_PERIOD_S // 60}m, so that deleting a node class "
@@ -935,7 +945,7 @@ class NodeOverlaySpec(CamelModel):
 def pool_problems(
     node_classes: Sequence[NodeClassSpec],
     node_pools: Sequence[NodePoolSpec],
-    feature_gates: Mapping[str, bool],
+    feature_gates: Mapping[FeatureGate, bool],
     node_overlays: Sequence[NodeOverlaySpec] = (),
 ) -> list[str]:
     """What makes pools, their classes and overlays unusable together: an unknown class, the reserved
@@ -1007,7 +1017,12 @@ def non_negative_quantities(value: dict[str, str], what: str = "") -> dict[str, 
     return value
 
 
+@overload
+def optional_match(value: str, pattern: re.Pattern[str], message: str) -> str: ...
+@overload
+def optional_match(value: str | None, pattern: re.Pattern[str], message: str) -> str | None: ...
 def optional_match(value: str | None, pattern: re.Pattern[str], message: str) -> str | None:
+    """``value`` when it is unset or matches ``pattern`` in full; else ValueError(message)."""
     if value is not None and not pattern.fullmatch(value):
         raise ValueError(message)
     return value

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 
@@ -17,7 +18,7 @@ from .existing_cluster_stack import KarpenterOnExistingClusterStack
 from .security import register_packs
 
 
-def new_app(**kwargs) -> cdk.App:
+def new_app(**kwargs: Any) -> cdk.App:
     """The app, as app.py, the tests and the scripts create it.
 
     CDK's built-in CloudFormation validator is off: it took ~1.8 s of a ~3.8 s synth and duplicates
@@ -29,7 +30,7 @@ def new_app(**kwargs) -> cdk.App:
 CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
 
 
-def cdk_json_context(path: Path = CDK_JSON) -> dict:
+def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
     """The settings layer ``cdk.json`` holds (the CLI merges it with ``-c`` flags into one context)."""
     return json.loads(path.read_text()).get("context", {}) if path.is_file() else {}
 

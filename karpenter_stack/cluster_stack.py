@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle
 from aws_cdk import aws_ec2 as ec2
@@ -189,7 +189,7 @@ class KarpenterClusterStack(AppStack):
                 eks.AccessEntry(
                     self,
                     f"AdministratorAccess{i}",
-                    cluster=cluster,
+                    cluster=cast(eks.ICluster, cluster),  # (jsii's typing: Cluster lacks ICluster.kubectl_provider)
                     principal=arn,
                     access_policies=[
                         eks.AccessPolicy.from_access_policy_name(
@@ -223,10 +223,10 @@ class KarpenterClusterStack(AppStack):
                 instance_type=config.system_node_instance_type,
                 subnets=self.network.private_subnets,
             )
-        addon_versions = versions.addon_versions(config.kubernetes_version, dict(config.addon_versions))
+        addon_versions = versions.addon_versions(config.kubernetes_version, config.pinned_addon_versions)
         if config.controller_credentials == "pod-identity":
             # The agent (a DaemonSet on the node group) hands the controller's pods their credentials.
-            addon_versions[POD_IDENTITY_AGENT] = config.addon_versions.get(POD_IDENTITY_AGENT)
+            addon_versions[POD_IDENTITY_AGENT] = config.pinned_addon_versions.get(POD_IDENTITY_AGENT)
         addons = ManagedAddons(
             self,
             "Addons",
@@ -245,7 +245,7 @@ class KarpenterClusterStack(AppStack):
         return Karpenter(
             self,
             "Default",
-            cluster=self.cluster,
+            cluster=cast(eks.ICluster, self.cluster),  # (jsii's typing: Cluster lacks ICluster.kubectl_provider)
             node_authorization=NODE_AUTHORIZATION[self.config.authentication_mode],
             controller_after=[
                 self.hosting.capacity,

@@ -70,7 +70,7 @@ def findings(app: App, packs: Iterable[str]) -> list[Finding]:
         report = PACKS[name]().validate_scope(app)
         for violation in report.violations:
             for resource in violation.violating_resources:
-                found.append(Finding(name, violation.rule_name, resource.construct_path, violation.description))
+                found.append(Finding(name, violation.rule_name, resource.construct_path or "", violation.description))
     return found
 
 

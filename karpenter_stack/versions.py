@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import cast
 
 from aws_cdk import aws_eks as eks
 
@@ -93,7 +94,7 @@ class KubectlLayer:
                 f"kubernetesVersion '{self.kubernetes_version}' needs the kubectl layer package "
                 f"{self.package}, which is not installed; run: {self.pip_install}"
             ) from None
-        return getattr(module, self.class_name)
+        return cast(type, getattr(module, self.class_name))
 
 
 def eks_kubernetes_version(kubernetes_version: str) -> eks.KubernetesVersion:
@@ -104,7 +105,7 @@ def eks_kubernetes_version(kubernetes_version: str) -> eks.KubernetesVersion:
             f"kubernetesVersion '{kubernetes_version}' is not known to aws-cdk-lib's aws_eks module "
             f"(it knows up to {cdk_kubernetes_versions()[-1]})"
         )
-    return constant
+    return cast(eks.KubernetesVersion, constant)
 
 
 def available_karpenter_versions(templates_dir: Path = TEMPLATES_DIR) -> list[str]:
@@ -161,7 +162,7 @@ def check_eks_support(kubernetes_version: str, today: date) -> str | None:
         ended = EKS_SUPPORT[_OLDEST][1]
         raise VersionError(
             f"kubernetesVersion '{kubernetes_version}' is past the end of EKS extended support (ended before "
-            f"{ended.isoformat()}) and can no longer be created; use 1.{_first_supported(today)} or newer"
+            f"{ended}) and can no longer be created; use 1.{_first_supported(today)} or newer"
         )
     standard_end, extended_end = EKS_SUPPORT.get(minor, (None, None))
     if extended_end is not None and today >= extended_end:
@@ -171,7 +172,7 @@ def check_eks_support(kubernetes_version: str, today: date) -> str | None:
         )
     if (standard_end is not None and today >= standard_end) or (standard_end is None and extended_end is not None):
         return (
-            f"kubernetesVersion '{kubernetes_version}' is in EKS extended support until {extended_end.isoformat()}: "
+            f"kubernetesVersion '{kubernetes_version}' is in EKS extended support until {extended_end}: "
             f"the cluster is billed at the extended-support rate ({EXTENDED_SUPPORT_PRICE}); upgrade to a "
             "version in standard support to avoid it"
         )

@@ -7,7 +7,6 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from itertools import pairwise
 from typing import Any
 
 from pydantic import ValidationError
@@ -86,17 +85,18 @@ NESTED_MODELS: dict[str, type[CamelModel]] = {
     "nodeOverlays": NodeOverlaySpec,
 }
 # Keys whose model depends on where they are: (enclosing key, key) -> model.
-NESTED_IN: dict[tuple[str, str], type[CamelModel]] = {("nodeOverlays", "requirements"): OverlayRequirementSpec}
+NESTED_IN: dict[tuple[str | None, str], type[CamelModel]] = {("nodeOverlays", "requirements"): OverlayRequirementSpec}
 
 
 def _known_keys(loc: tuple[Any, ...]) -> list[str]:
     model: type[CamelModel] = AppConfig
-    keys = [item for item in loc[:-1] if isinstance(item, str)]
-    for before, item in pairwise([None, *keys]):
+    before: str | None = None
+    for item in (i for i in loc[:-1] if isinstance(i, str)):
         if (before, item) in NESTED_IN:
             model = NESTED_IN[(before, item)]
         elif item in NESTED_MODELS:
             model = NESTED_MODELS[item]
+        before = item
     return [field.alias or to_camel(name) for name, field in model.model_fields.items()]
 
 

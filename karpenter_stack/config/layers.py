@@ -196,7 +196,7 @@ def _validate(raw: dict[str, Any], today: date | None, prefix: str, origins: Map
         versions.karpenter_template(config.karpenter_version)
         versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
         versions.KubectlLayer.for_version(config.kubernetes_version).load()
-        versions.addon_versions(config.kubernetes_version, dict(config.addon_versions))
+        versions.addon_versions(config.kubernetes_version, config.pinned_addon_versions)
     except versions.VersionError as err:
         raise fail(prefix + str(err)) from None
     for i, node_class in enumerate(config.node_classes):

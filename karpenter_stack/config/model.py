@@ -120,7 +120,7 @@ class ExistingClusterConfig(CamelModel):
     @field_validator(*_ID_FORMATS)
     @classmethod
     def _id_format(cls, value: str, info: ValidationInfo) -> str:
-        pattern, message = _ID_FORMATS[info.field_name]
+        pattern, message = _ID_FORMATS[info.field_name or ""]
         return optional_match(value, pattern, message)
 
     @field_validator("subnet_ids")
@@ -324,7 +324,7 @@ class AppConfig(CamelModel):
     @field_validator(*_FORMATS)
     @classmethod
     def _format(cls, value: str | None, info: ValidationInfo) -> str | None:
-        pattern, message = _FORMATS[info.field_name]
+        pattern, message = _FORMATS[info.field_name or ""]
         return optional_match(value, pattern, message)
 
     @model_validator(mode="after")
@@ -392,6 +392,11 @@ class AppConfig(CamelModel):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    @property
+    def pinned_addon_versions(self) -> dict[str, str]:
+        """addonVersions by add-on name."""
+        return {str(name): version for name, version in self.addon_versions.items()}
 
     # Filled by load_config: things the user should know that do not stop the synth.
     _warnings: tuple[str, ...] = PrivateAttr(default=())
