@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -135,3 +137,19 @@ def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():
     assert upload["with"]["path"].split() == ["cdk.out/", "security-report.txt"]
     readme = (ROOT / "README.md").read_text()
     assert all(command.split(" |")[0] in readme for command in runs)
+
+
+def test_ci_example_pins_actions_by_commit_and_caches_by_lock_file_hash():
+    text = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    workflow = yaml.safe_load(text)
+    assert workflow["permissions"] == {"contents": "read"}
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    uses = [s["uses"] for s in steps if "uses" in s]
+    assert len(uses) == 5 and all(re.fullmatch(r"[a-z-]+/[a-z-]+@[0-9a-f]{40}", u) for u in uses), uses
+    # each pin names the tag it was taken from, for reviewers and for dependency bots
+    assert all(re.search(rf"uses: {re.escape(u)} # v[0-9]+\.[0-9]+\.[0-9]+$", text, re.M) for u in uses)
+    (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
+    assert cache["with"]["path"].split() == [".venv", "node_modules", ".mypy_cache"]
+    assert cache["with"]["key"] == (
+        "deps-${{ runner.os }}-py3.11-${{ hashFiles('requirements.txt', 'requirements-dev.txt', 'package-lock.json') }}"
+    )
