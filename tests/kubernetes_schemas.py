@@ -54,3 +54,18 @@ def _path(parts) -> str:
 
 def values_violations(values: dict[str, Any], karpenter_version: str) -> list[str]:
     return _violations(values, schema(karpenter_version, "controller-values"), "karpenter chart values")
+
+
+def config_objects(config: Any) -> list[dict[str, Any]]:
+    """Every EC2NodeClass, NodePool and NodeOverlay a loaded configuration applies (cluster "c")."""
+    from constructs_lib import manifests
+
+    classes, pools = manifests.node_objects(
+        config.node_classes,
+        config.node_pools,
+        cluster_name="c",
+        node_role_name="KarpenterNodeRole-c",
+        feature_gates=config.controller.feature_gates,
+        node_overlays=config.node_overlays,
+    )
+    return [*classes.values(), *pools.values(), *(overlay.manifest() for overlay in config.node_overlays)]

@@ -4,7 +4,6 @@ they emit passes the mirrored schemas and every CEL rule."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -13,7 +12,7 @@ from constructs_lib.node_specs import NodeClassSpec
 from karpenter_stack.config import load_config
 from tests.cel_rules import evaluate
 from tests.conftest import ROOT, TODAY
-from tests.kubernetes_schemas import object_violations
+from tests.kubernetes_schemas import config_objects, object_violations
 
 POOL_SHAPES = [
     {"name": "on-demand", "capacityTypes": ["on-demand"], "weight": 100, "limits": {"cpu": "64", "nodes": "10"}},
@@ -176,15 +175,7 @@ GOOD = {
 }
 
 
-def _objects(config: Any) -> list[dict[str, Any]]:
-    classes, pools = manifests.node_objects(
-        config.node_classes,
-        config.node_pools,
-        cluster_name="c",
-        node_role_name="KarpenterNodeRole-c",
-        feature_gates=config.controller.feature_gates,
-    )
-    return [*classes.values(), *pools.values()]
+_objects = config_objects
 
 
 @pytest.mark.parametrize("name", sorted(GOOD))

@@ -22,6 +22,13 @@ SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
 
 
 def _karpenter(stack: cdk.Stack, **options) -> Karpenter:
+    defaults = {
+        "node_classes": [NodeClassSpec(name="general")],
+        "node_pools": [
+            NodePoolSpec(name="spot", node_class="general", capacity_types=["spot"]),
+            NodePoolSpec(name="steady", node_class="general", capacity_types=["on-demand"]),
+        ],
+    }
     return Karpenter(
         stack,
         "Karpenter",
@@ -29,12 +36,7 @@ def _karpenter(stack: cdk.Stack, **options) -> Karpenter:
         cluster_name=CLUSTER_NAME,
         version="1.14.1",
         template_file=versions.karpenter_template("1.14.1"),
-        node_classes=[NodeClassSpec(name="general")],
-        node_pools=[
-            NodePoolSpec(name="spot", node_class="general", capacity_types=["spot"]),
-            NodePoolSpec(name="steady", node_class="general", capacity_types=["on-demand"]),
-        ],
-        **options,
+        **{**defaults, **options},
     )
 
 
@@ -167,13 +169,8 @@ def test_windows_node_classes_get_their_own_role_with_an_ec2_windows_access_entr
     """An access entry is EC2_LINUX or EC2_WINDOWS: Windows classes launch with a role of their own, which
     the controller may pass to EC2 (the template's PassRole names only the node role)."""
     stack = bare_stack()
-    karpenter = Karpenter(
+    karpenter = _karpenter(
         stack,
-        "Karpenter",
-        cluster=imported_cluster(stack),
-        cluster_name=CLUSTER_NAME,
-        version="1.14.1",
-        template_file=versions.karpenter_template("1.14.1"),
         node_classes=[NodeClassSpec(name="linux"), NodeClassSpec(name="win", ami_alias="windows2022@latest")],
         node_pools=[NodePoolSpec(name="linux", node_class="linux"), NodePoolSpec(name="win", node_class="win")],
         node_authorization=NodeAuthorization.ACCESS_ENTRY,

@@ -9,12 +9,11 @@ from typing import Any
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from constructs_lib import manifests
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config
 from tests.cel_rules import evaluate
 from tests.conftest import CDK_JSON_CONTEXT, TODAY
-from tests.kubernetes_schemas import object_violations
+from tests.kubernetes_schemas import config_objects, object_violations
 
 KEYS = [
     "topology.kubernetes.io/zone",
@@ -258,15 +257,7 @@ valid_class = st.fixed_dictionaries(
 )
 
 
-def _objects(config: Any) -> list[dict[str, Any]]:
-    classes, pools = manifests.node_objects(
-        config.node_classes,
-        config.node_pools,
-        cluster_name="c",
-        node_role_name="KarpenterNodeRole-c",
-        feature_gates=config.controller.feature_gates,
-    )
-    return [*classes.values(), *pools.values()]
+_objects = config_objects
 
 
 PROPERTY = settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
