@@ -16,6 +16,9 @@ CONTEXT_ARGS = $(if $(CONTEXT_FILE),$(shell $(PYTHON) scripts/context_flags.py $
 NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
+# checkov lives in a venv of its own: its dependencies would fight the app's pins.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: synth test setup hooks cdk docs snapshots security-report bench rehearsal release-ids clean
 
@@ -24,7 +27,7 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) synth --quiet $(CDK_ARGS) $(CONTEXT_ARGS)
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
-test: $(DEV_STAMP) $(NODE_STAMP)
+test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	python -m pytest $(PYTEST_ARGS)
 
 setup: $(DEV_STAMP) $(NODE_STAMP)
@@ -62,11 +65,16 @@ bench: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/bench/bench.py $(ARGS)
 
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
-security-report: $(DEV_STAMP) $(NODE_STAMP)
+security-report: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	python scripts/security_report.py $(ARGS)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
+
+$(CHECKOV_STAMP): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -qq --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
 
 $(RUNTIME_STAMP): requirements.txt $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -qq --disable-pip-version-check -r requirements.txt

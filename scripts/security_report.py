@@ -1,21 +1,30 @@
 """The security gate as a reviewer reads it: every cdk-nag finding of the current configuration
-(fixed findings do not appear; acknowledged ones with their reason; unacknowledged ones flagged) and
-the cfn-lint results of every synthesized template. Exits 1 on any unacknowledged finding or
-cfn-lint error -- the command a CI job runs.
+(fixed findings do not appear; acknowledged ones with their reason; unacknowledged ones flagged), the
+checkov findings of every synthesized template (skipped ones with their reason from
+karpenter_stack/checkov_skips.yaml) and the cfn-lint results. Exits 1 on any unacknowledged cdk-nag
+finding, unexplained checkov finding or cfn-lint error -- the command a CI job runs. With --sarif-dir,
+also writes cdk-nag.sarif and checkov.sarif (acknowledged and skipped findings as suppressed results)
+for code scanning.
 
     make security-report                                  # default configuration
     make security-report ARGS="-c additionalNagPacks='[\"NIST80053R5\"]'"
+    make security-report ARGS="--sarif-dir reports"
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -45,8 +54,9 @@ def _short(rule: str, limit: int = 70) -> str:
     return rule if len(rule) <= limit else rule[: limit - 3] + "..."
 
 
-def nag_section(context: dict) -> tuple[str, int, cdk.App]:
-    """The findings table, the number left open, and the acknowledged app (for linting)."""
+def nag_section(context: dict) -> tuple[str, int, cdk.App, list[dict[str, Any]]]:
+    """The findings table, the number left open, the acknowledged app (for linting) and the findings
+    as SARIF results (acknowledged ones suppressed with their reason)."""
     # One build: the findings before acknowledgments, then after them.
     app = new_app(context=context, outdir=tempfile.mkdtemp())
     stacks, register = build_deferred(app)
@@ -56,18 +66,33 @@ def nag_section(context: dict) -> tuple[str, int, cdk.App]:
     open_findings = set(findings(app, packs))
     acks = acknowledgments(app)
 
-    rows = []
+    rows, results = [], []
     for f in sorted(raw, key=lambda f: (f.pack, f.rule, f.path)):
+        ack = None if f in open_findings else next((a for a in acks if covers(a, f)), None)
         if f in open_findings:
             rows.append([f.pack, _short(f.rule), f.path, "UNACKNOWLEDGED", f.description[:80]])
-            continue
-        ack = next((a for a in acks if covers(a, f)), None)
-        rows.append([f.pack, _short(f.rule), f.path, f"acknowledged at {ack.path}" if ack else "acknowledged", ""])
+        else:
+            rows.append([f.pack, _short(f.rule), f.path, f"acknowledged at {ack.path}" if ack else "acknowledged", ""])
+        stack = f.path.split("/", 1)[0]
+        results.append(
+            {
+                "rule": f.rule,
+                "message": f"{f.path}: {f.description}",
+                "uri": f"cdk.out/{stack}.template.json",
+                "line": 1,
+                "reason": None if f in open_findings else (ack.reason if ack else "acknowledged"),
+            }
+        )
     header = (
         f"cdk-nag ({', '.join(packs)}): {len(raw)} findings before acknowledgments, "
         f"{len(raw) - len(open_findings)} acknowledged, {len(open_findings)} unacknowledged"
     )
-    return header + "\n\n" + _table(["pack", "finding", "resource", "status", "detail"], rows), len(open_findings), app
+    table = _table(["pack", "finding", "resource", "status", "detail"], rows)
+    return header + "\n\n" + table, len(open_findings), app, results
+
+
+def _popen(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
 
 
 class LintRun:
@@ -75,17 +100,13 @@ class LintRun:
     start-up costs about a second, so callers pay it once. Files with the same content (CDK's provider
     stacks of several configurations) are linted once; each gets the findings under its own name."""
 
-    def __init__(self, paths: Iterable[Path]) -> None:
+    def __init__(self, paths: Iterable[Path], start: Callable[[list[str]], Any] | None = None) -> None:
         self.paths = [str(p) for p in paths]
         self._first: dict[bytes, str] = {}  # content -> the file linted for it
         for path in self.paths:
             self._first.setdefault(Path(path).read_bytes(), path)
-        self._process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *self._first.values()],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
+        self._process = (start or _popen)(
+            [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *self._first.values()]
         )
 
     def findings(self) -> dict[str, list[str]]:
@@ -112,13 +133,144 @@ def lint_each(paths: Iterable[Path]) -> dict[str, list[str]]:
     return LintRun(paths).findings()
 
 
-def lint_section(app: cdk.App) -> tuple[str, int]:
+CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
+CHECKOV_SKIPS = ROOT / "karpenter_stack" / "checkov_skips.yaml"
+
+
+@dataclass(frozen=True)
+class CheckovFinding:
+    check: str
+    name: str
+    file: str  # the template's path
+    resource: str  # "<resource type>.<logical id>"
+    line: int
+
+
+class CheckovRun:
+    """One checkov run over CloudFormation templates, started in the background. Offline
+    (--skip-download): nothing is fetched from Prisma Cloud, so it runs in CI without network. Files
+    with the same content are scanned once; each gets the findings under its own name."""
+
+    def __init__(self, paths: Iterable[Path], start: Callable[[list[str]], Any] | None = None) -> None:
+        self.paths = [str(p) for p in paths]
+        self._first: dict[bytes, str] = {}  # content -> the file scanned for it
+        for path in self.paths:
+            self._first.setdefault(Path(path).read_bytes(), path)
+        files = [arg for path in self._first.values() for arg in ("-f", path)]
+        self._process = (start or _popen)(
+            [
+                str(CHECKOV),
+                "--framework",
+                "cloudformation",
+                "--quiet",
+                "--compact",
+                "--skip-download",
+                "-o",
+                "json",
+                *files,
+            ]
+        )
+
+    def findings(self) -> list[CheckovFinding]:
+        stdout, stderr = self._process.communicate()
+        if self._process.returncode not in (0, 1):  # 1: there are failed checks
+            raise RuntimeError(f"checkov failed ({self._process.returncode}): {stderr.strip()[-500:]}")
+        reports = json.loads(stdout) if stdout.strip() else []
+        reports = reports if isinstance(reports, list) else [reports]
+        scanned = {str(Path(p).resolve()): p for p in self._first.values()}
+        found: dict[str, list[dict[str, Any]]] = {p: [] for p in self._first.values()}
+        for report in reports:
+            for f in report["results"]["failed_checks"]:
+                found[scanned[str(Path(f["file_abs_path"]).resolve())]].append(f)
+        return [
+            CheckovFinding(f["check_id"], f["check_name"], path, f["resource"], (f.get("file_line_range") or [1])[0])
+            for path in self.paths
+            for f in found[self._first[Path(path).read_bytes()]]
+        ]
+
+
+def checkov_skips(path: Path = CHECKOV_SKIPS) -> list[dict[str, Any]]:
+    return list(yaml.safe_load(path.read_text()))
+
+
+def skip_reason(finding: CheckovFinding, skips: list[dict[str, Any]]) -> str | None:
+    """The reason the finding is skipped, or None: it is unexplained."""
+    for skip in skips:
+        if skip["check"] == finding.check and any(re.fullmatch(r, finding.resource) for r in skip["resources"]):
+            return str(skip["reason"])
+    return None
+
+
+def checkov_section(findings: list[CheckovFinding]) -> tuple[str, int]:
+    skips = checkov_skips()
+    rows, unexplained = [], 0
+    for f in sorted(findings, key=lambda f: (f.check, Path(f.file).name, f.resource)):
+        reason = skip_reason(f, skips)
+        unexplained += reason is None
+        rows.append(
+            [f.check, Path(f.file).name, f.resource, "skipped (checkov_skips.yaml)" if reason else "UNEXPLAINED"]
+        )
+    header = (
+        f"checkov: {len(findings)} findings, {len(findings) - unexplained} skipped with a reason, "
+        f"{unexplained} unexplained"
+    )
+    return header + ("\n\n" + _table(["check", "template", "resource", "status"], rows) if rows else ""), unexplained
+
+
+def sarif(tool: str, version: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """A SARIF 2.1.0 log of one tool's results; each result: rule, message, uri, line, reason (a
+    suppression's justification: the finding is acknowledged or skipped) or None."""
+    rules = sorted({r["rule"] for r in results})
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": tool,
+                        "version": version,
+                        "informationUri": "https://github.com/",
+                        "rules": [{"id": rule} for rule in rules],
+                    }
+                },
+                "results": [
+                    {
+                        "ruleId": r["rule"],
+                        "level": "warning" if r["reason"] else "error",
+                        "message": {"text": r["message"]},
+                        "locations": [
+                            {
+                                "physicalLocation": {
+                                    "artifactLocation": {"uri": r["uri"]},
+                                    "region": {"startLine": max(1, int(r["line"]))},
+                                }
+                            }
+                        ],
+                        **(
+                            {"suppressions": [{"kind": "external", "justification": r["reason"]}]}
+                            if r["reason"]
+                            else {}
+                        ),
+                    }
+                    for r in results
+                ],
+            }
+        ],
+    }
+
+
+def templates(app: cdk.App) -> list[Path]:
+    """The synthesized templates (written even when open findings fail the synth) and templates/."""
     outdir = Path(app.outdir)
     try:
         app.synth()
     except RuntimeError:
         pass  # unacknowledged findings are reported above; the templates are written regardless
-    files = sorted(outdir.glob("*.template.json")) + sorted((ROOT / "templates").glob("*.yaml"))
+    return sorted(outdir.glob("*.template.json")) + sorted((ROOT / "templates").glob("*.yaml"))
+
+
+def lint_section(files: list[Path]) -> tuple[str, int]:
     rows = []
     errors = 0
     for path, lines in lint_each(files).items():
@@ -131,6 +283,20 @@ def lint_section(app: cdk.App) -> tuple[str, int]:
     return header + ("\n\n" + _table(["template", "rule", "message"], rows) if rows else ""), errors
 
 
+def checkov_results(found: list[CheckovFinding]) -> list[dict[str, Any]]:
+    skips = checkov_skips()
+    return [
+        {
+            "rule": f.check,
+            "message": f"{f.resource}: {f.name}",
+            "uri": f"{'templates' if f.file.endswith('.yaml') else 'cdk.out'}/{Path(f.file).name}",
+            "line": f.line,
+            "reason": skip_reason(f, skips),
+        }
+        for f in found
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -141,18 +307,40 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="override a configuration key, as with cdk synth -c",
     )
+    parser.add_argument("--sarif-dir", type=Path, help="also write cdk-nag.sarif and checkov.sarif there")
     args = parser.parse_args(argv)
     context = _context(args.context)
     try:
-        nag_text, unacknowledged, app = nag_section(context)
+        nag_text, unacknowledged, app, nag_results = nag_section(context)
     except ConfigError as err:
         print(f"Configuration error:\n{err}", file=sys.stderr)
         return 1
-    lint_text, lint_errors = lint_section(app)
-    print(nag_text, lint_text, sep="\n\n")
-    failed = unacknowledged > 0 or lint_errors > 0
+    files = templates(app)
+    scan = CheckovRun(files)  # in the background while cfn-lint runs
+    lint_text, lint_errors = lint_section(files)
+    found = scan.findings()
+    checkov_text, unexplained = checkov_section(found)
+    print(nag_text, checkov_text, lint_text, sep="\n\n")
+    if args.sarif_dir:
+        args.sarif_dir.mkdir(parents=True, exist_ok=True)
+        for name, tool, results in (
+            ("cdk-nag", "cdk-nag", nag_results),
+            ("checkov", "checkov", checkov_results(found)),
+        ):
+            log = sarif(tool, _version(tool), results)
+            (args.sarif_dir / f"{name}.sarif").write_text(json.dumps(log, indent=1) + "\n")
+    failed = unacknowledged > 0 or unexplained > 0 or lint_errors > 0
     print("\nSecurity gate:", "FAILED" if failed else "passed")
     return 1 if failed else 0
+
+
+def _version(tool: str) -> str:
+    """The pinned version, from the requirements file that pins the tool."""
+    file = "requirements-checkov.txt" if tool == "checkov" else "requirements.txt"
+    for line in (ROOT / file).read_text().splitlines():
+        if line.startswith(f"{tool}=="):
+            return line.split("==", 1)[1].strip()
+    raise RuntimeError(f"{tool} is not pinned in {file}")
 
 
 if __name__ == "__main__":

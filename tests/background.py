@@ -1,18 +1,22 @@
-"""Commands the suite runs as subprocesses (the real CDK CLI), started when collection ends so that they
-run on the machine's other core while the in-process tests run; each test awaits its own result.
+"""Commands the suite runs as subprocesses (the real CDK CLI, ruff, mypy, cfn-lint, checkov), one at a
+time on a background lane from the moment collection ends: they use the machine's second core while the
+in-process tests keep the first, and each test awaits its own result (those tests run last).
 
 A test module declares its command at import time with :func:`command`, naming the test that reads it;
-only commands whose test is selected are started (``pytest -k ...`` starts nothing else).
+only commands whose test is selected are queued (``pytest -k ...`` runs nothing else). Other code queues
+a command with :func:`queued` (the session's cfn-lint and checkov runs).
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,9 +37,56 @@ class Finished:
     outdir: Path  # the command's own output directory (`--output`)
 
 
+@dataclass
+class Job:
+    """A command on the lane; ``communicate()`` waits for it (as ``subprocess.Popen`` does)."""
+
+    args: list[str]
+    env: Mapping[str, str] | None = None
+    cwd: Path = ROOT
+    done: threading.Event = field(default_factory=threading.Event)
+    process: subprocess.Popen[str] | None = None
+    returncode: int | None = None
+    output: tuple[str, str] = ("", "")
+
+    def communicate(self, timeout: float | None = 600) -> tuple[str, str]:
+        if not self.done.wait(timeout):
+            raise TimeoutError(f"{self.args[0]} did not finish within {timeout} s")
+        return self.output
+
+
 _COMMANDS: dict[str, Command] = {}
-_RUNNING: dict[str, tuple[subprocess.Popen, Path]] = {}
+_JOBS: dict[str, tuple[Job, Path]] = {}
+_LANE: queue.Queue[Job | None] = queue.Queue()
+_WORKER: list[threading.Thread] = []
 _BASE: list[Path] = []
+_STOPPED = threading.Event()
+
+
+def _run_lane() -> None:
+    while (job := _LANE.get()) is not None:
+        if not _STOPPED.is_set():
+            job.process = subprocess.Popen(
+                job.args,
+                cwd=job.cwd,
+                env=dict(job.env) if job.env is not None else None,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            job.output = job.process.communicate()
+            job.returncode = job.process.returncode
+        job.done.set()
+
+
+def queued(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path = ROOT) -> Job:
+    """Run ``args`` on the lane, after what was queued before; returns at once."""
+    if not _WORKER:
+        _WORKER.append(threading.Thread(target=_run_lane, name="suite-commands", daemon=True))
+        _WORKER[0].start()
+    job = Job(list(args), env, cwd)
+    _LANE.put(job)
+    return job
 
 
 def command(name: str, args: Sequence[str], *, test: str, env: Mapping[str, str] | None = None) -> str:
@@ -45,41 +96,40 @@ def command(name: str, args: Sequence[str], *, test: str, env: Mapping[str, str]
 
 
 def start(selected_tests: set[str]) -> None:
-    """Start every declared command whose test is selected."""
+    """Queue every declared command whose test is selected."""
     for name, cmd in _COMMANDS.items():
-        if cmd.test not in selected_tests or name in _RUNNING:
+        if cmd.test not in selected_tests or name in _JOBS:
             continue
         if not _BASE:
             _BASE.append(Path(tempfile.mkdtemp(prefix="suite-commands-")))
         outdir = _BASE[0] / name
         outdir.mkdir()
-        process = subprocess.Popen(
-            [a.replace("{outdir}", str(outdir)) for a in cmd.args],
-            cwd=ROOT,
-            env=dict(cmd.env) if cmd.env is not None else None,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        _RUNNING[name] = (process, outdir)
+        job = queued([a.replace("{outdir}", str(outdir)) for a in cmd.args], env=cmd.env)
+        _JOBS[name] = (job, outdir)
 
 
-def result(name: str, timeout: float = 300) -> Finished:
-    """The finished command (started now if collection did not start it, e.g. a test run by id)."""
-    if name not in _RUNNING:
+def result(name: str, timeout: float = 600) -> Finished:
+    """The finished command (queued now if collection did not queue it, e.g. a test run by id)."""
+    if name not in _JOBS:
         start({_COMMANDS[name].test})
-    process, outdir = _RUNNING[name]
-    stdout, stderr = process.communicate(timeout=timeout)
-    return Finished(process.returncode, stdout, stderr, outdir)
+    job, outdir = _JOBS[name]
+    stdout, stderr = job.communicate(timeout)
+    assert job.returncode is not None
+    return Finished(job.returncode, stdout, stderr, outdir)
 
 
 def stop() -> None:
-    """End of session: nothing left running, nothing left on disk."""
-    for process, _ in _RUNNING.values():
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    _RUNNING.clear()
+    """End of session: nothing left running or queued, nothing left on disk."""
+    _STOPPED.set()
+    for job, _ in _JOBS.values():
+        if job.process is not None and job.process.poll() is None:
+            job.process.kill()
+    if _WORKER:
+        _LANE.put(None)
+        _WORKER[0].join(timeout=60)
+        _WORKER.clear()
+    _JOBS.clear()
+    _STOPPED.clear()
     for base in _BASE:
         shutil.rmtree(base, ignore_errors=True)
     _BASE.clear()

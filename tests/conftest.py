@@ -27,11 +27,12 @@ TODAY = date(2026, 11, 21)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that read a background run (tests/background.py, the cfn-lint run) go last, so that the
+    """Tests that read a background run (tests/background.py, the cfn-lint and checkov runs) go last, so that the
     in-process tests run while those commands do."""
     items.sort(
         key=lambda item: (
-            bool({"lint_findings"} & set(item.fixturenames)) or item.get_closest_marker("background") is not None
+            bool({"lint_findings", "checkov_findings"} & set(item.fixturenames))
+            or item.get_closest_marker("background") is not None
         )
     )
 
@@ -202,14 +203,21 @@ LINTED = ("default", "alternative", "existing", "access_entries", "example_windo
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _lint_run(request: pytest.FixtureRequest):
-    """Starts the session's one cfn-lint run in the background when the session starts (if any selected
-    test reads it): the templates of the default, alternative, existing-cluster, access-entries, Windows
-    and Pod Identity configurations, templates/, and a deliberately broken template (proving findings
-    are reported)."""
-    if not any("lint_findings" in item.fixturenames for item in request.session.items):
-        return None
-    from scripts.security_report import LintRun
+def _scans(request: pytest.FixtureRequest):
+    """Starts the session's one cfn-lint run and one checkov run in the background when the session starts
+    (if any selected test reads them): the templates of the default, alternative, existing-cluster,
+    access-entries, Windows and Pod Identity configurations and templates/; cfn-lint also gets a
+    deliberately broken template (proving findings are reported)."""
+    wanted = {
+        name
+        for item in request.session.items
+        for name in ("lint_findings", "checkov_findings")
+        if name in item.fixturenames
+    }
+    if not wanted:
+        return {}
+    from scripts.security_report import CheckovRun, LintRun
+    from tests import background
 
     files = [
         *(
@@ -218,12 +226,21 @@ def _lint_run(request: pytest.FixtureRequest):
             for path in sorted(Path(request.getfixturevalue(name).app.outdir).glob("*.template.json"))
         ),
         *sorted((ROOT / "templates").glob("*.yaml")),
-        BROKEN_TEMPLATE,
     ]
-    return LintRun(files)
+    # on the background lane (tests/background.py), after the commands queued at collection
+    return {
+        "lint": LintRun([*files, BROKEN_TEMPLATE], start=background.queued) if "lint_findings" in wanted else None,
+        "checkov": CheckovRun(files, start=background.queued) if "checkov_findings" in wanted else None,
+    }
 
 
 @pytest.fixture(scope="session")
-def lint_findings(_lint_run) -> dict[str, list[str]]:
+def lint_findings(_scans) -> dict[str, list[str]]:
     """file -> its cfn-lint findings, from the session's one run."""
-    return _lint_run.findings()
+    return _scans["lint"].findings()
+
+
+@pytest.fixture(scope="session")
+def checkov_findings(_scans):
+    """Every checkov finding of the session's one run (scripts.security_report.CheckovFinding)."""
+    return _scans["checkov"].findings()

@@ -131,10 +131,16 @@ def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():
     assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as True
     steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
     runs = [s["run"].strip() for s in steps if "run" in s]
-    assert runs == ["make synth", "make test", "make security-report | tee security-report.txt"]
+    assert runs == [
+        "make synth",
+        "make test",
+        'make security-report ARGS="--sarif-dir reports" | tee security-report.txt',
+    ]
     (upload,) = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]
     assert upload["if"] == "always()"
-    assert upload["with"]["path"].split() == ["cdk.out/", "security-report.txt"]
+    assert upload["with"]["path"].split() == ["cdk.out/", "security-report.txt", "reports/"]
+    (sarif,) = [s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@")]
+    assert (sarif["if"], sarif["with"]) == ("always()", {"sarif_file": "reports"})
     readme = (ROOT / "README.md").read_text()
     assert all(command.split(" |")[0] in readme for command in runs)
 
@@ -143,13 +149,15 @@ def test_ci_example_pins_actions_by_commit_and_caches_by_lock_file_hash():
     text = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
     workflow = yaml.safe_load(text)
     assert workflow["permissions"] == {"contents": "read"}
+    assert workflow["jobs"]["check"]["permissions"] == {"contents": "read", "security-events": "write"}
     steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
     uses = [s["uses"] for s in steps if "uses" in s]
-    assert len(uses) == 5 and all(re.fullmatch(r"[a-z-]+/[a-z-]+@[0-9a-f]{40}", u) for u in uses), uses
+    assert len(uses) == 6 and all(re.fullmatch(r"[a-z-]+/[a-z-]+(/[a-z-]+)?@[0-9a-f]{40}", u) for u in uses), uses
     # each pin names the tag it was taken from, for reviewers and for dependency bots
     assert all(re.search(rf"uses: {re.escape(u)} # v[0-9]+\.[0-9]+\.[0-9]+$", text, re.M) for u in uses)
     (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
-    assert cache["with"]["path"].split() == [".venv", "node_modules", ".mypy_cache"]
+    assert cache["with"]["path"].split() == [".venv", ".venv-checkov", "node_modules", ".mypy_cache"]
     assert cache["with"]["key"] == (
-        "deps-${{ runner.os }}-py3.11-${{ hashFiles('requirements.txt', 'requirements-dev.txt', 'package-lock.json') }}"
+        "deps-${{ runner.os }}-py3.11-${{ hashFiles('requirements.txt', 'requirements-dev.txt', "
+        "'requirements-checkov.txt', 'package-lock.json') }}"
     )

@@ -98,17 +98,14 @@ def test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth():
     assert "Traceback" not in result.stderr
 
 
-def test_security_report_command(capsys, monkeypatch, default, lint_findings):
+def test_security_report_command(capsys, monkeypatch, tmp_path, default, lint_findings, checkov_findings):
     from scripts import security_report
     from scripts.security_report import main
 
-    # The report's cfn-lint run gets the session's one run over the same configuration's templates
-    # (by file name) and templates/: the report's own parsing and verdict run on real findings.
-    by_name = {
-        Path(path).name: lines
-        for path, lines in lint_findings.items()
-        if Path(path).parent in (Path(default.app.outdir), ROOT / "templates")
-    }
+    # The report's cfn-lint and checkov runs get the session's runs over the same configuration's
+    # templates (by file name) and templates/: the report's own parsing and verdict run on real findings.
+    ours = (Path(default.app.outdir), ROOT / "templates")
+    by_name = {Path(path).name: lines for path, lines in lint_findings.items() if Path(path).parent in ours}
     monkeypatch.setattr(
         security_report,
         "lint_each",
@@ -116,8 +113,24 @@ def test_security_report_command(capsys, monkeypatch, default, lint_findings):
             str(f): [line.replace(line.split(":", 1)[0], str(f), 1) for line in by_name[f.name]] for f in files
         },
     )
-    assert main([]) == 0
+    scanned = [f for f in checkov_findings if Path(f.file).parent in ours]
+
+    class SessionCheckov:
+        def __init__(self, files):
+            self.names = {f.name for f in files}
+
+        def findings(self):
+            return [f for f in scanned if Path(f.file).name in self.names]
+
+    monkeypatch.setattr(security_report, "CheckovRun", SessionCheckov)
+    assert main(["--sarif-dir", str(tmp_path)]) == 0
     ok = capsys.readouterr().out
+    assert f"checkov: {len(scanned)} findings, {len(scanned)} skipped with a reason, 0 unexplained" in ok
+    assert len(scanned) == 51
+    logs = {p.name: json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.sarif"))}
+    assert sorted(logs) == ["cdk-nag.sarif", "checkov.sarif"]
+    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [38, 51]
+    assert all("suppressions" in r for log in logs.values() for r in log["runs"][0]["results"])
     assert "cdk-nag (AwsSolutions): 38 findings before acknowledgments, 38 acknowledged, 0 unacknowledged" in ok
     assert re.search(
         r"AwsSolutions-SQS3 +eks-karpenter/Default/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok
@@ -125,7 +138,7 @@ def test_security_report_command(capsys, monkeypatch, default, lint_findings):
     assert "cfn-lint (5 templates, rules ignored in .cfnlintrc): 0 errors, 0 other findings" in ok
     assert ok.rstrip().endswith("Security gate: passed")
     # The lint half is proven above; the failing case is about cdk-nag (saves a 3.5 s cfn-lint run).
-    monkeypatch.setattr(security_report, "lint_section", lambda app: ("cfn-lint: not run", 0))
+    monkeypatch.setattr(security_report, "lint_section", lambda files: ("cfn-lint: not run", 0))
     assert main(["-c", 'additionalNagPacks=["HIPAASecurity"]']) == 1
     failing = capsys.readouterr().out
     assert re.search(r"HIPAA\.Security-CloudWatchLogGroupEncrypted +\S+ +UNACKNOWLEDGED", failing)
