@@ -61,7 +61,9 @@ def test_node_is_pinned_to_22_and_the_cli_to_the_2_1148_line():
     assert node.startswith("v22."), f"jsii would run on {node}"
 
 
-@pytest.mark.parametrize("name", ["requirements.txt", "requirements-dev.txt", "requirements-hooks.txt"])
+@pytest.mark.parametrize(
+    "name", ["requirements.txt", "requirements-dev.txt", "requirements-hooks.txt", "requirements-checkov.txt"]
+)
 def test_every_python_dependency_is_pinned_exactly(name):
     for line in each((ROOT / name).read_text().splitlines()):
         line = line.split("#", 1)[0].strip()
