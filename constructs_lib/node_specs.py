@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal, overload
+from typing import ClassVar, Literal, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -273,14 +273,29 @@ def exactly_one(term: BaseModel, fields: tuple[str, ...], what: str) -> None:
         )
 
 
-class SubnetTermSpec(CamelModel):
+class SelectorTermSpec(CamelModel):
+    """What selector terms share: an EC2 id of the term's kind (ID_KIND), tags to match."""
+
+    ID_KIND: ClassVar[str]
+
+    @field_validator("id", check_fields=False)
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return ec2_id(cls.ID_KIND, value)
+
+    @field_validator("tags", check_fields=False)
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        return selector_tags(value)
+
+
+class SubnetTermSpec(SelectorTermSpec):
     """One more subnetSelectorTerms entry: a subnet by id, or subnets by tags."""
 
     id: str | None = Field(None, description="A subnet id (subnet-...).")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags the subnets carry ('*': any value).")
 
-    _id = field_validator("id")(classmethod(lambda cls, v: ec2_id("subnet", v)))
-    _tags = field_validator("tags")(classmethod(lambda cls, v: selector_tags(v)))
+    ID_KIND: ClassVar[str] = "subnet"
 
     @model_validator(mode="after")
     def _one(self) -> SubnetTermSpec:
@@ -288,15 +303,14 @@ class SubnetTermSpec(CamelModel):
         return self
 
 
-class SecurityGroupTermSpec(CamelModel):
+class SecurityGroupTermSpec(SelectorTermSpec):
     """One more securityGroupSelectorTerms entry: a group by id or by name, or groups by tags."""
 
     id: str | None = Field(None, description="A security group id (sg-...).")
     name: str | None = Field(None, description="A security group name (its GroupName, not its Name tag).")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags the groups carry ('*': any value).")
 
-    _id = field_validator("id")(classmethod(lambda cls, v: ec2_id("sg", v)))
-    _tags = field_validator("tags")(classmethod(lambda cls, v: selector_tags(v)))
+    ID_KIND: ClassVar[str] = "sg"
 
     @field_validator("name")
     @classmethod
@@ -311,7 +325,7 @@ class SecurityGroupTermSpec(CamelModel):
         return self
 
 
-class CapacityReservationTermSpec(CamelModel):
+class CapacityReservationTermSpec(SelectorTermSpec):
     """One capacityReservationSelectorTerms entry: a reservation by id, or reservations by tags (and owner)
     or by instance match criteria."""
 
@@ -326,8 +340,7 @@ class CapacityReservationTermSpec(CamelModel):
         None, description="open: reservations any matching instance may use; targeted: only instances naming them."
     )
 
-    _id = field_validator("id")(classmethod(lambda cls, v: ec2_id("cr", v)))
-    _tags = field_validator("tags")(classmethod(lambda cls, v: selector_tags(v)))
+    ID_KIND: ClassVar[str] = "cr"
 
     @field_validator("owner_id")
     @classmethod
@@ -361,7 +374,10 @@ class DataVolumeSpec(CamelModel):
     throughput: int | None = Field(None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4).")
     snapshot_id: str | None = Field(None, alias="snapshotID", description="Create the volume from this snapshot.")
 
-    _snapshot = field_validator("snapshot_id")(classmethod(lambda cls, v: ec2_id("snap", v)))
+    @field_validator("snapshot_id")
+    @classmethod
+    def _snapshot(cls, value: str | None) -> str | None:
+        return ec2_id("snap", value)
 
     @field_validator("device_name")
     @classmethod
