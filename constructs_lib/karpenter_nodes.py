@@ -40,7 +40,7 @@ class KarpenterNodes(Construct):
         self.node_classes: dict[str, eks.KubernetesManifest] = {}
         self.node_pools: dict[str, eks.KubernetesManifest] = {}
         self.node_overlays: dict[str, eks.KubernetesManifest] = {}
-        class_objects, pool_objects = manifests.node_objects(
+        class_objects, pool_objects, overlay_objects = manifests.node_objects(
             node_classes,
             node_pools,
             node_overlays=node_overlays,
@@ -59,8 +59,8 @@ class KarpenterNodes(Construct):
             manifest = cluster.add_manifest(f"NodePool-{spec.name}", pool_objects[spec.name])
             manifest.node.add_dependency(*depends_on, self.node_classes[spec.node_class])
             self.node_pools[spec.name] = manifest
-        for overlay in node_overlays:
+        for name, obj in overlay_objects.items():
             # Read by the controller when it simulates launches; no finalizer, no node depends on it.
-            manifest = cluster.add_manifest(f"NodeOverlay-{overlay.name}", overlay.manifest())
+            manifest = cluster.add_manifest(f"NodeOverlay-{name}", obj)
             manifest.node.add_dependency(*depends_on)
-            self.node_overlays[overlay.name] = manifest
+            self.node_overlays[name] = manifest

@@ -197,9 +197,9 @@ def node_objects(
     windows_node_role_name: str | None = None,
     subnet_ids: Sequence[str] = (),
     security_group_ids: Sequence[str] = (),
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Every EC2NodeClass and NodePool by name; each pool's kubernetes.io/os follows its class's family,
-    and Windows classes launch with ``windows_node_role_name`` (when given).
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every EC2NodeClass, NodePool and NodeOverlay by name; each pool's kubernetes.io/os follows its
+    class's family, and Windows classes launch with ``windows_node_role_name`` (when given).
     Raises ValueError (one line per problem) when pools and classes do not fit together or need a
     feature gate that ``feature_gates`` (the controller's) leaves off."""
     problems = pool_problems(node_classes, node_pools, feature_gates, node_overlays)
@@ -218,6 +218,7 @@ def node_objects(
             for c in node_classes
         },
         {p.name: node_pool(p, os=operating_system(classes[p.node_class])) for p in node_pools},
+        {o.name: o.manifest() for o in node_overlays},
     )
 
 

@@ -359,9 +359,6 @@ class CapacityReservationTermSpec(SelectorTermSpec):
             raise ValueError("ownerID narrows a selection: set tags or instanceMatchCriteria too")
         return self
 
-    def manifest(self) -> dict[str, object]:
-        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
-
 
 class DataVolumeSpec(CamelModel):
     """An extra EBS volume attached to every node of the class (encrypted, deleted with the instance).
@@ -746,8 +743,7 @@ class NodePoolSpec(CamelModel):
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         for key, label in value.items():
             label_key(key)
-            if not _LABEL_VALUE.fullmatch(label):
-                raise ValueError(f"label value '{label}' must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
+            label_value(label)
         return value
 
     @model_validator(mode="after")
@@ -866,8 +862,7 @@ class OverlayRequirementSpec(CamelModel):
     @classmethod
     def _values(cls, value: list[str]) -> list[str]:
         for item in value:
-            if not _LABEL_VALUE.fullmatch(item):
-                raise ValueError(f"'{item}' is not a label value (at most 63 of a-z, A-Z, 0-9, '-', '_', '.')")
+            label_value(item)
         return value
 
     @model_validator(mode="after")
@@ -1041,6 +1036,13 @@ def optional_match(value: str | None, pattern: re.Pattern[str], message: str) ->
     """``value`` when it is unset or matches ``pattern`` in full; else ValueError(message)."""
     if value is not None and not pattern.fullmatch(value):
         raise ValueError(message)
+    return value
+
+
+def label_value(value: str) -> str:
+    """A Kubernetes label value (also a requirement value): at most 63 characters of the allowed set."""
+    if not _LABEL_VALUE.fullmatch(value):
+        raise ValueError(f"label value '{value}' must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
     return value
 
 

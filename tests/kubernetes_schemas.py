@@ -60,7 +60,7 @@ def config_objects(config: Any) -> list[dict[str, Any]]:
     """Every EC2NodeClass, NodePool and NodeOverlay a loaded configuration applies (cluster "c")."""
     from constructs_lib import manifests
 
-    classes, pools = manifests.node_objects(
+    classes, pools, overlays = manifests.node_objects(
         config.node_classes,
         config.node_pools,
         cluster_name="c",
@@ -68,4 +68,4 @@ def config_objects(config: Any) -> list[dict[str, Any]]:
         feature_gates=config.controller.feature_gates,
         node_overlays=config.node_overlays,
     )
-    return [*classes.values(), *pools.values(), *(overlay.manifest() for overlay in config.node_overlays)]
+    return [*classes.values(), *pools.values(), *overlays.values()]
