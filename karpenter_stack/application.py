@@ -13,8 +13,9 @@ import aws_cdk as cdk
 from constructs_lib.nag import acknowledging
 
 from .cluster_stack import KarpenterClusterStack, stack_name_for
-from .config import load_environments
+from .config import DEFAULT_CLUSTER_NAME, flag_settings, load_environments, load_pipeline
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
+from .pipeline_stack import DeliveryPipelineStack, EnvironmentStage
 from .security import register_packs
 
 
@@ -54,17 +55,31 @@ def build_deferred(
 ) -> tuple[list[KarpenterClusterStack | KarpenterOnExistingClusterStack], Callable[[], None]]:
     """:func:`build`, with the acknowledgments registered only when the returned function is called:
     the findings before and after acknowledgments come from one build (reviewer report, tests)."""
-    configs = load_environments(app.node.get_all_context(), today=today, file_context=cdk_json_context())
+    context, file_context = app.node.get_all_context(), cdk_json_context()
+    configs = load_environments(context, today=today, file_context=file_context)
+    pipeline = load_pipeline(context, configs, file_context=file_context)
     # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
     # for) every pack any environment enables.
     packs = register_packs(app, sorted({p for c in configs.values() for p in c.additional_nag_packs}))
     # Constructs acknowledge their own findings as they are built; only those of the packs that run
     # are registered (none when acknowledge=False).
     with acknowledging(packs if acknowledge else (), defer=True) as batch:
-        stacks = [
-            (KarpenterOnExistingClusterStack if config.existing_cluster else KarpenterClusterStack)(
-                app, stack_name_for(config.cluster_name), config=config
+        if pipeline is None:
+            stacks = [
+                (KarpenterOnExistingClusterStack if config.existing_cluster else KarpenterClusterStack)(
+                    app, stack_name_for(config.cluster_name), config=config
+                )
+                for config in configs.values()
+            ]
+        else:
+            # Each environment in a Stage (same stack name, same logical ids), deployed by the pipeline.
+            stages = {name: EnvironmentStage(app, name, config=config) for name, config in configs.items()}
+            DeliveryPipelineStack(
+                app,
+                config=pipeline,
+                cluster_name=str(context.get("clusterName", DEFAULT_CLUSTER_NAME)),
+                stages=stages,
+                flags=flag_settings(context, file_context),
             )
-            for config in configs.values()
-        ]
+            stacks = [stage.stack for stage in stages.values()]
     return stacks, batch.register

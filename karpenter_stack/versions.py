@@ -4,6 +4,7 @@ layer comes from, and which Karpenter versions this project has a CloudFormation
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -275,3 +276,22 @@ def check_ami_alias(alias: str, kubernetes_version: str) -> None:
             f"{kubernetes_version} start with its EKS release ({released.isoformat()}{known}); pin "
             f"{family}@v{released.strftime('%Y%m%d')} or later, or {family}@latest"
         )
+
+
+# The delivery pipeline's CodeBuild tools. The CDK CLI is package.json's (CDK Pipelines installs
+# `aws-cdk@2` otherwise: whatever 2.x is newest that day); cdk-assets publishes the assets (CDK Pipelines
+# installs `cdk-assets@latest` otherwise). Renovate updates the line below with the AWS CDK group.
+CDK_ASSETS_VERSION = "4.7.3"  # renovate: datasource=npm depName=cdk-assets
+PACKAGE_JSON = TEMPLATES_DIR.parent / "package.json"
+
+
+def cdk_cli_version() -> str:
+    """The CDK CLI version package.json pins (the one `make` installs)."""
+    return str(json.loads(PACKAGE_JSON.read_text())["devDependencies"]["aws-cdk"])
+
+
+def build_runtimes() -> dict[str, str]:
+    """CodeBuild runtime versions of the pipeline's builds: the CI's Python line (pyproject's ruff
+    target), and the Node.js major package.json pins for jsii."""
+    node = json.loads(PACKAGE_JSON.read_text())["devDependencies"]["node"].split(".")[0]
+    return {"python": "3.11", "nodejs": node}

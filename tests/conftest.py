@@ -188,25 +188,59 @@ def _example_fixture(path: Path):
 
 # Every other file of examples/ as a fixture example_<name> (existing-cluster.json is `existing`):
 # snapshot-, schema- and CEL-tested like the configurations above.
+# (examples with several environments, e.g. pipeline.json, are apps of several stacks: `delivery` below)
 EXAMPLE_FIXTURES: dict[str, Path] = {
     f"example_{path.stem.replace('-', '_')}": path
     for path in sorted((ROOT / "examples").glob("*.json"))
-    if path.name != "existing-cluster.json"
+    if path.name != "existing-cluster.json" and "environments" not in json.loads(path.read_text())
 }
 for _name, _path in EXAMPLE_FIXTURES.items():
     globals()[_name] = _example_fixture(_path)
 
 
+class Delivered:
+    """examples/pipeline.json, with NIST 800-53 R5 on as well: the pipeline stack, the environments' stages
+    and every template of the cloud assembly (nested assemblies included)."""
+
+    PACKS = ["AwsSolutions", "NIST80053R5"]
+
+    def __init__(self) -> None:
+        settings = json.loads((ROOT / "examples" / "pipeline.json").read_text())
+        self.app = new_app(
+            context={
+                **CDK_JSON_CONTEXT,
+                "aws:cdk:enable-path-metadata": True,
+                **settings,
+                "additionalNagPacks": ["NIST80053R5"],
+            }
+        )
+        self.stacks, register = build_deferred(self.app, today=TODAY)
+        self.raw_findings = findings(self.app, self.PACKS)
+        register()
+        self.pipeline_stack = next(c for c in self.app.node.children if type(c).__name__ == "DeliveryPipelineStack")
+        self.assembly = self.app.synth()  # raises if any finding is neither fixed nor acknowledged
+        self.json = Template.from_stack(self.pipeline_stack).to_json()
+
+    def templates(self) -> dict[str, Path]:
+        """file name -> path of every template in the assembly (the stages' are in nested assemblies)."""
+        return {p.name: p for p in sorted(Path(self.app.outdir).rglob("*.template.json"))}
+
+
+@pytest.fixture(scope="session")
+def delivery() -> Delivered:
+    return Delivered()
+
+
 # What the session's one cfn-lint run covers: every template of these configurations, templates/, and a
 # template cfn-lint must refuse.
-LINTED = ("default", "alternative", "existing", "access_entries", "example_windows", "pod_identity")
+LINTED = ("default", "alternative", "existing", "access_entries", "example_windows", "pod_identity", "delivery")
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _scans(request: pytest.FixtureRequest):
     """Starts the session's one cfn-lint run and one checkov run in the background when the session starts
     (if any selected test reads them): the templates of the default, alternative, existing-cluster,
-    access-entries, Windows and Pod Identity configurations and templates/; cfn-lint also gets a
+    access-entries, Windows and Pod Identity configurations, the delivery pipeline and templates/; cfn-lint also gets a
     deliberately broken template (proving findings are reported)."""
     wanted = {
         name
@@ -223,6 +257,7 @@ def _scans(request: pytest.FixtureRequest):
         *(
             path
             for name in LINTED
+            # (delivery: the pipeline's own stacks; its stages' templates are the environments' templates)
             for path in sorted(Path(request.getfixturevalue(name).app.outdir).glob("*.template.json"))
         ),
         *sorted((ROOT / "templates").glob("*.yaml")),

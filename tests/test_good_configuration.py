@@ -9,8 +9,9 @@ import pytest
 
 from constructs_lib import manifests
 from constructs_lib.node_specs import NodeClassSpec
-from karpenter_stack.config import load_config
+from karpenter_stack.config import load_config, load_environments
 from tests.cel_rules import evaluate
+from tests.cfn import each
 from tests.conftest import ROOT, TODAY
 from tests.kubernetes_schemas import config_objects, object_violations
 
@@ -241,11 +242,12 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_every_example_loads_and_emits_valid_objects(path):
-    """Each file of examples/ is a configuration `make synth CONTEXT_FILE=examples/<file>` accepts."""
-    config = load_config(json.loads(path.read_text()), today=TODAY)
-    for obj in _objects(config):
-        assert object_violations(obj, config.karpenter_version, config.kubernetes_version) == []
-        assert evaluate(obj, config.karpenter_version).violations == []
+    """Each file of examples/ is a configuration `make synth CONTEXT_FILE=examples/<file>` accepts (every
+    environment of it)."""
+    for config in each(load_environments(json.loads(path.read_text()), today=TODAY).values()):
+        for obj in _objects(config):
+            assert object_violations(obj, config.karpenter_version, config.kubernetes_version) == []
+            assert evaluate(obj, config.karpenter_version).violations == []
 
 
 def test_the_baseline_and_burst_example_prefers_on_demand_up_to_its_limits_then_spot():

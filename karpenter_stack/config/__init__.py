@@ -5,8 +5,9 @@ What the rest of the app uses is re-exported here.
 """
 
 from .errors import ConfigError
-from .layers import CONTEXT_KEYS, load_config, load_environments
+from .layers import CONTEXT_KEYS, flag_settings, load_config, load_environments, load_pipeline
 from .model import DEFAULT_CLUSTER_NAME, MAX_CLUSTER_NAME_LENGTH, AppConfig, ExistingClusterConfig
+from .pipeline import PipelineConfig, WaveSpec
 from .reference import default_context, reference_markdown
 
 __all__ = [
@@ -17,7 +18,11 @@ __all__ = [
     "ExistingClusterConfig",
     "MAX_CLUSTER_NAME_LENGTH",
     "default_context",
+    "flag_settings",
     "load_config",
     "load_environments",
+    "load_pipeline",
+    "PipelineConfig",
+    "WaveSpec",
     "reference_markdown",
 ]

@@ -30,6 +30,7 @@ from constructs_lib.node_specs import (
 )
 
 from .model import AppConfig, ExistingClusterConfig
+from .pipeline import WaveSpec
 
 
 class ConfigError(Exception):
@@ -83,13 +84,14 @@ NESTED_MODELS: dict[str, type[CamelModel]] = {
     "extraSecurityGroupSelectorTerms": SecurityGroupTermSpec,
     "capacityReservationSelectorTerms": CapacityReservationTermSpec,
     "nodeOverlays": NodeOverlaySpec,
+    "waves": WaveSpec,
 }
 # Keys whose model depends on where they are: (enclosing key, key) -> model.
 NESTED_IN: dict[tuple[str | None, str], type[CamelModel]] = {("nodeOverlays", "requirements"): OverlayRequirementSpec}
 
 
-def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    model: type[CamelModel] = AppConfig
+def _known_keys(loc: tuple[Any, ...], root: type[CamelModel] = AppConfig) -> list[str]:
+    model: type[CamelModel] = root
     before: str | None = None
     for item in (i for i in loc[:-1] if isinstance(i, str)):
         if (before, item) in NESTED_IN:
@@ -118,7 +120,7 @@ def _shown(value: Any) -> str:
     return text[:60] + '..."'
 
 
-def format_errors(err: ValidationError, prefix: str = "") -> str:
+def format_errors(err: ValidationError, prefix: str = "", root: type[CamelModel] = AppConfig) -> str:
     lines = []
     for error in err.errors():
         setting = prefix + format_location(error["loc"]) if error["loc"] else ""
@@ -126,7 +128,7 @@ def format_errors(err: ValidationError, prefix: str = "") -> str:
             lines.append(f"{setting}: required, and not set")
             continue
         if error["type"] == "extra_forbidden":
-            lines.append(unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"])))
+            lines.append(unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"], root)))
             continue
         message = error["msg"].removeprefix("Value error, ")
         if not setting:  # a cross-field rule: its message names the settings itself

@@ -21,6 +21,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from .. import versions
 from .errors import CDK_JSON, FLAG, ConfigError, format_errors, unknown_key, with_origins
 from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig
+from .pipeline import PipelineConfig
 
 # Context keys the CDK itself may put in context without a prefix.
 _CDK_OWN_KEYS = {"acknowledged-issue-numbers"}
@@ -117,19 +118,16 @@ def load_environments(
     ``file_context`` is what ``cdk.json`` holds: a key of ``context`` whose value differs from it (or
     that it lacks) came from a ``-c`` flag and overrides even an environment's own setting. Without it
     every key counts as ``cdk.json``'s. Every error line names the layer its setting came from."""
-    ours = {k: v for k, v in context.items() if _is_ours(k)}
+    ours, origins = _ours(context, file_context)
     environments = _parse_environments(ours.pop("environments", None))
-    from_file = {k: v for k, v in (file_context or {}).items() if _is_ours(k)}
-    flags = {
-        k
-        for k in ours
-        if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))
-    }
-    origins = {k: FLAG if k in flags else CDK_JSON for k in ours}
+    ours.pop("pipeline", None)  # the app's, not an environment's: load_pipeline
+    flags = {k for k in ours if origins[k] == FLAG}
     unknown = sorted(k for k in ours if k not in CONTEXT_KEYS)
     if unknown:
         raise ConfigError(
-            with_origins("\n".join(unknown_key(k, k, [*CONTEXT_KEYS, "environments"]) for k in unknown), "", origins)
+            with_origins(
+                "\n".join(unknown_key(k, k, [*CONTEXT_KEYS, "environments", "pipeline"]) for k in unknown), "", origins
+            )
         )
     shared = {k: _parse_cli_value(k, v, origins[k]) for k, v in ours.items()}
     if not environments:
@@ -142,6 +140,8 @@ def load_environments(
                 "and '-', starting with a letter, at most 20 characters)"
             )
         layer = f"environments.{name}"
+        if "pipeline" in overrides:
+            raise ConfigError(f"{layer}.pipeline: the pipeline is the app's, set at the top level only ({layer})")
         # Each environment's cluster is named <shared clusterName>-<environment> unless it names its own.
         raw = {
             **shared,
@@ -160,6 +160,88 @@ def load_environments(
     if len(set(names)) != len(names):
         raise ConfigError(f"environments: cluster names must differ, got {', '.join(names)}")
     return configs
+
+
+def _ours(context: Mapping[str, Any], file_context: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The app's own keys of the context, and the layer each came from (``-c`` or ``cdk.json``)."""
+    ours = {k: v for k, v in context.items() if _is_ours(k)}
+    from_file = {k: v for k, v in (file_context or {}).items() if _is_ours(k)}
+    flags = {
+        k
+        for k in ours
+        if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))
+    }
+    return ours, {k: FLAG if k in flags else CDK_JSON for k in ours}
+
+
+def flag_settings(context: Mapping[str, Any], file_context: Mapping[str, Any] | None) -> list[str]:
+    """The app's settings that came from ``-c`` flags rather than ``cdk.json``."""
+    return sorted(k for k, origin in _ours(context, file_context)[1].items() if origin == FLAG)
+
+
+def load_pipeline(
+    context: Mapping[str, Any], configs: Mapping[str, AppConfig], file_context: Mapping[str, Any] | None = None
+) -> PipelineConfig | None:
+    """The delivery pipeline (``pipeline``), checked against the environments ``load_environments``
+    returned: ``None`` when it is not set. Every environment is delivered by exactly one wave and names
+    its account and region."""
+    ours, origins = _ours(context, file_context)
+    value = ours.get("pipeline")
+    if value is None or value == "null":
+        return None
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(with_origins(message, "", origins))
+
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise fail(f"pipeline: '{value}' is not valid JSON ({err.msg}); expected a JSON object") from None
+    if not isinstance(value, dict):
+        raise fail(f"pipeline = {json.dumps(value)}: expected an object (connectionArn, repository, account, ...)")
+    try:
+        pipeline = PipelineConfig.model_validate(value)
+    except ValidationError as err:
+        raise fail(format_errors(err, "pipeline.", root=PipelineConfig)) from None
+    if list(configs) == [""]:
+        raise fail(
+            "pipeline: needs environments (the pipeline deploys each environment as a stage of a wave); "
+            'define them, e.g. "environments": {"dev": {...}, "prod": {...}}'
+        )
+    problems: list[str] = []
+    wave_of: dict[str, str] = {}
+    for i, wave in enumerate(pipeline.waves):
+        for j, name in enumerate(wave.environments):
+            if name not in configs:
+                problems.append(
+                    f"pipeline.waves[{i}].environments[{j}] = {json.dumps(name)}: not an environment "
+                    f"(environments: {', '.join(configs)})"
+                )
+            elif name in wave_of:
+                problems.append(f"pipeline.waves: environment '{name}' is in waves '{wave_of[name]}' and '{wave.name}'")
+            else:
+                wave_of[name] = wave.name
+    problems += [
+        f"pipeline.waves: environment '{name}' is in no wave; with the pipeline on, it delivers every environment"
+        for name in configs
+        if name not in wave_of
+    ]
+    problems += [
+        f"pipeline.waves: environment '{name}' needs account and region (environments.{name}.account/region): "
+        "the pipeline deploys into a named account and region"
+        for name, config in configs.items()
+        if name in wave_of and not (config.account and config.region)
+    ]
+    shared_name = str(ours.get("clusterName", DEFAULT_CLUSTER_NAME))
+    taken = {c.cluster_name.replace("_", "-") for c in configs.values()}
+    if pipeline.pipeline_name(shared_name) in taken:
+        problems.append(
+            f"pipeline.name: '{pipeline.pipeline_name(shared_name)}' is an environment's stack name; choose another"
+        )
+    if problems:
+        raise fail("\n".join(problems))
+    return pipeline
 
 
 def _parse_environments(value: Any) -> dict[str, dict[str, Any]]:

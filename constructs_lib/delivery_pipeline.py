@@ -1,0 +1,278 @@
+"""A CDK Pipelines pipeline that delivers stages in waves from a repository connection.
+
+Inputs: the source (repository, branch, connection), the synth step's commands, the CLI and
+cdk-assets versions its CodeBuild steps install, and the build runtimes. Outputs: the built
+``pipelines.CodePipeline``. Every wildcard CDK Pipelines writes into its roles' policies is
+acknowledged for cdk-nag by what it grants (see :func:`wildcard_kind`); a wildcard of any other kind
+stays a finding and fails the security gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import Duration, Stack, Stage, pipelines
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from .nag import acknowledge
+
+# What each kind of wildcard in CDK Pipelines' own policies grants, as the acknowledgment's reason.
+WILDCARD_REASONS = {
+    "artifacts": (
+        "CDK Pipelines' grant on its own artifact store: the action groups of a bucket read/write grant on the "
+        "objects of this pipeline's artifact bucket (and, across regions, its replication buckets) and of its "
+        "KMS key; nothing else is in the statement."
+    ),
+    "replication-keys": (
+        "Across regions CDK Pipelines knows each replication bucket's KMS key by alias only, so the pipeline "
+        "role's key grant names '*'; KMS still requires each key's own policy to allow the call."
+    ),
+    "codebuild-logs": (
+        "CodeBuild writes its build logs and test reports into log groups and report groups named after the "
+        "project ('/aws/codebuild/<project>:*', '<project>-*'); the shared asset-publishing role serves every "
+        "publishing project, so it names /aws/codebuild/* and report-group/*."
+    ),
+    "bootstrap-roles": (
+        "The self-mutation step's `cdk deploy` assumes the CDK bootstrap roles of the pipeline account; the "
+        "statement's condition admits only roles tagged aws-cdk:bootstrap-role (deploy, file- and "
+        "image-publishing)."
+    ),
+    "read-state": (
+        "Read-only calls the CDK CLI makes before it knows any resource name: cloudformation:DescribeStacks "
+        "and s3:ListBucket (self-mutation), codebuild:BatchGetBuilds/StartBuild/StopBuild of the asset "
+        "publishing projects (CDK's shared asset role)."
+    ),
+}
+
+# NIST 800-53 R5 findings of the artifact buckets (CDK Pipelines' and its replication buckets), and why.
+NIST_ARTIFACT_BUCKETS = (
+    (
+        "S3BucketVersioningEnabled",
+        "Each pipeline execution writes new artifact objects and never overwrites one; the repository "
+        "and the cloud assembly rebuild any of them.",
+    ),
+    (
+        "S3BucketReplicationEnabled",
+        "Build artifacts between the pipeline's own steps, rebuilt from the repository by the next "
+        "execution; nothing to recover from a copy.",
+    ),
+    (
+        "S3BucketLoggingEnabled",
+        "Only the pipeline's own roles read and write it (CloudTrail records their calls); server access "
+        "logs would need a log bucket of their own, with the same finding.",
+    ),
+)
+_ARTIFACT_ACTIONS = ("s3:", "kms:")
+_LOG_ACTIONS = {"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"}
+_REPORT_ACTIONS = {
+    "codebuild:BatchPutCodeCoverages",
+    "codebuild:BatchPutTestCases",
+    "codebuild:CreateReport",
+    "codebuild:CreateReportGroup",
+    "codebuild:UpdateReport",
+}
+_READ_STATE = {
+    "cloudformation:DescribeStacks",
+    "s3:ListBucket",
+    "codebuild:BatchGetBuilds",
+    "codebuild:StartBuild",
+    "codebuild:StopBuild",
+}
+
+
+@dataclass(frozen=True)
+class RepositorySource:
+    """Where the pipeline's source comes from: a CodeConnections connection to the repository host."""
+
+    repository: str  # owner/name
+    branch: str
+    connection_arn: str
+
+
+def nag_string(value: Any) -> str | None:
+    """A policy value as cdk-nag writes it in a finding id (``<Logical.Attr>`` for GetAtt, ``<Id>`` for
+    Ref, joins flattened); ``None`` for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        ((function, argument),) = value.items()
+        if function == "Ref":
+            return f"<{argument}>"
+        if function == "Fn::GetAtt":
+            return f"<{argument[0]}.{argument[1]}>"
+        if function == "Fn::Join":
+            parts = [nag_string(p) for p in argument[1]]
+            return None if any(p is None for p in parts) else argument[0].join(p for p in parts if p is not None)
+    return None
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def wildcard_kind(statement: Mapping[str, Any], artifact_resources: set[str]) -> str | None:
+    """Which of CDK Pipelines' own kinds of wildcard statement this is (a key of
+    :data:`WILDCARD_REASONS`), or ``None``: then its findings stay open."""
+    actions = set(_listed(statement.get("Action", [])))
+    resources = [nag_string(r) for r in _listed(statement.get("Resource", []))]
+    if statement.get("Effect") != "Allow" or "NotAction" in statement or "NotResource" in statement:
+        return None
+    if None in resources:
+        return None
+    if all(a.startswith(_ARTIFACT_ACTIONS) for a in actions) and not actions & _READ_STATE:
+        if all(a.startswith("kms:") for a in actions) and "*" in resources:
+            rest = {r for r in resources if r != "*"}
+            return "replication-keys" if rest <= artifact_resources else None
+        return "artifacts" if set(resources) <= artifact_resources else None
+    if actions <= _LOG_ACTIONS | _REPORT_ACTIONS and all(
+        ":log-group:/aws/codebuild/" in r or ":report-group/" in r for r in resources if r
+    ):
+        return "codebuild-logs"
+    if (
+        actions == {"sts:AssumeRole"}
+        and all(r and ":role/" in r for r in resources)
+        and "iam:ResourceTag/aws-cdk:bootstrap-role"
+        in statement.get("Condition", {}).get("ForAnyValue:StringEquals", {})
+    ):
+        return "bootstrap-roles"
+    if actions <= _READ_STATE and resources == ["*"]:
+        return "read-state"
+    return None
+
+
+def wildcard_findings(statement: Mapping[str, Any]) -> list[str]:
+    """The granular AwsSolutions-IAM5 finding ids of one statement's wildcards."""
+    ids = [f"AwsSolutions-IAM5[Action::{a}]" for a in _listed(statement.get("Action", [])) if "*" in a]
+    for resource in _listed(statement.get("Resource", [])):
+        text = nag_string(resource)
+        if text is not None and "*" in text:
+            ids.append(f"AwsSolutions-IAM5[Resource::{text}]")
+    return ids
+
+
+class DeliveryPipeline(Construct):
+    """A self-mutating CDK Pipelines pipeline with cross-account keys (rotated), a synth step running
+    ``synth_commands`` in the repository checkout, and waves of stages added with :meth:`add_wave`.
+    Call :meth:`build` once every wave is added."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        source: RepositorySource,
+        pipeline_name: str,
+        synth_commands: Sequence[str],
+        cli_version: str,
+        cdk_assets_version: str,
+        build_runtimes: Mapping[str, str],
+    ) -> None:
+        super().__init__(scope, id)
+        self.source = source
+        self.pipeline = pipelines.CodePipeline(
+            self,
+            "Pipeline",
+            pipeline_name=pipeline_name,
+            # Stages in other accounts read the artifacts: a customer-managed key, rotated yearly.
+            cross_account_keys=True,
+            enable_key_rotation=True,
+            # Pinned: unset, CodeBuild installs the newest aws-cdk 2.x and cdk-assets that day.
+            cli_version=cli_version,
+            cdk_assets_cli_version=cdk_assets_version,
+            # One publishing project per asset type instead of one per asset.
+            publish_assets_in_parallel=False,
+            code_build_defaults=pipelines.CodeBuildOptions(
+                build_environment=codebuild.BuildEnvironment(build_image=codebuild.LinuxBuildImage.STANDARD_7_0),
+                partial_build_spec=codebuild.BuildSpec.from_object(
+                    {"version": "0.2", "phases": {"install": {"runtime-versions": dict(build_runtimes)}}}
+                ),
+            ),
+            # The synth step runs the whole test suite: 4 vCPU / 7 GB instead of the default 2 / 3.
+            synth_code_build_defaults=pipelines.CodeBuildOptions(
+                build_environment=codebuild.BuildEnvironment(compute_type=codebuild.ComputeType.MEDIUM),
+                timeout=Duration.minutes(90),
+            ),
+            synth=pipelines.CodeBuildStep(
+                "Synth",
+                input=pipelines.CodePipelineSource.connection(
+                    source.repository, source.branch, connection_arn=source.connection_arn
+                ),
+                commands=list(synth_commands),
+                primary_output_directory="cdk.out",
+            ),
+        )
+
+    def add_wave(self, name: str, stages: Sequence[Stage], *, approval: bool) -> pipelines.Wave:
+        """A wave deploying ``stages`` in parallel, after a manual approval when ``approval``."""
+        pre: list[pipelines.Step] = []
+        if approval:
+            names = ", ".join(s.stage_name for s in stages)
+            pre.append(pipelines.ManualApprovalStep("Approve", comment=f"Deploy {names} (wave {name})?"))
+        wave = self.pipeline.add_wave(name, pre=pre)
+        for stage in stages:
+            wave.add_stage(stage)
+        return wave
+
+    def build(self) -> None:
+        """Build the pipeline (CDK Pipelines would at synth) and acknowledge its own wildcards."""
+        self.pipeline.build_pipeline()
+        codepipeline = self.pipeline.pipeline
+        acknowledge(
+            codepipeline.artifact_bucket,
+            "AwsSolutions-S1",
+            "The pipeline's artifact bucket: only the pipeline's own roles read and write it (CloudTrail records "
+            "their calls); server access logs would need a log bucket of their own, with the same finding.",
+        )
+        artifact_resources = self._artifact_resources()
+        for support in codepipeline.cross_region_support.values():
+            acknowledge(
+                support.replication_bucket,
+                "AwsSolutions-S1",
+                "CDK Pipelines' replication bucket for the stages in another region: holds the pipeline's "
+                "artifacts only, written and read by the pipeline's roles (CloudTrail records their calls).",
+            )
+        for bucket in (
+            codepipeline.artifact_bucket,
+            *(s.replication_bucket for s in codepipeline.cross_region_support.values()),
+        ):
+            for rule, reason in NIST_ARTIFACT_BUCKETS:
+                acknowledge(bucket, f"NIST.800.53.R5-{rule}", reason)
+        for policy in self.node.find_all():
+            if not isinstance(policy, iam.CfnPolicy):
+                continue
+            acknowledge(
+                policy,
+                "NIST.800.53.R5-IAMNoInlinePolicy",
+                "CDK Pipelines attaches each role's grants as an inline DefaultPolicy of that role.",
+            )
+            document = Stack.of(policy).resolve(policy.policy_document)
+            for statement in document.get("Statement", []):
+                kind = wildcard_kind(statement, artifact_resources)
+                if kind is not None:
+                    for finding in wildcard_findings(statement):
+                        acknowledge(policy, finding, WILDCARD_REASONS[kind])
+
+    def _artifact_resources(self) -> set[str]:
+        """The artifact store as cdk-nag writes it: the bucket, its objects, its key, and the replication
+        buckets of other regions."""
+        codepipeline = self.pipeline.pipeline
+        stack = Stack.of(self)
+        found: set[str] = set()
+        buckets = [
+            codepipeline.artifact_bucket,
+            *(s.replication_bucket for s in codepipeline.cross_region_support.values()),
+        ]
+        for bucket in buckets:
+            arn = nag_string(stack.resolve(bucket.bucket_arn))
+            if arn is not None:
+                found |= {arn, f"{arn}/*"}
+        key = codepipeline.artifact_bucket.encryption_key
+        if key is not None:
+            key_arn = nag_string(stack.resolve(key.key_arn))
+            if key_arn is not None:
+                found.add(key_arn)
+        return found

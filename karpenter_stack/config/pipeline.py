@@ -1,0 +1,108 @@
+"""The optional delivery pipeline (``pipeline`` in cdk.json): CDK Pipelines deploying the app's
+environments in waves from a repository connection.
+
+The pipeline is one per app, so ``pipeline`` is a top-level key only; which environments it delivers,
+and that each of them names its account and region, is checked against the environments in ``layers``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from constructs_lib.node_specs import CamelModel, optional_match
+
+from .model import _FORMATS as _APP_FORMATS
+from .model import _unique
+
+# A CodeStar Connections / CodeConnections connection (the two service prefixes name the same thing).
+_CONNECTION_ARN = re.compile(
+    r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:[0-9]{12}:connection/[0-9a-f-]{36}$"
+)
+# owner/name, or group/subgroup/name on GitLab: what the connection's source action calls FullRepositoryId.
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$")
+# A git branch name: no spaces, '..', '~', '^', ':', '?', '*', '[', '\', no leading '-' or '/', no '.lock' end.
+_BRANCH = re.compile(r"^(?!-)(?!/)(?!.*\.\.)(?!.*//)(?!.*\.lock$)(?!.*/$)[^\s~^:?*\[\\]{1,200}$")
+# A CodePipeline stage name (a wave is a stage): letters, digits and . @ - _, at most 100 characters.
+_STAGE_NAME = re.compile(r"^[A-Za-z0-9.@_-]{1,100}$")
+# The pipeline's name (also its stack's): a CodePipeline name that is also a CloudFormation stack name.
+_PIPELINE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,99}$")
+
+
+class WaveSpec(CamelModel):
+    """One wave of the pipeline: its environments deploy in parallel, after the previous wave."""
+
+    name: str = Field(description="Wave (pipeline stage) name, e.g. dev or production.")
+    environments: list[str] = Field(min_length=1, description="Environments (keys of environments) it deploys.")
+    approval: bool = Field(False, description="A manual approval in the pipeline before the wave deploys anything.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return optional_match(
+            value, _STAGE_NAME, "must be 1-100 letters, digits, '.', '@', '-' or '_' (a CodePipeline stage name)"
+        )
+
+    @field_validator("environments")
+    @classmethod
+    def _environments(cls, value: list[str]) -> list[str]:
+        _unique("environments", value)
+        return value
+
+
+class PipelineConfig(CamelModel):
+    """A CDK Pipelines pipeline in its own account and region that synthesizes this app from a repository
+    connection (running the README's test command and the security report first) and deploys the
+    environments wave by wave."""
+
+    connection_arn: str = Field(
+        description="CodeConnections (CodeStar Connections) connection to the repository host; "
+        "created and authorized in the console first.",
+    )
+    repository: str = Field(description="Repository the pipeline builds, as owner/name.")
+    branch: str = Field("main", description="Branch whose pushes start the pipeline.")
+    account: str = Field(description="AWS account id of the pipeline (the tooling account).")
+    region: str = Field(description="AWS region of the pipeline.")
+    name: str | None = Field(None, description="Pipeline and pipeline stack name (unset: <clusterName>-delivery).")
+    waves: list[WaveSpec] = Field(min_length=1, description="Waves in order; every environment is in exactly one.")
+
+    @field_validator("connection_arn")
+    @classmethod
+    def _connection(cls, value: str) -> str:
+        return optional_match(
+            value,
+            _CONNECTION_ARN,
+            "must be a connection ARN like arn:aws:codeconnections:<region>:<account>:connection/<uuid>",
+        )
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        return optional_match(value, _REPOSITORY, "must be owner/name (letters, digits, '.', '-', '_')")
+
+    @field_validator("branch")
+    @classmethod
+    def _branch(cls, value: str) -> str:
+        return optional_match(value, _BRANCH, "must be a git branch name like main or release/1.x")
+
+    @field_validator("account", "region")
+    @classmethod
+    def _environment(cls, value: str, info: ValidationInfo) -> str:
+        pattern, message = _APP_FORMATS[info.field_name or ""]
+        return optional_match(value, pattern, message)
+
+    @field_validator("name")
+    @classmethod
+    def _pipeline_name(cls, value: str | None) -> str | None:
+        return optional_match(
+            value, _PIPELINE_NAME, "must start with a letter and contain only letters, digits and '-' (at most 100)"
+        )
+
+    @model_validator(mode="after")
+    def _waves(self) -> PipelineConfig:
+        _unique("waves", [w.name for w in self.waves])
+        return self
+
+    def pipeline_name(self, cluster_name: str) -> str:
+        return self.name or f"{cluster_name.replace('_', '-')}-delivery"

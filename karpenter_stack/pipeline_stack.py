@@ -1,0 +1,76 @@
+"""Delivery to many accounts (``pipeline``): each environment becomes a Stage holding its cluster stack,
+and a pipeline stack in the tooling account deploys the stages in waves.
+
+An environment's stack keeps its stack name and every logical id inside a Stage, so turning the
+pipeline on for clusters deployed by hand updates the same CloudFormation stacks (only path metadata
+and the nested stacks' template URLs change): tests/test_pipeline.py compares the templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import Annotations, Environment, Stack, Stage
+from constructs import Construct
+
+from constructs_lib.delivery_pipeline import DeliveryPipeline, RepositorySource
+
+from . import versions
+from .cluster_stack import KarpenterClusterStack, stack_name_for
+from .config import AppConfig, PipelineConfig
+from .existing_cluster_stack import KarpenterOnExistingClusterStack
+
+# What the pipeline's synth step runs in the repository checkout: the README's test command, the
+# security report (cdk-nag, cfn-lint, checkov), then the synth whose cloud assembly it deploys.
+SYNTH_COMMANDS = ("make test", 'make security-report ARGS="--sarif-dir reports"', "make synth")
+
+
+class EnvironmentStage(Stage):
+    """One environment: its cluster stack, under the stack name it has without the pipeline."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
+        super().__init__(scope, id, env=Environment(account=config.account, region=config.region), **kwargs)
+        name = stack_name_for(config.cluster_name)
+        stack_class = KarpenterOnExistingClusterStack if config.existing_cluster else KarpenterClusterStack
+        self.stack = stack_class(self, name, config=config, stack_name=name)
+
+
+class DeliveryPipelineStack(Stack):
+    """The pipeline, in its own account and region; its waves deploy the environments' stages."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        *,
+        config: PipelineConfig,
+        cluster_name: str,
+        stages: Mapping[str, EnvironmentStage],
+        flags: list[str],
+    ) -> None:
+        name = config.pipeline_name(cluster_name)
+        super().__init__(
+            scope,
+            name,
+            env=Environment(account=config.account, region=config.region),
+            description=f"Delivery pipeline of the EKS + Karpenter app ({config.repository}@{config.branch})",
+        )
+        self.delivery = DeliveryPipeline(
+            self,
+            "Delivery",
+            source=RepositorySource(config.repository, config.branch, config.connection_arn),
+            pipeline_name=name,
+            synth_commands=SYNTH_COMMANDS,
+            cli_version=versions.cdk_cli_version(),
+            cdk_assets_version=versions.CDK_ASSETS_VERSION,
+            build_runtimes=versions.build_runtimes(),
+        )
+        for wave in config.waves:
+            self.delivery.add_wave(wave.name, [stages[e] for e in wave.environments], approval=wave.approval)
+        self.delivery.build()
+        if flags:
+            Annotations.of(self).add_warning_v2(
+                "eks-karpenter:pipeline-flags",
+                f"settings given with -c ({', '.join(sorted(flags))}) are not in cdk.json: the pipeline's own synth "
+                "reads cdk.json from the repository, so its next run deploys without them; commit them to cdk.json",
+            )
