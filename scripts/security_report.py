@@ -58,7 +58,8 @@ def nag_section(context: dict) -> tuple[str, int, cdk.App, list[dict[str, Any]]]
     """The findings table, the number left open, the acknowledged app (for linting) and the findings
     as SARIF results (acknowledged ones suppressed with their reason)."""
     # One build: the findings before acknowledgments, then after them.
-    app = new_app(context=context, outdir=tempfile.mkdtemp())
+    # Path metadata on, as `cdk synth` writes the templates a deploy uses (cfn-lint reads it, too).
+    app = new_app(context={**context, "aws:cdk:enable-path-metadata": True}, outdir=tempfile.mkdtemp())
     stacks, register = build_deferred(app)
     packs = ["AwsSolutions", *sorted({p for s in stacks for p in s.config.additional_nag_packs})]
     raw = findings(app, packs)
@@ -73,12 +74,11 @@ def nag_section(context: dict) -> tuple[str, int, cdk.App, list[dict[str, Any]]]
             rows.append([f.pack, _short(f.rule), f.path, "UNACKNOWLEDGED", f.description[:80]])
         else:
             rows.append([f.pack, _short(f.rule), f.path, f"acknowledged at {ack.path}" if ack else "acknowledged", ""])
-        stack = f.path.split("/", 1)[0]
         results.append(
             {
                 "rule": f.rule,
                 "message": f"{f.path}: {f.description}",
-                "uri": f"cdk.out/{stack}.template.json",
+                "uri": template_uri(app, f.path),
                 "line": 1,
                 "reason": None if f in open_findings else (ack.reason if ack else "acknowledged"),
             }
@@ -89,6 +89,21 @@ def nag_section(context: dict) -> tuple[str, int, cdk.App, list[dict[str, Any]]]
     )
     table = _table(["pack", "finding", "resource", "status", "detail"], rows)
     return header + "\n\n" + table, len(open_findings), app, results
+
+
+def template_uri(app: cdk.App, path: str) -> str:
+    """The template a construct path lands in, relative to the project: ``cdk.out/<stack>.template.json``,
+    or ``cdk.out/assembly-<stage>/<stack>.template.json`` for a stack in a Stage (the delivery pipeline's
+    environments)."""
+    first, *rest = path.split("/")
+    scope = app.node.try_find_child(first)
+    if isinstance(scope, cdk.Stage) and rest:
+        stack = scope.node.try_find_child(rest[0])
+        if isinstance(stack, cdk.Stack):
+            return f"cdk.out/assembly-{first}/{stack.template_file}"
+    if isinstance(scope, cdk.Stack):
+        return f"cdk.out/{scope.template_file}"
+    return f"cdk.out/{first}.template.json"
 
 
 def _popen(args: list[str]) -> subprocess.Popen[str]:
@@ -267,7 +282,8 @@ def templates(app: cdk.App) -> list[Path]:
         app.synth()
     except RuntimeError:
         pass  # unacknowledged findings are reported above; the templates are written regardless
-    return sorted(outdir.glob("*.template.json")) + sorted((ROOT / "templates").glob("*.yaml"))
+    # (rglob: the delivery pipeline's environments are in nested assemblies, assembly-<environment>/)
+    return sorted(outdir.rglob("*.template.json")) + sorted((ROOT / "templates").glob("*.yaml"))
 
 
 def lint_section(files: list[Path]) -> tuple[str, int]:
@@ -283,13 +299,20 @@ def lint_section(files: list[Path]) -> tuple[str, int]:
     return header + ("\n\n" + _table(["template", "rule", "message"], rows) if rows else ""), errors
 
 
+def _scanned_uri(file: Path) -> str:
+    if file.suffix == ".yaml":
+        return f"templates/{file.name}"
+    nested = file.parent.name if file.parent.name.startswith("assembly-") else ""
+    return f"cdk.out/{nested + '/' if nested else ''}{file.name}"
+
+
 def checkov_results(found: list[CheckovFinding]) -> list[dict[str, Any]]:
     skips = checkov_skips()
     return [
         {
             "rule": f.check,
             "message": f"{f.resource}: {f.name}",
-            "uri": f"{'templates' if f.file.endswith('.yaml') else 'cdk.out'}/{Path(f.file).name}",
+            "uri": _scanned_uri(Path(f.file)),
             "line": f.line,
             "reason": skip_reason(f, skips),
         }

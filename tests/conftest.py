@@ -198,6 +198,15 @@ for _name, _path in EXAMPLE_FIXTURES.items():
     globals()[_name] = _example_fixture(_path)
 
 
+def zone_lookups(environments: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """What the CLI caches in cdk.context.json on an environment's first synth with credentials: its
+    availability zones (three per region here)."""
+    return {
+        f"availability-zones:account={env['account']}:region={env['region']}": [f"{env['region']}{z}" for z in "abc"]
+        for env in environments.values()
+    }
+
+
 class Delivered:
     """examples/pipeline.json, with NIST 800-53 R5 on as well: the pipeline stack, the environments' stages
     and every template of the cloud assembly (nested assemblies included)."""
@@ -212,6 +221,7 @@ class Delivered:
                 "aws:cdk:enable-path-metadata": True,
                 **settings,
                 "additionalNagPacks": ["NIST80053R5"],
+                **zone_lookups(settings["environments"]),
             }
         )
         self.stacks, register = build_deferred(self.app, today=TODAY)

@@ -81,7 +81,7 @@ def test_the_cdk_cli_moves_with_the_library_and_stays_on_its_2x_line_and_node_on
 
 
 def test_the_karpenter_release_in_cdk_json_is_found_and_names_the_upgrade_procedure():
-    (manager,) = CONFIG["customManagers"]
+    manager, _ = CONFIG["customManagers"]
     assert manager["managerFilePatterns"] == ["/^cdk\\.json$/"]
     (pattern,) = manager["matchStrings"]
     found = re.search(pattern.replace("(?<", "(?P<"), (ROOT / "cdk.json").read_text())
@@ -96,3 +96,20 @@ def test_the_karpenter_release_in_cdk_json_is_found_and_names_the_upgrade_proced
     (rule,) = [r for r in CONFIG["packageRules"] if r.get("matchDepNames") == ["aws/karpenter-provider-aws"]]
     assert "README, 'Upgrade'" in rule["prBodyNotes"][0] and "## Upgrade" in (ROOT / "README.md").read_text()
     assert CONFIG["enabledManagers"] == ["pip_requirements", "npm", "github-actions", "custom.regex"]
+
+
+def test_the_pipelines_cdk_assets_release_is_found_and_moves_with_the_cdk():
+    """The delivery pipeline's CodeBuild installs cdk-assets at the version in versions.py (never latest)."""
+    from karpenter_stack import versions
+
+    _, manager = CONFIG["customManagers"]
+    (pattern,) = manager["matchStrings"]
+    found = re.search(pattern.replace("(?<", "(?P<"), (ROOT / "karpenter_stack" / "versions.py").read_text())
+    assert found is not None
+    assert (found.group("currentValue"), found.group("datasource"), found.group("depName")) == (
+        versions.CDK_ASSETS_VERSION,
+        "npm",
+        "cdk-assets",
+    )
+    assert re.fullmatch(manager["managerFilePatterns"][0][1:-1], "karpenter_stack/versions.py")
+    assert _group("cdk-assets", "custom.regex", "karpenter_stack/versions.py") == "AWS CDK"

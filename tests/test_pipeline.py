@@ -16,7 +16,7 @@ from karpenter_stack import versions
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.cfn import create_only_properties, each, template_change
-from tests.conftest import CDK_JSON_CONTEXT, ROOT, TODAY
+from tests.conftest import CDK_JSON_CONTEXT, ROOT, TODAY, zone_lookups
 
 EXAMPLE: dict[str, Any] = json.loads((ROOT / "examples" / "pipeline.json").read_text())
 
@@ -202,6 +202,7 @@ def by_hand(tmp_path_factory):
             "aws:cdk:enable-path-metadata": True,
             "environments": EXAMPLE["environments"],
             "additionalNagPacks": ["NIST80053R5"],
+            **zone_lookups(EXAMPLE["environments"]),
         },
         outdir=str(tmp_path_factory.mktemp("by-hand")),
     )
