@@ -43,3 +43,17 @@ def test_snapshots_hold_no_machine_specific_values(configuration, request):
     # construct paths, as in `cdk synth` output: stable, and what a reviewer navigates by
     synthesized = request.getfixturevalue(configuration)
     assert "aws:cdk:path" in json.dumps(templates[f"{synthesized.stack.stack_name}.template"])
+
+
+def test_the_delivery_pipeline_templates_match_their_snapshots(delivery, json_snapshot):
+    """The pipeline stack and its cross-region support stack (the stages' templates are the environments'
+    own, compared with them in tests/test_pipeline.py)."""
+    templates = _templates(delivery)
+    assert sorted(templates) == [
+        "cross-region-stack-111122223333_us-east-1.template",
+        "eks-karpenter-delivery.template",
+    ]
+    for name, template in templates.items():
+        text = json.dumps(template)
+        assert str(Path.home()) not in text and "/tmp" not in text and "/work/" not in text, name
+        assert template == json_snapshot(name=name)

@@ -27,6 +27,7 @@ from constructs_lib.node_specs import (
 
 from .errors import NESTED_MODELS
 from .model import AppConfig, ExistingClusterConfig
+from .pipeline import PipelineConfig, WaveSpec
 
 
 def default_context() -> dict[str, Any]:
@@ -60,6 +61,8 @@ def reference_markdown() -> str:
         ("`nodePools[].budgets[]` entries", DisruptionBudgetSpec),
         ("`nodeOverlays[]` entries", NodeOverlaySpec),
         ("`nodeOverlays[].requirements[]` entries", OverlayRequirementSpec),
+        ("`pipeline` keys (the delivery pipeline; top level only)", PipelineConfig),
+        ("`pipeline.waves[]` entries", WaveSpec),
     ]
     out: list[str] = []
     for title, model in sections:
