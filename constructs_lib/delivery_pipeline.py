@@ -16,6 +16,7 @@ from typing import Any
 from aws_cdk import Duration, Stack, Stage, pipelines
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from .nag import acknowledge
@@ -42,12 +43,21 @@ WILDCARD_REASONS = {
         "image-publishing)."
     ),
     "read-state": (
-        "Read-only calls the CDK CLI makes before it knows any resource name: cloudformation:DescribeStacks "
-        "and s3:ListBucket (self-mutation), codebuild:BatchGetBuilds/StartBuild/StopBuild of the asset "
-        "publishing projects (CDK's shared asset role)."
+        "Read-only calls the self-mutation step's `cdk deploy` makes before it knows any resource name: "
+        "cloudformation:DescribeStacks and s3:ListBucket."
+    ),
+    "asset-builds": (
+        "CDK Pipelines grants its shared asset-publishing role codebuild:BatchGetBuilds/StartBuild/StopBuild "
+        "on '*' (the publishing projects are created after the role); the role is assumable by CodeBuild only "
+        "and used by this pipeline's publishing projects alone."
     ),
 }
 
+# Why the artifact buckets (the pipeline's, and its replication buckets in other regions) log no access.
+ARTIFACTS_LOGGED = (
+    "A CDK Pipelines artifact bucket: only the pipeline's own roles read and write it (CloudTrail records their "
+    "calls); server access logs would need a log bucket of their own, with the same finding."
+)
 # NIST 800-53 R5 findings of the artifact buckets (CDK Pipelines' and its replication buckets), and why.
 NIST_ARTIFACT_BUCKETS = (
     (
@@ -60,11 +70,7 @@ NIST_ARTIFACT_BUCKETS = (
         "Build artifacts between the pipeline's own steps, rebuilt from the repository by the next "
         "execution; nothing to recover from a copy.",
     ),
-    (
-        "S3BucketLoggingEnabled",
-        "Only the pipeline's own roles read and write it (CloudTrail records their calls); server access "
-        "logs would need a log bucket of their own, with the same finding.",
-    ),
+    ("S3BucketLoggingEnabled", ARTIFACTS_LOGGED),
 )
 _ARTIFACT_ACTIONS = ("s3:", "kms:")
 _LOG_ACTIONS = {"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"}
@@ -75,13 +81,8 @@ _REPORT_ACTIONS = {
     "codebuild:CreateReportGroup",
     "codebuild:UpdateReport",
 }
-_READ_STATE = {
-    "cloudformation:DescribeStacks",
-    "s3:ListBucket",
-    "codebuild:BatchGetBuilds",
-    "codebuild:StartBuild",
-    "codebuild:StopBuild",
-}
+_READ_STATE = {"cloudformation:DescribeStacks", "s3:ListBucket"}
+_ASSET_BUILDS = {"codebuild:BatchGetBuilds", "codebuild:StartBuild", "codebuild:StopBuild"}
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,8 @@ def wildcard_kind(statement: Mapping[str, Any], artifact_resources: set[str]) ->
         return "bootstrap-roles"
     if actions <= _READ_STATE and resources == ["*"]:
         return "read-state"
+    if actions <= _ASSET_BUILDS and resources == ["*"]:
+        return "asset-builds"
     return None
 
 
@@ -218,27 +221,12 @@ class DeliveryPipeline(Construct):
         return wave
 
     def build(self) -> None:
-        """Build the pipeline (CDK Pipelines would at synth) and acknowledge its own wildcards."""
+        """Build the pipeline (CDK Pipelines would at synth) and acknowledge the findings of its artifact
+        buckets and the wildcards of its own policies."""
         self.pipeline.build_pipeline()
-        codepipeline = self.pipeline.pipeline
-        acknowledge(
-            codepipeline.artifact_bucket,
-            "AwsSolutions-S1",
-            "The pipeline's artifact bucket: only the pipeline's own roles read and write it (CloudTrail records "
-            "their calls); server access logs would need a log bucket of their own, with the same finding.",
-        )
         artifact_resources = self._artifact_resources()
-        for support in codepipeline.cross_region_support.values():
-            acknowledge(
-                support.replication_bucket,
-                "AwsSolutions-S1",
-                "CDK Pipelines' replication bucket for the stages in another region: holds the pipeline's "
-                "artifacts only, written and read by the pipeline's roles (CloudTrail records their calls).",
-            )
-        for bucket in (
-            codepipeline.artifact_bucket,
-            *(s.replication_bucket for s in codepipeline.cross_region_support.values()),
-        ):
+        for bucket in self._artifact_buckets():
+            acknowledge(bucket, "AwsSolutions-S1", ARTIFACTS_LOGGED)
             for rule, reason in NIST_ARTIFACT_BUCKETS:
                 acknowledge(bucket, f"NIST.800.53.R5-{rule}", reason)
         for policy in self.node.find_all():
@@ -256,17 +244,20 @@ class DeliveryPipeline(Construct):
                     for finding in wildcard_findings(statement):
                         acknowledge(policy, finding, WILDCARD_REASONS[kind])
 
-    def _artifact_resources(self) -> set[str]:
-        """The artifact store as cdk-nag writes it: the bucket, its objects, its key, and the replication
-        buckets of other regions."""
+    def _artifact_buckets(self) -> list[s3.IBucket]:
+        """The pipeline's artifact bucket and the replication buckets of stages in other regions."""
         codepipeline = self.pipeline.pipeline
-        stack = Stack.of(self)
-        found: set[str] = set()
-        buckets = [
+        return [
             codepipeline.artifact_bucket,
             *(s.replication_bucket for s in codepipeline.cross_region_support.values()),
         ]
-        for bucket in buckets:
+
+    def _artifact_resources(self) -> set[str]:
+        """The artifact store as cdk-nag writes it: the buckets, their objects, and the artifact key."""
+        codepipeline = self.pipeline.pipeline
+        stack = Stack.of(self)
+        found: set[str] = set()
+        for bucket in self._artifact_buckets():
             arn = nag_string(stack.resolve(bucket.bucket_arn))
             if arn is not None:
                 found |= {arn, f"{arn}/*"}

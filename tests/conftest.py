@@ -241,6 +241,27 @@ def delivery() -> Delivered:
     return Delivered()
 
 
+@pytest.fixture(scope="session")
+def by_hand(tmp_path_factory) -> dict[str, Any]:
+    """examples/pipeline.json's environments without the pipeline, as `cdk deploy` from a laptop deploys
+    them (NIST 800-53 R5 on, as in `delivery`): stack name -> stack, synthesized."""
+    environments = json.loads((ROOT / "examples" / "pipeline.json").read_text())["environments"]
+    app = new_app(
+        context={
+            **CDK_JSON_CONTEXT,
+            "aws:cdk:enable-path-metadata": True,
+            "environments": environments,
+            "additionalNagPacks": ["NIST80053R5"],
+            **zone_lookups(environments),
+        },
+        outdir=str(tmp_path_factory.mktemp("by-hand")),
+    )
+    stacks, register = build_deferred(app, today=TODAY)
+    register()
+    app.synth()
+    return {s.stack_name: s for s in stacks}
+
+
 # What the session's one cfn-lint run covers: every template of these configurations, templates/, and a
 # template cfn-lint must refuse.
 LINTED = ("default", "alternative", "existing", "access_entries", "example_windows", "pod_identity", "delivery")

@@ -12,18 +12,12 @@ from karpenter_stack.config import ConfigError, load_config, load_environments
 from tests.cfn import kubernetes_objects, only, resources
 from tests.conftest import CDK_JSON_CONTEXT, TODAY
 
-PINNED = [{"name": "default", "amiAlias": "al2023@v20260801"}]
-ENVIRONMENTS = {
-    "dev": {},
-    "prod": {"profile": "production", "account": "1" * 12, "region": "eu-west-1", "nodeClasses": PINNED},
-}
-
 
 @pytest.fixture(scope="module")
-def stacks():
-    app = new_app(context={**CDK_JSON_CONTEXT, "environments": ENVIRONMENTS})
-    built = {s.config.cluster_name: s for s in build(app, today=TODAY)}
-    return {name: (stack, cdk.assertions.Template.from_stack(stack)) for name, stack in built.items()}
+def stacks(by_hand):
+    """examples/pipeline.json's two environments (dev; prod with the production profile), without the
+    pipeline: one synth shared with tests/test_pipeline.py."""
+    return {name: (stack, cdk.assertions.Template.from_stack(stack)) for name, stack in by_hand.items()}
 
 
 def test_each_environment_is_its_own_stack_and_cluster(stacks):
@@ -41,8 +35,12 @@ def test_each_environment_is_its_own_stack_and_cluster(stacks):
 def test_environment_account_and_region(stacks):
     prod, _ = stacks["eks-karpenter-prod"]
     dev, _ = stacks["eks-karpenter-dev"]
-    assert (prod.account, prod.region) == ("1" * 12, "eu-west-1")
-    assert cdk.Token.is_unresolved(dev.account) and cdk.Token.is_unresolved(dev.region)
+    assert (prod.account, prod.region) == ("123456789012", "us-east-1")
+    assert (dev.account, dev.region) == ("444455556666", "eu-west-1")
+    # an environment that names neither is environment-agnostic, like the default stack
+    agnostic = new_app(context={**CDK_JSON_CONTEXT, "environments": {"dev": {}}})
+    (stack,) = build(agnostic, today=TODAY)
+    assert cdk.Token.is_unresolved(stack.account) and cdk.Token.is_unresolved(stack.region)
 
 
 def test_production_profile_defaults(stacks):

@@ -16,7 +16,7 @@ from karpenter_stack import versions
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.cfn import create_only_properties, each, template_change
-from tests.conftest import CDK_JSON_CONTEXT, ROOT, TODAY, zone_lookups
+from tests.conftest import CDK_JSON_CONTEXT, ROOT, TODAY
 
 EXAMPLE: dict[str, Any] = json.loads((ROOT / "examples" / "pipeline.json").read_text())
 
@@ -191,24 +191,6 @@ def _path_free(value: Any, stage: str) -> Any:
         for pattern, blank in ((_PRUNE, "PRUNE"), (_ASSET, "ASSET"), (_OUTPUT, "Outputs.X"), (_REFERENCE, "REF")):
             value = pattern.sub(blank, value)
     return value
-
-
-@pytest.fixture(scope="module")
-def by_hand(tmp_path_factory):
-    """The same environments without the pipeline, as `cdk deploy` from a laptop deployed them."""
-    app = new_app(
-        context={
-            **CDK_JSON_CONTEXT,
-            "aws:cdk:enable-path-metadata": True,
-            "environments": EXAMPLE["environments"],
-            "additionalNagPacks": ["NIST80053R5"],
-            **zone_lookups(EXAMPLE["environments"]),
-        },
-        outdir=str(tmp_path_factory.mktemp("by-hand")),
-    )
-    stacks = build(app, today=TODAY)
-    app.synth()
-    return {s.stack_name: s for s in stacks}
 
 
 def _stage_templates(stack) -> dict[str, dict[str, Any]]:
