@@ -15,7 +15,6 @@ from constructs_lib.nag import acknowledging
 from .cluster_stack import KarpenterClusterStack, stack_name_for
 from .config import DEFAULT_CLUSTER_NAME, flag_settings, load_environments, load_pipeline
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
-from .pipeline_stack import DeliveryPipelineStack, EnvironmentStage
 from .security import register_packs
 
 
@@ -72,6 +71,9 @@ def build_deferred(
                 for config in configs.values()
             ]
         else:
+            # (imported here: CDK Pipelines' modules cost a synth without a pipeline ~30 ms)
+            from .pipeline_stack import DeliveryPipelineStack, EnvironmentStage
+
             # Each environment in a Stage (same stack name, same logical ids), deployed by the pipeline.
             stages = {name: EnvironmentStage(app, name, config=config) for name, config in configs.items()}
             DeliveryPipelineStack(
