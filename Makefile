@@ -20,7 +20,7 @@ DEV_STAMP := $(VENV)/.dev-installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: synth test setup hooks cdk docs snapshots security-report bench rehearsal release-ids clean
+.PHONY: synth test setup hooks cdk docs snapshots security-report review bench rehearsal release-ids clean
 
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	rm -rf cdk.out  # the CLI never removes old templates; start from nothing
@@ -63,6 +63,12 @@ release-ids: $(DEV_STAMP) $(NODE_STAMP)
 # Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/bench/bench.py $(ARGS)
+
+# What deploying the current synth over the committed snapshots would replace, delete or interrupt;
+# exits 1 on an unacknowledged replacement or deletion of a stateful resource, or a deploy that would fail.
+# BASE=<git revision> reads the snapshots of that revision (CI: the pull request's base branch).
+review: $(DEV_STAMP) $(NODE_STAMP)
+	python scripts/review.py $(if $(BASE),--base $(BASE)) $(if $(CONTEXT_FILE),--context-file $(CONTEXT_FILE)) $(ARGS)
 
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
 security-report: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)

@@ -237,6 +237,25 @@ class Delivered:
 
 
 @pytest.fixture(scope="session")
+def karpenter_bump(tmp_path_factory) -> Synthesized:
+    """The default configuration on Karpenter 1.14.2, pretending its template exists: a copy of 1.14.1's
+    with one more marker in its description (what a bump changes in the app, without a second release)."""
+    from karpenter_stack import versions
+
+    templates = tmp_path_factory.mktemp("templates")
+    current = versions.karpenter_template("1.14.1").read_text()
+    (templates / "karpenter-1.14.1.yaml").write_text(current)
+    (templates / "karpenter-1.14.2.yaml").write_text(
+        current.replace("Maintained by this project;", "Maintained by this project (1.14.2);")
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(versions, "TEMPLATES_DIR", templates)
+        patch.setattr(versions.karpenter_template, "__defaults__", (templates,))
+        patch.setattr(versions.available_karpenter_versions, "__defaults__", (templates,))
+        return synth(karpenterVersion="1.14.2")
+
+
+@pytest.fixture(scope="session")
 def delivery() -> Delivered:
     return Delivered()
 

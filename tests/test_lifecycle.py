@@ -6,7 +6,6 @@ import pytest
 
 from karpenter_stack.config import ConfigError
 from tests.cfn import each, kubernetes_objects, only, render_json, resources
-from tests.conftest import synth
 from tests.lifecycle_model import depends_transitively, references
 
 
@@ -89,23 +88,10 @@ def test_the_graph_helper_sees_missing_edges():
     assert depends_transitively(graph, "a", "b") and not depends_transitively(graph, "a", "c")
 
 
-def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template(default, monkeypatch, tmp_path):
-    """Pretend a 1.14.2 template exists (a copy of 1.14.1 with one more marker) and compare the
-    synthesized templates: only the charts' Version and the nested template may differ."""
-    from karpenter_stack import versions
-
-    upgraded = tmp_path / "karpenter-1.14.2.yaml"
-    upgraded.write_text(
-        versions.karpenter_template("1.14.1")
-        .read_text()
-        .replace("Maintained by this project;", "Maintained by this project (1.14.2);")
-    )
-    (tmp_path / "karpenter-1.14.1.yaml").write_text(versions.karpenter_template("1.14.1").read_text())
-    monkeypatch.setattr(versions, "TEMPLATES_DIR", tmp_path)
-    monkeypatch.setattr(versions.karpenter_template, "__defaults__", (tmp_path,))
-    monkeypatch.setattr(versions.available_karpenter_versions, "__defaults__", (tmp_path,))
-    new = synth(karpenterVersion="1.14.2")
-
+def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template(default, karpenter_bump):
+    """A pretended 1.14.2 template (conftest's karpenter_bump) against the default configuration: only the
+    charts' Version and the nested template may differ."""
+    new = karpenter_bump
     before, after = default.json["Resources"], new.json["Resources"]
     changed = {k for k in before if before[k] != after.get(k)} | (set(after) - set(before))
     charts = {k for k, r in before.items() if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"}

@@ -134,15 +134,25 @@ def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():
     assert runs == [
         "make synth",
         "make test",
+        'make review BASE="origin/$BASE_REF" ARGS="--output review.md"',
+        'if [ -f review.md ]; then cat review.md >> "$GITHUB_STEP_SUMMARY"; fi',
         'make security-report ARGS="--sarif-dir reports" | tee security-report.txt',
     ]
+    # the snapshot review on pull requests, against the base branch (read from git: full history), as
+    # the job summary even when it fails the job
+    review, summary = [s for s in steps if "review" in s.get("run", "")]
+    assert review["if"] == "github.event_name == 'pull_request'"
+    assert review["env"] == {"BASE_REF": "${{ github.base_ref }}"}  # never expanded into the script itself
+    assert summary["if"] == "always() && github.event_name == 'pull_request'"
+    (checkout,) = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+    assert checkout["with"] == {"persist-credentials": False, "fetch-depth": 0}
     (upload,) = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]
     assert upload["if"] == "always()"
-    assert upload["with"]["path"].split() == ["cdk.out/", "security-report.txt", "reports/"]
+    assert upload["with"]["path"].split() == ["cdk.out/", "security-report.txt", "review.md", "reports/"]
     (sarif,) = [s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@")]
     assert (sarif["if"], sarif["with"]) == ("always()", {"sarif_file": "reports"})
     readme = (ROOT / "README.md").read_text()
-    assert all(command.split(" |")[0] in readme for command in runs)
+    assert all(command.split(" |")[0] in readme for command in runs if not command.startswith("if "))
 
 
 def test_ci_example_pins_actions_by_commit_and_caches_by_lock_file_hash():

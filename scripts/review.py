@@ -1,0 +1,785 @@
+"""Snapshot review: what deploying the current synth over the committed snapshots would do.
+
+For every stack (nested stacks included): resources added, removed and changed, and for each change
+whether CloudFormation updates it in place, replaces it, or the deploy fails -- from the resource type's
+own schema (its create-only properties, as shipped with cfn-lint) and, for aws-cdk's EKS custom resources,
+from what their handlers do (aws-cdk-lib 2.275's cluster-resource and kubectl handlers; see
+CUSTOM_RESOURCE_RULES). A logical-id change is a replacement. Replacing or removing a stateful or slow
+resource (cluster, VPC, subnets, KMS keys, node role, queue, nested stacks, ...) is flagged and makes the
+review fail unless the change acknowledges it (``acknowledged-replacements.yaml`` or ``--acknowledge``).
+Kubernetes-level effects are named in plain words: Helm upgrades, NodePools whose nodes Karpenter replaces
+by drift, objects deleted.
+
+    make review                                   # the configuration in cdk.json against HEAD's snapshots
+    make review BASE=origin/main                  # against the snapshots of another revision
+    make review CONTEXT_FILE=examples/gpu.json    # an example against its own snapshots
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SNAPSHOTS = "tests/__snapshots__/test_snapshots"
+SNAPSHOT = re.compile(
+    r"^test_templates_match_their_snapshots\[(?P<configuration>[^\]]+)\]\[(?P<template>[^\]]+)\]\.json$"
+)
+ACKNOWLEDGMENTS = ROOT / "acknowledged-replacements.yaml"
+
+# Resources whose replacement or removal loses state or takes long: type -> what goes with it.
+STATEFUL = {
+    "Custom::AWSCDK-EKS-Cluster": ("EKS cluster", "every workload and node on it; a new one takes ~15 min"),
+    "AWS::EKS::Cluster": ("EKS cluster", "every workload and node on it; a new one takes ~15 min"),
+    "AWS::EC2::VPC": ("VPC", "every subnet, node and load balancer in it"),
+    "AWS::EC2::Subnet": ("subnet", "the nodes and load balancers in it"),
+    "AWS::KMS::Key": ("KMS key", "what it encrypted (the cluster's secrets) cannot be read without it"),
+    "AWS::SQS::Queue": ("interruption queue", "spot interruption notices in flight are lost"),
+    "AWS::CloudFormation::Stack": ("nested stack", "every resource in it"),
+    "AWS::EKS::Nodegroup": ("system node group", "its nodes and the pods on them"),
+    "AWS::Logs::LogGroup": ("log group", "the logs in it"),
+}
+# The node role of Karpenter's template (by logical id): every Karpenter node's identity.
+NODE_ROLE_IDS = {"KarpenterNodeRole": ("node role", "every Karpenter node's identity (aws-auth, access entry)")}
+
+HELM = "Custom::AWSCDK-EKS-HelmChart"
+MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
+CLUSTER = "Custom::AWSCDK-EKS-Cluster"
+FARGATE = "Custom::AWSCDK-EKS-FargateProfile"
+PATCH = "Custom::AWSCDK-EKS-KubernetesPatch"
+
+# What aws-cdk-lib 2.275's handlers do on a CloudFormation Update (read in its bundled
+# custom-resource-handlers/dist/aws-eks): cluster-resource-handler (cluster, Fargate profile) and
+# kubectl-handler (helm, apply, patch).
+CUSTOM_RESOURCE_RULES = {
+    CLUSTER: "onUpdate: a new name, role, bootstrapClusterCreatorAdminPermissions or bootstrapSelfManagedAddons "
+    "creates a new cluster; an encryption change fails; otherwise one kind of update per deploy (version, "
+    "logging, endpoint access, subnets/security groups, authentication mode, deletion protection, scaling "
+    "tier; tags along with any), more kinds fail",
+    FARGATE: "onUpdate = onCreate: a new profile, then CloudFormation deletes the old one",
+    HELM: "helm upgrade --install of the release named in Release, in Namespace; the old release is never "
+    "uninstalled on an update",
+    MANIFEST: "kubectl apply --prune -l <PruneLabel>: objects no longer in the manifest are deleted",
+    PATCH: "kubectl patch with ApplyPatchJson",
+    "Custom::AWSCDKCfnJson": "a value computed in CloudFormation: nothing outside the stack changes",
+    "Custom::KarpenterTeardown": "this app's safety net (constructs_lib/teardown_handler): Create and Update do nothing",
+}
+# Custom resources whose update this review does not model (their handlers decide): Custom::AWS runs the
+# SDK calls in its own properties; Custom::VpcRestrictDefaultSG re-restricts the VPC's default group.
+# The handlers' cluster update kinds: (Config path, kind).
+_CLUSTER_REPLACE = (
+    ("name",),
+    ("roleArn",),
+    ("accessConfig", "bootstrapClusterCreatorAdminPermissions"),
+    ("bootstrapSelfManagedAddons",),
+)
+_CLUSTER_UPDATES = {
+    "version": "updateVersion (a Kubernetes upgrade, ~10 min; add-ons follow)",
+    "logging": "updateLogging",
+    "resourcesVpcConfig.subnetIds": "updateVpc",
+    "resourcesVpcConfig.securityGroupIds": "updateVpc",
+    "resourcesVpcConfig.endpointPrivateAccess": "updateAccess",
+    "resourcesVpcConfig.endpointPublicAccess": "updateAccess",
+    "resourcesVpcConfig.publicAccessCidrs": "updateAccess",
+    "accessConfig.authenticationMode": "updateAuthMode",
+    "deletionProtection": "updateDeletionProtection",
+    "controlPlaneScalingConfig": "updateControlPlaneScalingConfig",
+}
+
+# Karpenter's drift (karpenter.sh v1 NodeClaim hash; karpenter-provider-aws EC2NodeClass hash): fields
+# marked hash:"ignore" drift only nodes that no longer match them; behavioral NodePool fields never drift.
+POOL_BEHAVIORAL = ("weight", "limits", "disruption", "replicas")
+POOL_DYNAMIC = ("requirements", "resources")
+CLASS_DYNAMIC = (
+    "amiSelectorTerms",
+    "subnetSelectorTerms",
+    "securityGroupSelectorTerms",
+    "capacityReservationSelectorTerms",
+)
+
+
+@dataclass
+class Change:
+    logical_id: str
+    type: str
+    action: str  # added | removed | updated | replaced | fails
+    why: str = ""
+    stateful: str | None = None  # what goes with it, when that is state or time
+    effects: list[str] = field(default_factory=list)  # in plain words (Kubernetes, pods)
+
+    @property
+    def destructive(self) -> bool:
+        return self.stateful is not None and self.action in ("replaced", "removed")
+
+
+@dataclass
+class StackReport:
+    name: str  # "eks-karpenter" or "eks-karpenter > nested Karpenter"
+    changes: list[Change]
+    note: str = ""
+    stack_override: str | None = None
+
+    @property
+    def stack(self) -> str:
+        """The top-level stack, as acknowledgments name it (``<stack>/<logical id>``)."""
+        return self.stack_override or self.name.split(" > ")[0]
+
+
+# -- reading templates -----------------------------------------------------------------------------------
+
+
+def snapshot_templates(configuration: str, base: str | None = None, root: Path = ROOT) -> dict[str, dict[str, Any]]:
+    """The committed templates of a snapshot configuration (``default`` is cdk.json's): template name
+    (e.g. ``eks-karpenter.template``) -> template; from git revision ``base``, or the working tree."""
+    if base is None:
+        names = [p.name for p in (root / SNAPSHOTS).glob("*.json")]
+    else:
+        listing = _git(["ls-tree", "--name-only", f"{base}:{SNAPSHOTS}"], root)
+        names = listing.splitlines()
+    out = {}
+    for name in names:
+        match = SNAPSHOT.match(name)
+        if match and match["configuration"] == configuration:
+            text = (
+                (root / SNAPSHOTS / name).read_text()
+                if base is None
+                else _git(["show", f"{base}:{SNAPSHOTS}/{name}"], root)
+            )
+            out[match["template"]] = json.loads(text)
+    return out
+
+
+def _git(args: list[str], root: Path) -> str:
+    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ReviewError(f"git {' '.join(args)}: {result.stderr.strip()}")
+    return result.stdout
+
+
+class ReviewError(Exception):
+    pass
+
+
+def synthesized_templates(outdir: Path) -> dict[str, dict[str, Any]]:
+    """Template name -> template of a cloud assembly (the stages' nested assemblies included)."""
+    return {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in sorted(outdir.rglob("*.template.json"))}
+
+
+def _alnum(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "", text)
+
+
+def stack_names(templates: Mapping[str, dict[str, Any]]) -> dict[str, str]:
+    """Template name -> the stack as a reviewer names it: a top-level stack by its name, a nested one as
+    ``<parent> > nested <id>`` (CDK names a nested template after its parent's and its own construct id)."""
+    tops = [n.removesuffix(".template") for n in templates if not n.endswith(".nested.template")]
+    names = {}
+    for name in templates:
+        if not name.endswith(".nested.template"):
+            names[name] = name.removesuffix(".template")
+            continue
+        stem = name.removesuffix(".nested.template")
+        parent = next((t for t in sorted(tops, key=len, reverse=True) if stem.startswith(_alnum(t))), None)
+        inner = stem[len(_alnum(parent)) :] if parent else stem
+        names[name] = f"{parent} > nested {re.sub(r'[0-9A-F]{8}$', '', inner)}" if parent else stem
+    return names
+
+
+# -- what a change does -------------------------------------------------------------------------------------
+
+
+def references(value: Any) -> set[str]:
+    """Logical ids a value refers to (Ref, Fn::GetAtt, ${X} in Fn::Sub)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        if "Ref" in value and isinstance(value["Ref"], str):
+            found.add(value["Ref"])
+        if "Fn::GetAtt" in value:
+            target = value["Fn::GetAtt"]
+            found.add(target[0] if isinstance(target, list) else str(target).split(".")[0])
+        if "Fn::Sub" in value:
+            text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+            found |= {m.split(".")[0] for m in re.findall(r"\$\{([^}!]+)\}", text)}
+        for v in value.values():
+            found |= references(v)
+    elif isinstance(value, list):
+        for v in value:
+            found |= references(v)
+    return found
+
+
+def _differs(old: Any, new: Any, replaced: set[str]) -> bool:
+    """A value changes when its text does, or when it refers to a resource being replaced (whose id and
+    attributes change)."""
+    return old != new or bool(references(new) & replaced)
+
+
+_MISSING = object()
+
+
+def _at(value: Any, path: Iterable[str]) -> Any:
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return _MISSING
+        value = value[key]
+    return value
+
+
+_SCHEMAS: dict[str, list[tuple[str, ...]] | None] = {}
+
+
+def create_only_paths(resource_type: str) -> list[tuple[str, ...]] | None:
+    """The create-only property paths of an AWS resource type (cfn-lint's resource schemas); ``None``
+    when the type has no schema there."""
+    if resource_type not in _SCHEMAS:
+        import cfnlint
+
+        schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
+        provider = json.loads((schemas / "providers" / "us-east-1.json").read_text())
+        if resource_type not in provider:
+            _SCHEMAS[resource_type] = None
+        else:
+            schema = json.loads((schemas / "resources" / f"{provider[resource_type]}.json").read_text())
+            _SCHEMAS[resource_type] = [
+                tuple(p.split("/")[2:]) for p in schema.get("createOnlyProperties", []) if p.startswith("/properties/")
+            ]
+    return _SCHEMAS[resource_type]
+
+
+def _aws_change(resource_type: str, old: dict[str, Any], new: dict[str, Any], replaced: set[str]) -> tuple[str, str]:
+    paths = create_only_paths(resource_type)
+    if paths is None:
+        return "updated", "no resource schema for this type: in place assumed (not decided)"
+    hits = []
+    for path in paths:
+        parent = tuple(p for p in path if p != "*")  # array items: compare the whole array
+        if _differs(_at(old, parent), _at(new, parent), replaced):
+            hits.append(".".join(parent))
+    if hits:
+        return "replaced", f"create-only {', '.join(sorted(set(hits)))} changes"
+    changed = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
+    return "updated", f"in place: {', '.join(changed)}"
+
+
+def _version_step(old: Any, new: Any) -> str | None:
+    """Why EKS refuses a version change (``None`` when it does not): one minor up at a time, never down."""
+    if not (isinstance(old, str) and isinstance(new, str)) or old == new:
+        return None
+    try:
+        (a_major, a_minor), (b_major, b_minor) = (tuple(int(x) for x in v.split(".")[:2]) for v in (old, new))
+    except ValueError:
+        return None
+    if (b_major, b_minor) < (a_major, a_minor):
+        return f"version {old} → {new}: EKS never downgrades a cluster"
+    if b_major == a_major and b_minor > a_minor + 1:
+        return (
+            f"version {old} → {new}: EKS upgrades one minor version at a time ({old} → {a_major}.{a_minor + 1} first)"
+        )
+    return None
+
+
+def _cluster_change(
+    old: dict[str, Any], new: dict[str, Any], replaced: set[str], vpc_replaced: bool
+) -> tuple[str, str]:
+    config_old, config_new = old.get("Config", {}), new.get("Config", {})
+    replacing = [".".join(p) for p in _CLUSTER_REPLACE if _differs(_at(config_old, p), _at(config_new, p), replaced)]
+    if replacing:
+        return "replaced", f"Config.{', Config.'.join(replacing)} changes: aws-cdk's handler creates a new cluster"
+    if _differs(config_old.get("encryptionConfig"), config_new.get("encryptionConfig"), replaced):
+        return "fails", "Config.encryptionConfig changes: aws-cdk's handler refuses (Cannot update cluster encryption)"
+    kinds = sorted(
+        {
+            kind
+            for path, kind in _CLUSTER_UPDATES.items()
+            if _differs(_at(config_old, path.split(".")), _at(config_new, path.split(".")), replaced)
+        }
+    )
+    if "updateVpc" in kinds and vpc_replaced:
+        return "fails", (
+            "its subnets and security group move to a replaced VPC: aws-cdk's handler updates subnets in place "
+            "(updateVpc), and EKS keeps a cluster in the VPC it was created in; a new VPC needs a new cluster"
+        )
+    version = _version_step(config_old.get("version"), config_new.get("version"))
+    if version:
+        return "fails", version
+    if len(kinds) > 1:
+        return "fails", f"{', '.join(kinds)} in one deploy: aws-cdk's handler allows one kind of update per deploy"
+    if kinds:
+        return "updated", f"in place: {kinds[0]}"
+    return "updated", "in place: " + ", ".join(
+        sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
+    )
+
+
+def _render(value: Any) -> str:
+    """A string or Fn::Join with placeholders for what is resolved at deploy time."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return sep.join(p if isinstance(p, str) else "${" + ",".join(sorted(references(p))) + "}" for p in parts)
+    return json.dumps(value)
+
+
+def _objects(manifest: Any) -> dict[str, dict[str, Any]]:
+    """The Kubernetes objects of a manifest property, by '<Kind>/<name>' (CDK's prune label dropped)."""
+    try:
+        objects = json.loads(_render(manifest))
+    except json.JSONDecodeError:
+        return {}
+    out = {}
+    for obj in objects if isinstance(objects, list) else [objects]:
+        labels = {
+            k: v for k, v in obj.get("metadata", {}).get("labels", {}).items() if not k.startswith("aws.cdk.eks/prune-")
+        }
+        obj = {**obj, "metadata": {**obj.get("metadata", {}), "labels": labels}}
+        out[f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"] = obj
+    return out
+
+
+def _pools_of(node_class: str, template: dict[str, Any]) -> list[str]:
+    pools = []
+    for res in template["Resources"].values():
+        if res["Type"] == MANIFEST:
+            for obj in _objects(res["Properties"].get("Manifest")).values():
+                ref = obj.get("spec", {}).get("template", {}).get("spec", {}).get("nodeClassRef", {})
+                if obj.get("kind") == "NodePool" and ref.get("name") == node_class:
+                    pools.append(obj["metadata"]["name"])
+    return sorted(pools)
+
+
+def _aliases(node_class: dict[str, Any]) -> list[str]:
+    return [t["alias"] for t in node_class.get("spec", {}).get("amiSelectorTerms", []) if "alias" in t]
+
+
+def _names(items: list[str]) -> str:
+    return ", ".join(f"`{i}`" for i in items) if items else "(none)"
+
+
+def kubernetes_effects(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
+    """What a manifest change does in the cluster, in plain words."""
+    before, after = _objects(old), _objects(new)
+    effects = []
+    for key in sorted(before.keys() - after.keys()):
+        kind, name = key.split("/", 1)
+        if kind == "NodePool":
+            effects.append(
+                f"NodePool `{name}` is deleted: Karpenter drains and terminates all its nodes (disruption budgets "
+                "do not apply to a deleted pool)"
+            )
+        else:
+            effects.append(f"{kind} `{name}` is deleted")
+    for key in sorted(after.keys() - before.keys()):
+        kind, name = key.split("/", 1)
+        effects.append(f"{kind} `{name}` is created")
+    for key in sorted(before.keys() & after.keys()):
+        kind, name = key.split("/", 1)
+        a, b = before[key], after[key]
+        if a == b:
+            continue
+        if kind == "EC2NodeClass":
+            fields = sorted(
+                k for k in a.get("spec", {}).keys() | b.get("spec", {}).keys() if a["spec"].get(k) != b["spec"].get(k)
+            )
+            pools = _pools_of(name, new_template)
+            static = [f for f in fields if f not in CLASS_DYNAMIC]
+            if static:
+                effects.append(
+                    f"EC2NodeClass `{name}` ({', '.join(fields)}): all nodes of pools {_names(pools)} will be replaced "
+                    "by drift, within their disruption budgets"
+                )
+            elif _aliases(a) and _aliases(b) and _aliases(a) != _aliases(b):
+                effects.append(
+                    f"EC2NodeClass `{name}` (amiSelectorTerms: alias {', '.join(_aliases(a))} → {', '.join(_aliases(b))}): "
+                    f"nodes of pools {_names(pools)} not running the AMI {', '.join(_aliases(b))} resolves to will be "
+                    "replaced by drift, within their disruption budgets (all of them, unless it is the AMI they run)"
+                )
+            elif fields:
+                effects.append(
+                    f"EC2NodeClass `{name}` ({', '.join(fields)}): nodes of pools {_names(pools)} that no longer match "
+                    "the selected AMI, subnets or security groups will be replaced by drift, within their disruption "
+                    "budgets"
+                )
+        elif kind == "NodePool":
+            spec_a, spec_b = a.get("spec", {}), b.get("spec", {})
+            template_a = spec_a.get("template", {})
+            template_b = spec_b.get("template", {})
+            tmpl_fields = sorted(
+                f"template.spec.{k}"
+                for k in template_a.get("spec", {}).keys() | template_b.get("spec", {}).keys()
+                if template_a.get("spec", {}).get(k) != template_b.get("spec", {}).get(k)
+            ) + (["template.metadata"] if template_a.get("metadata") != template_b.get("metadata") else [])
+            static = [f for f in tmpl_fields if f.removeprefix("template.spec.") not in POOL_DYNAMIC]
+            behavioral = sorted(k for k in POOL_BEHAVIORAL if spec_a.get(k) != spec_b.get(k))
+            if static:
+                effects.append(
+                    f"NodePool `{name}` ({', '.join(tmpl_fields)}): all nodes of pool `{name}` will be replaced by drift, "
+                    "within its disruption budgets"
+                )
+            elif tmpl_fields:
+                effects.append(
+                    f"NodePool `{name}` ({', '.join(tmpl_fields)}): nodes of pool `{name}` that no longer meet its "
+                    "requirements will be replaced by drift, within its disruption budgets"
+                )
+            if behavioral:
+                effects.append(
+                    f"NodePool `{name}` ({', '.join(behavioral)}): no node is replaced (behavioral settings)"
+                )
+        else:
+            effects.append(f"{kind} `{name}` is re-applied with changes")
+    return effects
+
+
+def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) -> tuple[str, str, list[str]]:
+    release = new.get("Release")
+    if old.get("Release") != release or old.get("Namespace") != new.get("Namespace"):
+        return (
+            "updated",
+            "Release or Namespace changes: aws-cdk's handler installs a second release and leaves the old one installed",
+            [f"Helm release `{old.get('Release')}` stays installed next to `{release}`: two copies run"],
+        )
+    effects = []
+    if old.get("Version") != new.get("Version"):
+        effects.append(
+            f"Helm release `{release}` is upgraded {old.get('Version')} → {new.get('Version')} (helm upgrade)"
+        )
+    if _differs(old.get("Values"), new.get("Values"), replaced):
+        try:
+            va, vb = json.loads(_render(old.get("Values", "{}"))), json.loads(_render(new.get("Values", "{}")))
+            keys = sorted(k for k in va.keys() | vb.keys() if va.get(k) != vb.get(k)) or ["resolved values"]
+        except json.JSONDecodeError:
+            keys = ["values"]
+        effects.append(f"Helm release `{release}` values change ({', '.join(keys)}): helm upgrade")
+    if effects and release == "karpenter":
+        effects.append(
+            "the Karpenter controller pods restart one at a time (PodDisruptionBudget maxUnavailable 1); "
+            "provisioning pauses during the leader handover"
+        )
+    changed = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
+    return "updated", f"in place (helm upgrade): {', '.join(changed)}", effects
+
+
+def _stateful_kind(logical_id: str, resource_type: str) -> tuple[str, str] | None:
+    return NODE_ROLE_IDS.get(logical_id) or STATEFUL.get(resource_type)
+
+
+def _stateful(logical_id: str, resource_type: str) -> str | None:
+    """What goes with a stateful or slow resource when it is replaced or deleted (``None``: nothing)."""
+    kind = _stateful_kind(logical_id, resource_type)
+    return f"the {kind[0]}: {kind[1]}" if kind else None
+
+
+def compare_template(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """The changes deploying ``new`` over a stack running ``old`` makes, replacements propagated through
+    references (a subnet whose VPC is replaced is replaced)."""
+    before, after = old.get("Resources", {}), new.get("Resources", {})
+    changes: dict[str, Change] = {}
+    removed, added = sorted(before.keys() - after.keys()), sorted(after.keys() - before.keys())
+    # A logical id that disappears while one of the same type appears: a replacement under a new id.
+    for logical_id in removed:
+        kind = before[logical_id]["Type"]
+        same = [a for a in added if after[a]["Type"] == kind]
+        olds = [r for r in removed if before[r]["Type"] == kind]
+        if len(same) == 1 and len(olds) == 1:
+            changes[logical_id] = Change(
+                logical_id,
+                kind,
+                "replaced",
+                f"logical id changes to {same[0]}: created anew, the old one deleted",
+                _stateful(logical_id, kind),
+            )
+            added.remove(same[0])
+        else:
+            changes[logical_id] = Change(logical_id, kind, "removed", "deleted", _stateful(logical_id, kind))
+            if kind == MANIFEST:  # the handler's Delete: kubectl delete of every object in the manifest
+                changes[logical_id].effects = kubernetes_effects(
+                    before[logical_id]["Properties"].get("Manifest"), "[]", new
+                )
+    for logical_id in added:
+        kind = after[logical_id]["Type"]
+        change = Change(logical_id, kind, "added", "created")
+        if kind == MANIFEST:
+            change.effects = kubernetes_effects("[]", after[logical_id]["Properties"].get("Manifest"), new)
+        changes[logical_id] = change
+    replaced = {c.logical_id for c in changes.values() if c.action == "replaced"}
+    kept = sorted(before.keys() & after.keys())
+    # Replacement spreads through references: iterate until nothing more is replaced.
+    while True:
+        grown = False
+        for logical_id in kept:
+            if logical_id in replaced:
+                continue
+            change = _kept_change(logical_id, before[logical_id], after[logical_id], replaced, new)
+            if change is None:
+                changes.pop(logical_id, None)
+                continue
+            changes[logical_id] = change
+            if change.action == "replaced":
+                replaced.add(logical_id)
+                grown = True
+        if not grown:
+            break
+    return [changes[k] for k in sorted(changes)]
+
+
+def _kept_change(
+    logical_id: str, old: dict[str, Any], new: dict[str, Any], replaced: set[str], new_template: dict[str, Any]
+) -> Change | None:
+    kind = new["Type"]
+    props_old, props_new = old.get("Properties", {}), new.get("Properties", {})
+    if kind != old["Type"]:
+        return Change(logical_id, kind, "replaced", f"type changes from {old['Type']}", _stateful(logical_id, kind))
+    if not any(_differs(props_old.get(k), props_new.get(k), replaced) for k in props_old.keys() | props_new.keys()):
+        return None  # metadata, DependsOn or deletion policy only: CloudFormation changes no resource
+    stateful = _stateful(logical_id, kind)
+    if kind == CLUSTER:
+        vpc_replaced = any(
+            t.get("Type") == "AWS::EC2::VPC" for r, t in new_template["Resources"].items() if r in replaced
+        )
+        action, why = _cluster_change(props_old, props_new, replaced, vpc_replaced)
+        return Change(logical_id, kind, action, why, stateful)
+    if kind == FARGATE:
+        return Change(
+            logical_id,
+            kind,
+            "replaced",
+            "any change: aws-cdk's handler creates a new profile, the old one is deleted",
+            stateful,
+            [
+                "the pods the old profile scheduled (the Karpenter controller, CoreDNS) are deleted with it and start "
+                "again on Fargate: provisioning pauses until the controller is back"
+            ],
+        )
+    if kind == HELM:
+        action, why, effects = _helm_effects(props_old, props_new, replaced)
+        return Change(logical_id, kind, action, why, stateful, effects)
+    if kind == MANIFEST:
+        effects = kubernetes_effects(props_old.get("Manifest"), props_new.get("Manifest"), new_template)
+        changed = sorted(
+            k for k in props_old.keys() | props_new.keys() if _differs(props_old.get(k), props_new.get(k), replaced)
+        )
+        return Change(logical_id, kind, "updated", f"in place (kubectl apply): {', '.join(changed)}", stateful, effects)
+    if kind == PATCH:
+        return Change(logical_id, kind, "updated", "in place (kubectl patch)", stateful)
+    if kind in ("Custom::AWSCDKCfnJson", "Custom::KarpenterTeardown"):
+        return Change(logical_id, kind, "updated", f"in place: {CUSTOM_RESOURCE_RULES[kind]}", stateful)
+    if kind.startswith("Custom::"):
+        changed = sorted(
+            k for k in props_old.keys() | props_new.keys() if _differs(props_old.get(k), props_new.get(k), replaced)
+        )
+        return Change(
+            logical_id, kind, "updated", f"its handler decides (not modelled): {', '.join(changed)}", stateful
+        )
+    action, why = _aws_change(kind, props_old, props_new, replaced)
+    return Change(logical_id, kind, action, why, stateful)
+
+
+def _template_change(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Template-level changes (description, parameters, outputs) besides the resources'."""
+    keys = [k for k in ("Description", "Parameters", "Outputs") if old.get(k) != new.get(k)]
+    return [Change("(template)", "template", "updated", f"{', '.join(keys)} change")] if keys else []
+
+
+def _renamed(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> StackReport | None:
+    """One top-level stack gone and another arrived (the stack is named after its cluster): CloudFormation
+    creates the new stack from nothing and leaves the old one running."""
+    gone = [t for t in old.keys() - new.keys() if not t.endswith(".nested.template")]
+    arrived = [t for t in new.keys() - old.keys() if not t.endswith(".nested.template")]
+    if len(gone) != 1 or len(arrived) != 1:
+        return None
+    was, now = gone[0].removesuffix(".template"), arrived[0].removesuffix(".template")
+    created = sorted(
+        {
+            what
+            for template in new
+            if stack_names(new)[template].split(" > ")[0] == now
+            for logical_id, res in new[template]["Resources"].items()
+            if (what := (_stateful_kind(logical_id, res["Type"]) or ("",))[0]) and what != "nested stack"
+        }
+    )
+    return StackReport(
+        f"{now} (replaces {was})",
+        [
+            Change(
+                "*",
+                "AWS::CloudFormation::Stack",
+                "replaced",
+                f"the stack is named after its cluster: `cdk deploy` creates stack `{now}` from nothing and leaves "
+                f"`{was}` running until it is destroyed",
+                f"a second cluster with everything it needs, all created anew ({', '.join(created)})",
+                [f"workloads stay on the cluster of `{was}`: the new cluster starts with no workload and no node"],
+            )
+        ],
+        stack_override=was,
+    )
+
+
+def review(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> list[StackReport]:
+    """One report per stack (template), nested stacks included, in the order a reviewer reads them."""
+    renamed = _renamed(old, new)
+    if renamed is not None:
+        return [renamed]
+    names = {**stack_names(old), **stack_names(new)}
+    reports = []
+    for template in sorted(
+        old.keys() | new.keys(), key=lambda t: (names[t].split(" > ")[0], " > " in names[t], names[t])
+    ):
+        if template not in old:
+            reports.append(StackReport(names[template], [], "new stack: every resource is created"))
+        elif template not in new:
+            nested = " > nested " in names[template]
+            reports.append(
+                StackReport(
+                    names[template],
+                    [],
+                    "nested template gone: its parent's nested-stack resource changes (see the parent)"
+                    if nested
+                    else "stack no longer in the app: `cdk deploy` leaves it running (nothing is deleted)",
+                )
+            )
+        else:
+            changes = _template_change(old[template], new[template]) + compare_template(old[template], new[template])
+            reports.append(StackReport(names[template], changes))
+    return reports
+
+
+# -- acknowledgments and the report -------------------------------------------------------------------------
+
+
+def acknowledgments(path: Path = ACKNOWLEDGMENTS) -> dict[str, str]:
+    """`<stack>/<logical id>` -> reason, from the change's acknowledgment file (none when it is absent)."""
+    if not path.is_file():
+        return {}
+    entries = yaml.safe_load(path.read_text()) or []
+    out = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not entry.get("resource") or not str(entry.get("reason", "")).strip():
+            raise ReviewError(f"{path.name}: each entry needs `resource: <stack>/<logical id>` and a `reason`")
+        out[str(entry["resource"])] = str(entry["reason"])
+    return out
+
+
+_SYMBOL = {"added": "+", "removed": "-", "updated": "~", "replaced": "±", "fails": "✗"}
+
+
+def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple[str, list[str], list[str]]:
+    """The report as Markdown; the destructive changes left unacknowledged and those that fail the deploy
+    (each ``<stack>/<logical id>``); acknowledgments that match nothing are listed in the text."""
+    lines = ["# Snapshot review", ""]
+    blocking, failing, used = [], [], set()
+    total = sum(len(r.changes) for r in reports) + sum(1 for r in reports if r.note)
+    if total == 0:
+        lines.append("No change: every stack deploys as its snapshot (nothing added, removed, replaced or updated).")
+    for report in reports:
+        if not report.changes and not report.note:
+            continue
+        counts = {a: sum(c.action == a for c in report.changes) for a in _SYMBOL}
+        summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n)
+        lines += [f"## {report.name}", "", report.note or summary, ""]
+        if not report.changes:
+            continue
+        lines += ["| | resource | type | change | why |", "|---|---|---|---|---|"]
+        for c in report.changes:
+            key = f"{report.stack}/{c.logical_id}"
+            flag = ""
+            if c.action == "fails":
+                flag, _ = "✗ FAILS", failing.append(key)
+            elif c.destructive:
+                if key in acknowledged:
+                    flag, _ = "acknowledged", used.add(key)
+                else:
+                    flag, _ = "‼ STATEFUL", blocking.append(key)
+            what = f"**{c.action}**" if c.action in ("replaced", "removed", "fails") else c.action
+            lines.append(f"| {flag} | `{c.logical_id}` | {c.type} | {_SYMBOL[c.action]} {what} | {c.why} |")
+        loud = [c for c in report.changes if c.destructive]
+        if loud:
+            lines += ["", "Stateful or slow resources replaced or deleted:"]
+            lines += [f"- `{c.logical_id}` ({c.action}): {c.stateful}" for c in loud]
+        effects = [e for c in report.changes for e in c.effects]
+        if effects:
+            lines += ["", "In the cluster:"] + [f"- {e}" for e in effects]
+        lines.append("")
+    stale = sorted(set(acknowledged) - used)
+    if stale:
+        lines += ["Acknowledgments that match nothing in this change (remove them): " + ", ".join(stale), ""]
+    if failing:
+        lines.append(f"**The deploy would fail** at: {', '.join(failing)}.")
+    if blocking:
+        lines.append(
+            f"**Blocked**: stateful or slow resources replaced or deleted without acknowledgment: {', '.join(blocking)}. "
+            "If that is intended, list each in acknowledged-replacements.yaml (`- resource: <stack>/<logical id>` "
+            "and a `reason`) or pass `--acknowledge <stack>/<logical id>`."
+        )
+    return "\n".join(lines).rstrip() + "\n", blocking, failing
+
+
+def _configuration(context_file: str | None) -> str:
+    if not context_file:
+        return "default"
+    return "example_" + Path(context_file).stem.replace("-", "_")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", help="git revision whose snapshots are the baseline (default: the working tree's)")
+    parser.add_argument("--context-file", help="a JSON file of settings, as make synth CONTEXT_FILE=")
+    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--acknowledge", action="append", default=[], metavar="STACK/LOGICAL_ID")
+    parser.add_argument("--output", type=Path, help="also write the report there (e.g. a CI job summary)")
+    args = parser.parse_args(argv)
+
+    from karpenter_stack.application import build, new_app
+    from karpenter_stack.config import ConfigError
+
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    if args.context_file:
+        if not Path(args.context_file).is_file():
+            print(f"review: {args.context_file}: no such file", file=sys.stderr)
+            return 2
+        context.update(json.loads(Path(args.context_file).read_text()))
+    for item in args.context:
+        key, _, value = item.partition("=")
+        context[key] = value
+    configuration = (
+        "existing"
+        if args.context_file and Path(args.context_file).name == "existing-cluster.json"
+        else _configuration(args.context_file)
+    )
+    try:
+        old = snapshot_templates(configuration, args.base)
+        if not old:
+            raise ReviewError(f"no snapshots of configuration '{configuration}' at {args.base or 'the working tree'}")
+        acknowledged = {**acknowledgments(), **{a: "--acknowledge" for a in args.acknowledge}}
+        app = new_app(context={**context, "aws:cdk:enable-path-metadata": True}, outdir=tempfile.mkdtemp())
+        build(app)
+        try:
+            app.synth()
+        except RuntimeError:
+            pass  # open security findings are the security gate's business; the templates are written
+    except ConfigError as err:
+        print(f"Configuration error:\n{err}", file=sys.stderr)
+        return 2
+    except ReviewError as err:
+        print(f"review: {err}", file=sys.stderr)
+        return 2
+    text, blocking, failing = render(review(old, synthesized_templates(Path(app.outdir))), acknowledged)
+    print(text)
+    if args.output:
+        args.output.write_text(text)
+    return 1 if blocking or failing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""The snapshot review (`make review`) on real changes of this app: what deploying each over the committed
+snapshots of the default configuration would add, replace, delete, fail or do in the cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scripts import review as rv
+from tests.conftest import synth
+
+NO_CHANGE = "# Snapshot review\n\nNo change: every stack deploys as its snapshot (nothing added, removed, replaced or updated).\n"
+
+
+def _review(synthesized, baseline=None, acknowledged=None):
+    """Reports, text, blocking and failing keys of deploying ``synthesized`` over the default snapshots."""
+    old = baseline if baseline is not None else rv.snapshot_templates("default")
+    reports = rv.review(old, rv.synthesized_templates(Path(synthesized.app.outdir)))
+    text, blocking, failing = rv.render(reports, acknowledged or {})
+    return {r.name: r for r in reports}, text, blocking, failing
+
+
+def _by_action(report) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for change in report.changes:
+        out.setdefault(change.action, set()).add(change.type)
+    return out
+
+
+def test_the_snapshots_read_from_git_are_the_committed_ones():
+    committed = rv.snapshot_templates("default", base="HEAD")
+    assert sorted(committed) == [
+        "eks-karpenter.template",
+        "ekskarpenterKarpenterBE946E71.nested.template",
+        "ekskarpenterawscdkawseksClusterResourceProvider6428563B.nested.template",
+        "ekskarpenterawscdkawseksKubectlProviderA67CD2D9.nested.template",
+    ]
+    assert rv.stack_names(committed) == {
+        "eks-karpenter.template": "eks-karpenter",
+        "ekskarpenterKarpenterBE946E71.nested.template": "eks-karpenter > nested Karpenter",
+        "ekskarpenterawscdkawseksClusterResourceProvider6428563B.nested.template": (
+            "eks-karpenter > nested awscdkawseksClusterResourceProvider"
+        ),
+        "ekskarpenterawscdkawseksKubectlProviderA67CD2D9.nested.template": (
+            "eks-karpenter > nested awscdkawseksKubectlProvider"
+        ),
+    }
+    with pytest.raises(rv.ReviewError, match="git ls-tree"):
+        rv.snapshot_templates("default", base="no-such-revision")
+
+
+def test_a_refactor_that_keeps_every_id_reports_no_change(default):
+    """Today's code against the committed snapshots of the same configuration: every construct moved by
+    earlier refactors kept its id, so nothing is reported and the review passes."""
+    reports, text, blocking, failing = _review(default)
+    assert text == NO_CHANGE and (blocking, failing) == ([], [])
+    assert all(not r.changes and not r.note for r in reports.values())
+
+
+def test_renaming_the_cluster_replaces_it_with_a_new_stack_and_is_blocked_until_acknowledged():
+    reports, text, blocking, failing = _review(synth(clusterName="renamed"))
+    (report,) = reports.values()
+    assert report.name == "renamed (replaces eks-karpenter)"
+    (change,) = report.changes
+    assert (change.action, change.type) == ("replaced", "AWS::CloudFormation::Stack")
+    assert change.stateful == (
+        "a second cluster with everything it needs, all created anew "
+        "(EKS cluster, KMS key, VPC, interruption queue, log group, node role, subnet)"
+    )
+    assert "leaves `eks-karpenter` running until it is destroyed" in change.why
+    assert (blocking, failing) == (["eks-karpenter/*"], [])
+    assert (
+        "**Blocked**: stateful or slow resources replaced or deleted without acknowledgment: eks-karpenter/*." in text
+    )
+    _, text, blocking, _ = _review(synth(clusterName="renamed"), acknowledged={"eks-karpenter/*": "moving"})
+    assert blocking == [] and "| acknowledged | `*` |" in text
+
+
+def test_a_new_vpc_cidr_replaces_the_vpc_and_everything_in_it_and_the_cluster_update_would_fail(default):
+    reports, text, blocking, failing = _review(synth(vpcCidr="10.1.0.0/16"))
+    main = reports["eks-karpenter"]
+    actions = _by_action(main)
+    assert actions["replaced"] == {
+        "AWS::EC2::VPC",
+        "AWS::EC2::Subnet",
+        "AWS::EC2::RouteTable",
+        "AWS::EC2::SubnetRouteTableAssociation",
+        "AWS::EC2::Route",
+        "AWS::EC2::NatGateway",
+        "AWS::EC2::VPCGatewayAttachment",
+        "AWS::EC2::FlowLog",
+        "AWS::EC2::SecurityGroup",  # the control plane's: its VpcId changes
+        "Custom::AWSCDK-EKS-FargateProfile",  # its subnets change: a new profile
+    }
+    replaced_ids = {c.logical_id for c in main.changes if c.action == "replaced"}
+    subnets = {k for k, r in default.json["Resources"].items() if r["Type"] == "AWS::EC2::Subnet"}
+    assert len(subnets) == 4 and subnets <= replaced_ids  # every subnet, public and private
+    (cluster,) = [c for c in main.changes if c.type == "Custom::AWSCDK-EKS-Cluster"]
+    assert cluster.action == "fails"
+    assert "EKS keeps a cluster in the VPC it was created in; a new VPC needs a new cluster" in cluster.why
+    assert failing == [f"eks-karpenter/{cluster.logical_id}"]
+    vpc = next(k for k, r in default.json["Resources"].items() if r["Type"] == "AWS::EC2::VPC")
+    assert sorted(blocking) == sorted(f"eks-karpenter/{k}" for k in {vpc, *subnets})
+    assert "- `NetworkVpc7FB7348F` (replaced): the VPC: every subnet, node and load balancer in it" in text
+    assert "(the Karpenter controller, CoreDNS) are deleted with it and start again on Fargate" in text
+    assert "**The deploy would fail** at: eks-karpenter/Cluster9EE0221C." in text
+
+
+def test_a_karpenter_bump_updates_the_charts_and_the_nested_template_in_place_and_keeps_the_node_role(
+    karpenter_bump,
+):
+    reports, text, blocking, failing = _review(karpenter_bump)
+    main = reports["eks-karpenter"]
+    assert _by_action(main) == {"updated": {"Custom::AWSCDK-EKS-HelmChart", "AWS::CloudFormation::Stack", "template"}}
+    assert [c.why for c in main.changes if c.type == "template"] == ["Description change"]  # names the release
+    (nested_stack,) = [c for c in main.changes if c.type == "AWS::CloudFormation::Stack"]
+    assert nested_stack.why == "in place: TemplateURL"
+    effects = [e for c in main.changes for e in c.effects]
+    assert "Helm release `karpenter` is upgraded 1.14.1 → 1.14.2 (helm upgrade)" in effects
+    assert "Helm release `karpenter-crd` is upgraded 1.14.1 → 1.14.2 (helm upgrade)" in effects
+    assert any(e.startswith("the Karpenter controller pods restart one at a time") for e in effects)
+    nested = reports["eks-karpenter > nested Karpenter"]
+    assert [(c.logical_id, c.action, c.why) for c in nested.changes] == [
+        ("(template)", "updated", "Description change")
+    ]
+    assert "KarpenterNodeRole" not in text  # kept: neither replaced nor updated
+    assert (blocking, failing) == ([], [])
+
+
+def test_a_new_ami_alias_replaces_nothing_in_cloudformation_and_nodes_drift():
+    reports, text, blocking, failing = _review(synth(nodeClasses=[{"name": "default", "amiAlias": "al2023@v20260801"}]))
+    main = reports["eks-karpenter"]
+    (change,) = main.changes
+    assert (change.type, change.action, change.why) == (
+        "Custom::AWSCDK-EKS-KubernetesResource",
+        "updated",
+        "in place (kubectl apply): Manifest",
+    )
+    assert change.effects == [
+        "EC2NodeClass `default` (amiSelectorTerms: alias al2023@latest → al2023@v20260801): nodes of pools `default` "
+        "not running the AMI al2023@v20260801 resolves to will be replaced by drift, within their disruption budgets "
+        "(all of them, unless it is the AMI they run)"
+    ]
+    assert (blocking, failing) == ([], [])
+
+
+POOLS = [{"name": "default"}, {"name": "batch", "capacityTypes": ["spot"], "weight": 10}]
+
+
+def test_adding_a_pool_only_adds_and_removing_it_deletes_its_nodes():
+    added = synth(nodePools=POOLS)
+    reports, _, blocking, failing = _review(added)
+    (change,) = reports["eks-karpenter"].changes
+    assert (change.action, change.type, change.effects) == (
+        "added",
+        "Custom::AWSCDK-EKS-KubernetesResource",
+        ["NodePool `batch` is created"],
+    )
+    assert (blocking, failing) == ([], [])
+    # the reverse: deploying the snapshot over a stack that has the pool
+    old = rv.synthesized_templates(Path(added.app.outdir))
+    reports = rv.review(old, rv.snapshot_templates("default"))
+    (change,) = {r.name: r for r in reports}["eks-karpenter"].changes
+    assert change.action == "removed" and change.effects == [
+        "NodePool `batch` is deleted: Karpenter drains and terminates all its nodes (disruption budgets do not apply "
+        "to a deleted pool)"
+    ]
+
+
+def test_pool_changes_say_which_nodes_drift():
+    base = rv.snapshot_templates("default")["eks-karpenter.template"]
+    (manifest_id,) = [
+        k
+        for k, r in base["Resources"].items()
+        if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" and "NodePooldefault" in k
+    ]
+    import json
+
+    old_manifest = base["Resources"][manifest_id]["Properties"]["Manifest"]
+    (pool,) = json.loads(old_manifest)
+
+    def effects(edit) -> list[str]:
+        changed = json.loads(json.dumps(pool))
+        edit(changed["spec"])
+        return rv.kubernetes_effects(old_manifest, json.dumps([changed]), base)
+
+    assert effects(lambda s: s.update(weight=7)) == [
+        "NodePool `default` (weight): no node is replaced (behavioral settings)"
+    ]
+    assert effects(lambda s: s["template"]["spec"].update(taints=[{"key": "a", "effect": "NoSchedule"}])) == [
+        "NodePool `default` (template.spec.taints): all nodes of pool `default` will be replaced by drift, within "
+        "its disruption budgets"
+    ]
+    assert effects(lambda s: s["template"]["spec"]["requirements"].pop()) == [
+        "NodePool `default` (template.spec.requirements): nodes of pool `default` that no longer meet its "
+        "requirements will be replaced by drift, within its disruption budgets"
+    ]
+
+
+def test_a_kubernetes_downgrade_would_fail_at_the_cluster():
+    _, text, _, failing = _review(synth(kubernetesVersion="1.35"))
+    assert failing == ["eks-karpenter/Cluster9EE0221C"]
+    assert "version 1.36 → 1.35: EKS never downgrades a cluster" in text
+
+
+def test_cluster_handler_rules_mirror_aws_cdks():
+    """aws-cdk-lib 2.275's cluster handler: a new name replaces, encryption fails, two kinds of update fail."""
+    config = {"Config": {"name": "a", "version": "1.35", "logging": {}, "resourcesVpcConfig": {"subnetIds": ["s"]}}}
+    renamed = {"Config": {**config["Config"], "name": "b"}}
+    assert rv._cluster_change(config, renamed, set(), False)[0] == "replaced"
+    encrypted = {"Config": {**config["Config"], "encryptionConfig": [{"resources": ["secrets"]}]}}
+    assert rv._cluster_change(config, encrypted, set(), False)[0] == "fails"
+    both = {"Config": {**config["Config"], "version": "1.36", "logging": {"clusterLogging": []}}}
+    assert rv._cluster_change(config, both, set(), False) == (
+        "fails",
+        "updateLogging, updateVersion (a Kubernetes upgrade, ~10 min; add-ons follow) in one deploy: aws-cdk's "
+        "handler allows one kind of update per deploy",
+    )
+    skip = {"Config": {**config["Config"], "version": "1.37"}}
+    assert rv._cluster_change(config, skip, set(), False)[1].startswith("version 1.35 → 1.37: EKS upgrades one minor")
+
+
+def test_types_without_a_schema_are_named_as_undecided():
+    assert rv.create_only_paths("AWS::EC2::VPC") is not None
+    assert rv.create_only_paths("AWS::No::SuchType") is None
+    action, why = rv._aws_change("AWS::No::SuchType", {"A": 1}, {"A": 2}, set())
+    assert (action, why) == ("updated", "no resource schema for this type: in place assumed (not decided)")
+
+
+def test_acknowledgments_file(tmp_path):
+    path = tmp_path / "acknowledged-replacements.yaml"
+    assert rv.acknowledgments(path) == {}
+    path.write_text("- resource: eks-karpenter/NetworkVpc7FB7348F\n  reason: a bigger VPC, cluster moved first\n")
+    assert rv.acknowledgments(path) == {"eks-karpenter/NetworkVpc7FB7348F": "a bigger VPC, cluster moved first"}
+    path.write_text("- resource: eks-karpenter/NetworkVpc7FB7348F\n")
+    with pytest.raises(rv.ReviewError, match="each entry needs `resource: <stack>/<logical id>` and a `reason`"):
+        rv.acknowledgments(path)
+    # an acknowledgment that matches nothing is listed, not silently kept
+    _, text, _, _ = _review(synth(), acknowledged={"eks-karpenter/Gone": "old"})
+    assert "Acknowledgments that match nothing in this change (remove them): eks-karpenter/Gone" in text
+
+
+def test_the_command(tmp_path, capsys):
+    """`make review` end to end: against HEAD's snapshots, a written report, and the exit code."""
+    out = tmp_path / "review.md"
+    assert (
+        rv.main(
+            ["--base", "HEAD", "-c", "clusterName=renamed", "--acknowledge", "eks-karpenter/*", "--output", str(out)]
+        )
+        == 0
+    )
+    assert out.read_text() == capsys.readouterr().out.removesuffix("\n")
+    assert "## renamed (replaces eks-karpenter)" in out.read_text()
+    assert rv.main(["-c", "clusterName=bad name"]) == 2
+    assert capsys.readouterr().err.startswith('Configuration error:\nclusterName = "bad name": must start with')
+    assert rv.main(["--context-file", "examples/no-such.json"]) == 2
+    assert capsys.readouterr().err == "review: examples/no-such.json: no such file\n"
