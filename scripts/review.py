@@ -583,7 +583,29 @@ def _kept_change(
             logical_id, kind, "updated", f"its handler decides (not modelled): {', '.join(changed)}", stateful
         )
     action, why = _aws_change(kind, props_old, props_new, replaced)
-    return Change(logical_id, kind, action, why, stateful)
+    return Change(logical_id, kind, action, why, stateful, _rolling_effects(kind, props_old, props_new, action))
+
+
+# In-place updates that restart pods or replace nodes (EKS managed node groups and add-ons).
+_NODEGROUP_ROLLS = ("Version", "ReleaseVersion", "LaunchTemplate")
+_ADDON_ROLLS = ("AddonVersion", "ConfigurationValues")
+
+
+def _rolling_effects(kind: str, old: dict[str, Any], new: dict[str, Any], action: str) -> list[str]:
+    if action != "updated":
+        return []
+    if kind == "AWS::EKS::Nodegroup":
+        rolls = [k for k in _NODEGROUP_ROLLS if old.get(k) != new.get(k)]
+        if rolls:
+            return [
+                f"the node group's nodes are replaced one at a time ({', '.join(rolls)}): EKS drains each, its pods "
+                "are evicted and rescheduled"
+            ]
+    if kind == "AWS::EKS::Addon":
+        rolls = [k for k in _ADDON_ROLLS if old.get(k) != new.get(k)]
+        if rolls:
+            return [f"add-on `{new.get('AddonName')}` is updated ({', '.join(rolls)}): its pods roll"]
+    return []
 
 
 def _template_change(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:

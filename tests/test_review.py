@@ -198,10 +198,19 @@ def test_pool_changes_say_which_nodes_drift():
     ]
 
 
-def test_a_kubernetes_downgrade_would_fail_at_the_cluster():
+def test_a_kubernetes_downgrade_would_fail_at_the_cluster_and_names_the_add_ons_that_roll():
     _, text, _, failing = _review(synth(kubernetesVersion="1.35"))
     assert failing == ["eks-karpenter/Cluster9EE0221C"]
     assert "version 1.36 → 1.35: EKS never downgrades a cluster" in text
+    assert "- add-on `kube-proxy` is updated (AddonVersion): its pods roll" in text
+
+
+def test_rolling_updates_of_node_groups_and_add_ons_are_named():
+    assert rv._rolling_effects("AWS::EKS::Nodegroup", {"ReleaseVersion": "a"}, {"ReleaseVersion": "b"}, "updated") == [
+        "the node group's nodes are replaced one at a time (ReleaseVersion): EKS drains each, its pods are evicted "
+        "and rescheduled"
+    ]
+    assert rv._rolling_effects("AWS::EKS::Nodegroup", {"ScalingConfig": 1}, {"ScalingConfig": 2}, "updated") == []
 
 
 def test_cluster_handler_rules_mirror_aws_cdks():
