@@ -110,6 +110,10 @@ CLASS_DYNAMIC = (
 )
 
 
+# What the effects below say when pods restart or nodes go (the report's "interrupts").
+INTERRUPTING = ("replaced by drift", "drains", "deleted with it", "restart", "roll", "one at a time")
+
+
 @dataclass
 class Change:
     logical_id: str
@@ -122,6 +126,11 @@ class Change:
     @property
     def destructive(self) -> bool:
         return self.stateful is not None and self.action in ("replaced", "removed")
+
+    @property
+    def interrupts(self) -> bool:
+        """Whether pods restart or nodes are replaced (what its effects say)."""
+        return any(phrase in effect for effect in self.effects for phrase in INTERRUPTING)
 
 
 @dataclass
@@ -724,6 +733,8 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
                 else:
                     flag, _ = "‼ STATEFUL", blocking.append(key)
             what = f"**{c.action}**" if c.action in ("replaced", "removed", "fails") else c.action
+            if c.interrupts:
+                what += ", **interrupts**"
             lines.append(f"| {flag} | `{c.logical_id}` | {c.type} | {_SYMBOL[c.action]} {what} | {c.why} |")
         loud = [c for c in report.changes if c.destructive]
         if loud:

@@ -4,7 +4,6 @@ rendered with readable placeholders, nested-stack outputs followed to their sour
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from aws_cdk.assertions import Template
@@ -93,14 +92,14 @@ def depends_on(template_json: dict[str, Any], logical_id: str) -> list[str]:
 
 
 def create_only_properties(resource_type: str) -> set[str]:
-    """The properties whose change makes CloudFormation replace a resource of ``resource_type``: the
-    resource schema's createOnlyProperties (top level), as shipped with the pinned cfn-lint."""
-    import cfnlint
+    """The top-level properties whose change makes CloudFormation replace a resource of ``resource_type``:
+    the resource schema's createOnlyProperties, as shipped with the pinned cfn-lint (the review's rule)."""
+    from scripts.review import create_only_paths
 
-    schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
-    provider = json.loads((schemas / "providers" / "us-east-1.json").read_text())
-    schema = json.loads((schemas / "resources" / f"{provider[resource_type]}.json").read_text())
-    return {p.split("/")[2] for p in schema.get("createOnlyProperties", [])}
+    paths = create_only_paths(resource_type)
+    if paths is None:
+        raise KeyError(resource_type)
+    return {path[0] for path in paths}
 
 
 def template_change(before: dict[str, Any], after: dict[str, Any]) -> tuple[set[str], set[str], dict[str, list[str]]]:

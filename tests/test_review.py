@@ -143,6 +143,7 @@ def test_a_new_ami_alias_replaces_nothing_in_cloudformation_and_nodes_drift():
         "(all of them, unless it is the AMI they run)"
     ]
     assert (blocking, failing) == ([], [])
+    assert change.interrupts and "| ~ updated, **interrupts** |" in text
 
 
 POOLS = [{"name": "default"}, {"name": "batch", "capacityTypes": ["spot"], "weight": 10}]
@@ -157,6 +158,7 @@ def test_adding_a_pool_only_adds_and_removing_it_deletes_its_nodes():
         "Custom::AWSCDK-EKS-KubernetesResource",
         ["NodePool `batch` is created"],
     )
+    assert not change.interrupts
     assert (blocking, failing) == ([], [])
     # the reverse: deploying the snapshot over a stack that has the pool
     old = rv.synthesized_templates(Path(added.app.outdir))
