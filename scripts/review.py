@@ -490,9 +490,10 @@ def _stateful(logical_id: str, resource_type: str) -> str | None:
     return f"the {kind[0]}: {kind[1]}" if kind else None
 
 
-def compare_template(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: Iterable[str] = ()) -> list[Change]:
     """The changes deploying ``new`` over a stack running ``old`` makes, replacements propagated through
-    references (a subnet whose VPC is replaced is replaced)."""
+    references (a subnet whose VPC is replaced is replaced). ``changed_inputs``: parameters whose values
+    change (a nested stack's, from its parent), which count as changed wherever they are referenced."""
     before, after = old.get("Resources", {}), new.get("Resources", {})
     changes: dict[str, Change] = {}
     removed, added = sorted(before.keys() - after.keys()), sorted(after.keys() - before.keys())
@@ -522,7 +523,7 @@ def compare_template(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
         if kind == MANIFEST:
             change.effects = kubernetes_effects("[]", after[logical_id]["Properties"].get("Manifest"), new)
         changes[logical_id] = change
-    replaced = {c.logical_id for c in changes.values() if c.action == "replaced"}
+    replaced = {c.logical_id for c in changes.values() if c.action == "replaced"} | set(changed_inputs)
     kept = sorted(before.keys() & after.keys())
     # Replacement spreads through references: iterate until nothing more is replaced.
     while True:
@@ -664,6 +665,7 @@ def review(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]])
         return [renamed]
     names = {**stack_names(old), **stack_names(new)}
     reports = []
+    replaced_in: dict[str, tuple[set[str], dict[str, Any], dict[str, Any]]] = {}
     for template in sorted(
         old.keys() | new.keys(), key=lambda t: (names[t].split(" > ")[0], " > " in names[t], names[t])
     ):
@@ -681,9 +683,42 @@ def review(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]])
                 )
             )
         else:
-            changes = _template_change(old[template], new[template]) + compare_template(old[template], new[template])
+            inputs = _changed_parameters(names[template], new, names, replaced_in)
+            changes = _template_change(old[template], new[template]) + compare_template(
+                old[template], new[template], inputs
+            )
+            replaced_in[names[template]] = (
+                {c.logical_id for c in changes if c.action == "replaced"},
+                old[template],
+                new[template],
+            )
             reports.append(StackReport(names[template], changes))
     return reports
+
+
+def _changed_parameters(
+    name: str,
+    new: Mapping[str, dict[str, Any]],
+    names: Mapping[str, str],
+    replaced_in: Mapping[str, tuple[set[str], dict[str, Any], dict[str, Any]]],
+) -> set[str]:
+    """A nested stack's parameters whose values change: its parent passes a different value, or one that
+    refers to a resource the parent replaces (parents are compared first)."""
+    if " > nested " not in name:
+        return set()
+    parent, inner = name.split(" > nested ")
+    if parent not in replaced_in:
+        return set()
+    replaced, parent_old, parent_new = replaced_in[parent]
+    changed: set[str] = set()
+    for logical_id, res in parent_new["Resources"].items():
+        if res["Type"] != "AWS::CloudFormation::Stack" or not logical_id.startswith(f"{inner}NestedStack"):
+            continue
+        params_new = res.get("Properties", {}).get("Parameters", {})
+        params_old = parent_old["Resources"].get(logical_id, {}).get("Properties", {}).get("Parameters", {})
+        # (parameter names derived from construct paths are the same on both sides when ids are kept)
+        changed |= {k for k in params_new if _differs(params_old.get(k), params_new[k], replaced)}
+    return changed
 
 
 # -- acknowledgments and the report -------------------------------------------------------------------------

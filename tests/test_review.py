@@ -105,6 +105,11 @@ def test_a_new_vpc_cidr_replaces_the_vpc_and_everything_in_it_and_the_cluster_up
     assert "- `NetworkVpc7FB7348F` (replaced): the VPC: every subnet, node and load balancer in it" in text
     assert "(the Karpenter controller, CoreDNS) are deleted with it and start again on Fargate" in text
     assert "**The deploy would fail** at: eks-karpenter/Cluster9EE0221C." in text
+    # the kubectl provider's handlers get the new subnets through their nested stack's parameters
+    kubectl = reports["eks-karpenter > nested awscdkawseksKubectlProvider"]
+    assert {(c.type, c.action, c.why) for c in kubectl.changes} == {
+        ("AWS::Lambda::Function", "updated", "in place: VpcConfig")
+    }
 
 
 def test_a_karpenter_bump_updates_the_charts_and_the_nested_template_in_place_and_keeps_the_node_role(
