@@ -33,15 +33,13 @@ def logical_ids_of(templates: dict[str, dict]) -> dict[str, str]:
 
 def logical_ids(overrides: dict) -> dict[str, str]:
     # Path metadata on, as `cdk synth` does: nested templates are found by their construct path.
-    app = new_app(
-        context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides}, outdir=tempfile.mkdtemp()
-    )
-    build(app)
-    app.synth()
-    outdir = Path(app.outdir)
-    return logical_ids_of(
-        {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in outdir.glob("*.template.json")}
-    )
+    with tempfile.TemporaryDirectory(prefix="release-ids-") as outdir:  # ~60 MB each: never left behind
+        app = new_app(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides}, outdir=outdir)
+        build(app)
+        app.synth()
+        return logical_ids_of(
+            {p.name.removesuffix(".json"): json.loads(p.read_text()) for p in Path(outdir).glob("*.template.json")}
+        )
 
 
 def main() -> int:

@@ -807,10 +807,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--acknowledge", action="append", default=[], metavar="STACK/LOGICAL_ID")
     parser.add_argument("--output", type=Path, help="also write the report there (e.g. a CI job summary)")
     args = parser.parse_args(argv)
-
-    from karpenter_stack.application import build, new_app
-    from karpenter_stack.config import ConfigError
-
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
     if args.context_file:
         if not Path(args.context_file).is_file():
@@ -825,12 +821,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.context_file and Path(args.context_file).name == "existing-cluster.json"
         else _configuration(args.context_file)
     )
+    # The cloud assembly (~60 MB with the kubectl layer) lives only as long as the review.
+    with tempfile.TemporaryDirectory(prefix="review-") as outdir:
+        return _review(args, context, configuration, outdir)
+
+
+def _review(args: argparse.Namespace, context: dict[str, Any], configuration: str, outdir: str) -> int:
+    from karpenter_stack.application import build, new_app
+    from karpenter_stack.config import ConfigError
+
     try:
         old = snapshot_templates(configuration, args.base)
         if not old:
             raise ReviewError(f"no snapshots of configuration '{configuration}' at {args.base or 'the working tree'}")
         acknowledged = {**acknowledgments(), **{a: "--acknowledge" for a in args.acknowledge}}
-        app = new_app(context={**context, "aws:cdk:enable-path-metadata": True}, outdir=tempfile.mkdtemp())
+        app = new_app(context={**context, "aws:cdk:enable-path-metadata": True}, outdir=outdir)
         build(app)
         try:
             app.synth()

@@ -54,12 +54,12 @@ def _short(rule: str, limit: int = 70) -> str:
     return rule if len(rule) <= limit else rule[: limit - 3] + "..."
 
 
-def nag_section(context: dict) -> tuple[str, int, cdk.App, list[dict[str, Any]]]:
-    """The findings table, the number left open, the acknowledged app (for linting) and the findings
-    as SARIF results (acknowledged ones suppressed with their reason)."""
+def nag_section(context: dict, outdir: str) -> tuple[str, int, cdk.App, list[dict[str, Any]]]:
+    """The findings table, the number left open, the acknowledged app (synthesized into ``outdir``, for
+    linting) and the findings as SARIF results (acknowledged ones suppressed with their reason)."""
     # One build: the findings before acknowledgments, then after them.
     # Path metadata on, as `cdk synth` writes the templates a deploy uses (cfn-lint reads it, too).
-    app = new_app(context={**context, "aws:cdk:enable-path-metadata": True}, outdir=tempfile.mkdtemp())
+    app = new_app(context={**context, "aws:cdk:enable-path-metadata": True}, outdir=outdir)
     stacks, register = build_deferred(app)
     packs = ["AwsSolutions", *sorted({p for s in stacks for p in s.config.additional_nag_packs})]
     raw = findings(app, packs)
@@ -333,8 +333,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sarif-dir", type=Path, help="also write cdk-nag.sarif and checkov.sarif there")
     args = parser.parse_args(argv)
     context = _context(args.context)
+    # The cloud assembly (~60 MB with the kubectl layer) lives only as long as the report.
+    with tempfile.TemporaryDirectory(prefix="security-report-") as outdir:
+        return _report(args, context, outdir)
+
+
+def _report(args: argparse.Namespace, context: dict, outdir: str) -> int:
     try:
-        nag_text, unacknowledged, app, nag_results = nag_section(context)
+        nag_text, unacknowledged, app, nag_results = nag_section(context, outdir)
     except ConfigError as err:
         print(f"Configuration error:\n{err}", file=sys.stderr)
         return 1

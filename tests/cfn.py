@@ -4,6 +4,7 @@ rendered with readable placeholders, nested-stack outputs followed to their sour
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from aws_cdk.assertions import Template
@@ -114,3 +115,11 @@ def template_change(before: dict[str, Any], after: dict[str, Any]) -> tuple[set[
         if names or old[logical_id]["Type"] != new[logical_id]["Type"]:
             changed[logical_id] = names
     return new.keys() - old.keys(), old.keys() - new.keys(), changed
+
+
+def assemblies_in_tmp() -> set[str]:
+    """Cloud assemblies left in the temp directory (each ~60 MB with the kubectl layer): a command that
+    synthesizes into one of its own must remove it."""
+    import tempfile
+
+    return {p.name for p in Path(tempfile.gettempdir()).iterdir() if (p / "manifest.json").is_file()}

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from scripts import review as rv
+from tests.cfn import assemblies_in_tmp
 from tests.conftest import synth
 
 NO_CHANGE = "# Snapshot review\n\nNo change: every stack deploys as its snapshot (nothing added, removed, replaced or updated).\n"
@@ -259,6 +260,7 @@ def test_acknowledgments_file(tmp_path):
 
 def test_the_command(tmp_path, capsys):
     """`make review` end to end: against HEAD's snapshots, a written report, and the exit code."""
+    before = assemblies_in_tmp()
     out = tmp_path / "review.md"
     assert (
         rv.main(
@@ -268,6 +270,7 @@ def test_the_command(tmp_path, capsys):
     )
     assert out.read_text() == capsys.readouterr().out.removesuffix("\n")
     assert "## renamed (replaces eks-karpenter)" in out.read_text()
+    assert assemblies_in_tmp() == before  # its cloud assembly is removed, not left in /tmp
     assert rv.main(["-c", "clusterName=bad name"]) == 2
     assert capsys.readouterr().err.startswith('Configuration error:\nclusterName = "bad name": must start with')
     assert rv.main(["--context-file", "examples/no-such.json"]) == 2

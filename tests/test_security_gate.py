@@ -12,7 +12,7 @@ import pytest
 from karpenter_stack.application import build, new_app
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
 from tests import background
-from tests.cfn import each, kubernetes_objects, only, render, resources
+from tests.cfn import assemblies_in_tmp, each, kubernetes_objects, only, render, resources
 from tests.conftest import ALTERNATIVE, CDK_JSON_CONTEXT, EXISTING, POD_IDENTITY, ROOT, synth
 
 NIST = {"additionalNagPacks": ["NIST80053R5"]}
@@ -123,7 +123,9 @@ def test_security_report_command(capsys, monkeypatch, tmp_path, default, lint_fi
             return [f for f in scanned if Path(f.file).name in self.names]
 
     monkeypatch.setattr(security_report, "CheckovRun", SessionCheckov)
+    before = assemblies_in_tmp()
     assert main(["--sarif-dir", str(tmp_path)]) == 0
+    assert assemblies_in_tmp() == before  # its cloud assembly is removed, not left in /tmp
     ok = capsys.readouterr().out
     assert f"checkov: {len(scanned)} findings, {len(scanned)} skipped with a reason, 0 unexplained" in ok
     assert len(scanned) == 51
