@@ -12,10 +12,11 @@ import aws_cdk as cdk
 
 from constructs_lib.nag import acknowledging
 
-from .cluster_stack import KarpenterClusterStack, stack_name_for
+from .cluster_stack import KarpenterClusterStack
 from .config import DEFAULT_CLUSTER_NAME, flag_settings, load_environments, load_pipeline
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
 from .security import register_packs
+from .stacks import environment_stack
 
 
 def new_app(**kwargs: Any) -> cdk.App:
@@ -64,12 +65,7 @@ def build_deferred(
     # are registered (none when acknowledge=False).
     with acknowledging(packs if acknowledge else (), defer=True) as batch:
         if pipeline is None:
-            stacks = [
-                (KarpenterOnExistingClusterStack if config.existing_cluster else KarpenterClusterStack)(
-                    app, stack_name_for(config.cluster_name), config=config
-                )
-                for config in configs.values()
-            ]
+            stacks = [environment_stack(app, config) for config in configs.values()]
         else:
             # (imported here: CDK Pipelines' modules cost a synth without a pipeline ~30 ms)
             from .pipeline_stack import DeliveryPipelineStack, EnvironmentStage

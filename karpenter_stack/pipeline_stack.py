@@ -17,9 +17,9 @@ from constructs import Construct
 from constructs_lib.delivery_pipeline import DeliveryPipeline, RepositorySource
 
 from . import versions
-from .cluster_stack import KarpenterClusterStack, stack_name_for
+from .cluster_stack import stack_name_for
 from .config import AppConfig, PipelineConfig
-from .existing_cluster_stack import KarpenterOnExistingClusterStack
+from .stacks import environment_stack
 
 # What the pipeline's synth step runs in the repository checkout: the README's test command, the
 # security report (cdk-nag, cfn-lint, checkov), then the synth whose cloud assembly it deploys.
@@ -31,9 +31,7 @@ class EnvironmentStage(Stage):
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
         super().__init__(scope, id, env=Environment(account=config.account, region=config.region), **kwargs)
-        name = stack_name_for(config.cluster_name)
-        stack_class = KarpenterOnExistingClusterStack if config.existing_cluster else KarpenterClusterStack
-        self.stack = stack_class(self, name, config=config, stack_name=name)
+        self.stack = environment_stack(self, config, stack_name=stack_name_for(config.cluster_name))
 
 
 class DeliveryPipelineStack(Stack):
