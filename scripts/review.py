@@ -33,6 +33,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.lifecycle_model import references as _references  # noqa: E402
+
 SNAPSHOTS = "tests/__snapshots__/test_snapshots"
 SNAPSHOT = re.compile(
     r"^test_templates_match_their_snapshots\[(?P<configuration>[^\]]+)\]\[(?P<template>[^\]]+)\]\.json$"
@@ -210,23 +212,8 @@ def stack_names(templates: Mapping[str, dict[str, Any]]) -> dict[str, str]:
 
 
 def references(value: Any) -> set[str]:
-    """Logical ids a value refers to (Ref, Fn::GetAtt, ${X} in Fn::Sub)."""
-    found: set[str] = set()
-    if isinstance(value, dict):
-        if "Ref" in value and isinstance(value["Ref"], str):
-            found.add(value["Ref"])
-        if "Fn::GetAtt" in value:
-            target = value["Fn::GetAtt"]
-            found.add(target[0] if isinstance(target, list) else str(target).split(".")[0])
-        if "Fn::Sub" in value:
-            text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
-            found |= {m.split(".")[0] for m in re.findall(r"\$\{([^}!]+)\}", text)}
-        for v in value.values():
-            found |= references(v)
-    elif isinstance(value, list):
-        for v in value:
-            found |= references(v)
-    return found
+    """Logical ids (and parameters) a value refers to: the lifecycle model's walker (Ref, Fn::GetAtt, Fn::Sub)."""
+    return set(_references(value))
 
 
 def _differs(old: Any, new: Any, replaced: set[str]) -> bool:

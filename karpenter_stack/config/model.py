@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Literal, overload
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -70,6 +71,21 @@ _FORMATS = {
     "alarm_topic_arn": (_SNS_TOPIC_ARN, "must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic>"),
     "vpc_id": (_VPC_ID, "must look like vpc-0123456789abcdef0"),
 }
+
+
+@overload
+def formatted(table: Mapping[str, tuple[re.Pattern[str], str]], value: str, info: ValidationInfo) -> str: ...
+@overload
+def formatted(
+    table: Mapping[str, tuple[re.Pattern[str], str]], value: str | None, info: ValidationInfo
+) -> str | None: ...
+def formatted(table: Mapping[str, tuple[re.Pattern[str], str]], value: str | None, info: ValidationInfo) -> str | None:
+    """A field validator's body for settings with one form: ``table`` maps the field to its pattern and
+    the message naming that form."""
+    pattern, message = table[info.field_name or ""]
+    return optional_match(value, pattern, message)
+
+
 # Settings that shape a cluster this app creates; with existingCluster nobody may set them.
 CREATED_CLUSTER_ONLY = (
     "authentication_mode",
@@ -120,8 +136,7 @@ class ExistingClusterConfig(CamelModel):
     @field_validator(*_ID_FORMATS)
     @classmethod
     def _id_format(cls, value: str, info: ValidationInfo) -> str:
-        pattern, message = _ID_FORMATS[info.field_name or ""]
-        return optional_match(value, pattern, message)
+        return formatted(_ID_FORMATS, value, info)
 
     @field_validator("subnet_ids")
     @classmethod
@@ -324,8 +339,7 @@ class AppConfig(CamelModel):
     @field_validator(*_FORMATS)
     @classmethod
     def _format(cls, value: str | None, info: ValidationInfo) -> str | None:
-        pattern, message = _FORMATS[info.field_name or ""]
-        return optional_match(value, pattern, message)
+        return formatted(_FORMATS, value, info)
 
     @model_validator(mode="after")
     def _cross_field(self) -> AppConfig:

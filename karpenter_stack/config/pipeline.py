@@ -14,7 +14,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from constructs_lib.node_specs import CamelModel, optional_match
 
 from .model import _FORMATS as _APP_FORMATS
-from .model import _unique
+from .model import _unique, formatted
 
 # A CodeStar Connections / CodeConnections connection (the two service prefixes name the same thing).
 _CONNECTION_ARN = re.compile(
@@ -28,6 +28,20 @@ _BRANCH = re.compile(r"^(?!-)(?!/)(?!.*\.\.)(?!.*//)(?!.*\.lock$)(?!.*/$)[^\s~^:
 _STAGE_NAME = re.compile(r"^[A-Za-z0-9.@_-]{1,100}$")
 # The pipeline's name (also its stack's): a CodePipeline name that is also a CloudFormation stack name.
 _PIPELINE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,99}$")
+
+
+# Settings with one form -> that form and the message naming it.
+_FORMATS = {
+    "connection_arn": (
+        _CONNECTION_ARN,
+        "must be a connection ARN like arn:aws:codeconnections:<region>:<account>:connection/<uuid>",
+    ),
+    "repository": (_REPOSITORY, "must be owner/name (letters, digits, '.', '-', '_')"),
+    "branch": (_BRANCH, "must be a git branch name like main or release/1.x"),
+    "account": _APP_FORMATS["account"],
+    "region": _APP_FORMATS["region"],
+    "name": (_PIPELINE_NAME, "must start with a letter and contain only letters, digits and '-' (at most 100)"),
+}
 
 
 class WaveSpec(CamelModel):
@@ -67,37 +81,10 @@ class PipelineConfig(CamelModel):
     name: str | None = Field(None, description="Pipeline and pipeline stack name (unset: <clusterName>-delivery).")
     waves: list[WaveSpec] = Field(min_length=1, description="Waves in order; every environment is in exactly one.")
 
-    @field_validator("connection_arn")
+    @field_validator(*_FORMATS)
     @classmethod
-    def _connection(cls, value: str) -> str:
-        return optional_match(
-            value,
-            _CONNECTION_ARN,
-            "must be a connection ARN like arn:aws:codeconnections:<region>:<account>:connection/<uuid>",
-        )
-
-    @field_validator("repository")
-    @classmethod
-    def _repository(cls, value: str) -> str:
-        return optional_match(value, _REPOSITORY, "must be owner/name (letters, digits, '.', '-', '_')")
-
-    @field_validator("branch")
-    @classmethod
-    def _branch(cls, value: str) -> str:
-        return optional_match(value, _BRANCH, "must be a git branch name like main or release/1.x")
-
-    @field_validator("account", "region")
-    @classmethod
-    def _environment(cls, value: str, info: ValidationInfo) -> str:
-        pattern, message = _APP_FORMATS[info.field_name or ""]
-        return optional_match(value, pattern, message)
-
-    @field_validator("name")
-    @classmethod
-    def _pipeline_name(cls, value: str | None) -> str | None:
-        return optional_match(
-            value, _PIPELINE_NAME, "must start with a letter and contain only letters, digits and '-' (at most 100)"
-        )
+    def _format(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return formatted(_FORMATS, value, info)
 
     @model_validator(mode="after")
     def _waves(self) -> PipelineConfig:
