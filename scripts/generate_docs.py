@@ -1,5 +1,6 @@
-"""Regenerate what is derived from the code (`make docs`): the README's configuration reference and
-its acknowledgment table. cdk.json is the user's and is left alone."""
+"""Regenerate what is derived from the code (`make docs`): the configuration reference
+(docs/configuration-reference.md) and the table of acknowledged security findings (docs/acknowledgments.md),
+each between its markers; the prose around them is written by hand. cdk.json is the user's and is left alone."""
 
 from __future__ import annotations
 
@@ -15,10 +16,15 @@ sys.path.insert(0, str(ROOT))
 
 from karpenter_stack.config import reference_markdown  # noqa: E402
 
+DOCS = ROOT / "docs"
+# Each generated part: marker name -> the file that holds it between its markers.
+REFERENCE_DOC = DOCS / "configuration-reference.md"
+ACKNOWLEDGMENTS_DOC = DOCS / "acknowledgments.md"
+
 PUBLIC_CIDRS = ["203.0.113.0/24", "198.51.100.7/32"]  # documentation ranges (RFC 5737)
 EXISTING = json.loads((ROOT / "examples" / "existing-cluster.json").read_text())
 WINDOWS = json.loads((ROOT / "examples" / "windows.json").read_text())
-# Configurations whose acknowledgments the README lists, each with the setting that brings its own.
+# Configurations whose acknowledgments docs/acknowledgments.md lists, each with the setting that brings its own.
 ACKNOWLEDGMENT_CONFIGS = [
     ("always", {}),
     ("controllerHosting=nodegroup", {"controllerHosting": "nodegroup"}),
@@ -45,8 +51,14 @@ def replace_section(text: str, name: str, content: str) -> str:
     return text[:begin] + content + text[end:]
 
 
-def readme_reference(text: str) -> str:
-    return section(text, "config-reference")
+def documented_reference() -> str:
+    """The configuration reference as docs/configuration-reference.md holds it."""
+    return section(REFERENCE_DOC.read_text(), "config-reference")
+
+
+def documented_acknowledgments() -> str:
+    """The acknowledgment table as docs/acknowledgments.md holds it."""
+    return section(ACKNOWLEDGMENTS_DOC.read_text(), "acknowledgments")
 
 
 def _built(overrides: dict[str, Any]) -> Any:
@@ -58,7 +70,7 @@ def _built(overrides: dict[str, Any]) -> Any:
 
 
 def acknowledgments_markdown(built: Callable[[dict[str, Any]], Any] = _built) -> str:
-    """The README's acknowledgment table. ``built(overrides)`` gives the built app of a configuration
+    """The acknowledgment table of docs/acknowledgments.md. ``built(overrides)`` gives the built app of a configuration
     (the tests pass the apps they have already synthesized)."""
     from aws_cdk import Stack
 
@@ -80,12 +92,19 @@ def acknowledgments_markdown(built: Callable[[dict[str, Any]], Any] = _built) ->
     return "\n".join(lines) + "\n"
 
 
+def _write(path: Path, name: str, content: str) -> None:
+    text = path.read_text()
+    new = replace_section(text, name, content)
+    if new != text:
+        path.write_text(new)
+        print(f"updated {path.relative_to(ROOT)}")
+    else:
+        print(f"{path.relative_to(ROOT)} is current")
+
+
 def main() -> None:
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    text = replace_section(text, "config-reference", reference_markdown())
-    text = replace_section(text, "acknowledgments", acknowledgments_markdown())
-    readme.write_text(text)
+    _write(REFERENCE_DOC, "config-reference", reference_markdown())
+    _write(ACKNOWLEDGMENTS_DOC, "acknowledgments", acknowledgments_markdown())
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The README's configuration reference, generated from the model (``make docs``)."""
+"""The configuration reference (docs/configuration-reference.md), generated from the model (``make docs``)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from .pipeline import PipelineConfig, WaveSpec
 
 
 def default_context() -> dict[str, Any]:
-    """Every built-in default as a context value (what the README's reference lists)."""
+    """Every built-in default as a context value (what docs/configuration-reference.md lists)."""
     return AppConfig().model_dump(by_alias=True, mode="json")
 
 
@@ -44,7 +44,7 @@ def _plain(value: Any) -> Any:
 
 
 def reference_markdown() -> str:
-    """The configuration reference as Markdown tables (the README embeds this; a test keeps it current)."""
+    """The configuration reference as Markdown tables (docs/configuration-reference.md embeds this; a test keeps it current)."""
     sections: list[tuple[str, type[CamelModel]]] = [
         ("Settings (context keys)", AppConfig),
         ("`controller` keys (the Karpenter controller)", ControllerSpec),
@@ -71,7 +71,7 @@ def reference_markdown() -> str:
             for name, field in model.model_fields.items()
             if not field.is_required()
         }
-        out += [f"#### {title}", "", "| key | default | meaning |", "|---|---|---|"]
+        out += [f"## {title}", "", "| key | default | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
             key = field.alias or to_camel(name)
             if model is AppConfig and isinstance(defaults.get(key), list) and key in NESTED_MODELS:
