@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Run the project's CDK CLI with a CONTEXT_FILE's settings as ``-c`` flags: ``make synth``, ``make cdk``.
+
+    python scripts/cdk.py synth --quiet -c clusterName=payments-dev   # CONTEXT_FILE read from the environment
+    python scripts/cdk.py --check                                      # only check CONTEXT_FILE
+
+A CONTEXT_FILE that is missing, unreadable or not a JSON object stops here with one line and exit code 2,
+before the CLI (and the app) runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from karpenter_stack.context_sources import ContextFileError, as_flags, read_context_file  # noqa: E402
+
+
+def command(argv: list[str], context_file: str | None) -> list[str]:
+    """The CDK CLI command line: notices off, the arguments, then the file's settings as ``-c`` flags."""
+    settings = read_context_file(context_file) if context_file else {}
+    return ["cdk", "--no-notices", *argv, *as_flags(settings)]
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = command(argv, os.environ.get("CONTEXT_FILE") or None)
+    except ContextFileError as err:
+        print(err, file=sys.stderr)
+        return 2
+    if argv == ["--check"]:
+        return 0
+    os.execvp(args[0], args)
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,73 @@
+"""Copies of the project for commands that read a ``cdk.json`` from their working directory (the CDK CLI,
+``make``): the product's own configuration (tests/fixtures/product) for the product's command-line tests,
+whatever the working copy's ``cdk.json`` holds; a user's own for the newcomer test."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ROOT / "tests" / "fixtures" / "product"
+# The toolchain `make` set up: linked into every copy, never copied (and never installed again: the
+# copies keep the files' modification times, so make's stamps stay newer than the requirements).
+TOOLCHAIN = (".venv", "node_modules", ".venv-checkov")
+# What a project folder holds that is the user's (or the CLI's) rather than the product's.
+OWN = {"cdk.json", "cdk.context.json", "baseline", "cdk.out", ".git", *TOOLCHAIN}
+
+
+def project_files() -> list[str]:
+    """The project's files as a clone of the working tree would hold them (tracked and new, not ignored)."""
+    listing = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return sorted(name for name in set(listing.split("\0")) if name and (ROOT / name).is_file())
+
+
+def linked(dest: Path, cdk_json: dict[str, Any] | None = None, cdk_context: dict[str, Any] | None = None) -> Path:
+    """``dest`` as a project folder whose product files are links to this one's, with ``cdk_json`` (default:
+    the product's) and ``cdk_context`` (default: the product's, empty) as its own files."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(ROOT.iterdir()):
+        if entry.name not in OWN and not entry.name.startswith((".pytest", ".mypy", ".ruff", ".hypothesis")):
+            (dest / entry.name).symlink_to(entry)
+    _own_files(dest, cdk_json, cdk_context)
+    return dest
+
+
+def copied(dest: Path, cdk_json: dict[str, Any] | None = None, cdk_context: dict[str, Any] | None = None) -> Path:
+    """``dest`` as a clone of this project would be (its own git repository with one commit), with the
+    toolchain linked and ``cdk_json``/``cdk_context`` as a user wrote them."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in project_files():
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, target)
+    for name in TOOLCHAIN:
+        if (ROOT / name).exists():
+            (dest / name).symlink_to(ROOT / name)
+    _own_files(dest, cdk_json, cdk_context)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "newcomer", "GIT_AUTHOR_EMAIL": "newcomer@example.com"}
+    env |= {"GIT_COMMITTER_NAME": "newcomer", "GIT_COMMITTER_EMAIL": "newcomer@example.com"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "my cluster"]):
+        subprocess.run(["git", *args], cwd=dest, env=env, check=True, capture_output=True)
+    return dest
+
+
+def _own_files(dest: Path, cdk_json: dict[str, Any] | None, cdk_context: dict[str, Any] | None) -> None:
+    for name, content in (("cdk.json", cdk_json), ("cdk.context.json", cdk_context)):
+        target = dest / name
+        if target.is_symlink() or target.exists():
+            target.unlink()
+        if content is None:
+            shutil.copy2(PRODUCT / name, target)
+        else:
+            target.write_text(json.dumps(content, indent=2) + "\n")
