@@ -1,7 +1,12 @@
 # The two commands of the README:
-#   make synth   set up and synthesize the default configuration into cdk.out/ (no AWS credentials)
-#   make test    set up and run the whole test suite
+#   make synth   set up and synthesize your configuration (cdk.json) into cdk.out/ (no AWS credentials)
+#   make test    set up and run the whole test suite: the product's tests and the gate of your configuration
 # Everything is installed into this folder (.venv/, node_modules/) from the project's own files.
+#
+# Every target that synthesizes (synth, cdk, check, review, accept, test) takes the same two variables:
+#   CONTEXT_FILE=<file.json>   a JSON object of settings (e.g. examples/gpu.json), given to the app as -c flags
+#   ARGS="-c key=value ..."    more arguments: settings as -c flags (for `make cdk`, the CDK command first)
+# `make help` lists the targets.
 
 PYTHON ?= python3
 VENV := .venv
@@ -10,9 +15,12 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 # The CLI's periodic notices and telemetry are noise in CI logs.
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-CDK := cdk --no-notices
-# CONTEXT_FILE=<file>: a JSON object of settings (e.g. examples/existing-cluster.json), passed as -c flags.
-CONTEXT_ARGS = $(if $(CONTEXT_FILE),$(shell $(PYTHON) scripts/context_flags.py $(CONTEXT_FILE)))
+# The CDK CLI with CONTEXT_FILE's settings as -c flags (a missing or unreadable file stops here, exit 2).
+CDK := python scripts/cdk.py
+export CONTEXT_FILE
+ifdef CDK_ARGS
+$(error CDK_ARGS is no longer read: pass settings with ARGS, e.g. make synth ARGS="-c clusterName=payments-dev")
+endif
 NODE_STAMP := node_modules/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
@@ -20,56 +28,78 @@ DEV_STAMP := $(VENV)/.dev-installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: synth test setup hooks cdk docs snapshots security-report review bench rehearsal release-ids clean
+.PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept bench rehearsal \
+	release-ids clean
 
+## help: list the targets
+help:
+	@sed -n 's/^## //p' $(MAKEFILE_LIST)
+
+## synth: set up and synthesize your configuration into cdk.out/ (CONTEXT_FILE, ARGS)
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
+	@$(CDK) --check
 	rm -rf cdk.out  # the CLI never removes old templates; start from nothing
-	$(CDK) synth --quiet $(CDK_ARGS) $(CONTEXT_ARGS)
+	$(CDK) synth --quiet $(ARGS)
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
+## test: set up and run the whole test suite: the product's tests and the gate of your configuration
 test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
-	python -m pytest $(PYTEST_ARGS)
+	KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' python -m pytest $(PYTEST_ARGS)
 
-setup: $(DEV_STAMP) $(NODE_STAMP)
+## check: only the gate of your configuration: synth of every environment, cdk-nag, cfn-lint, CRD schema and CEL
+check: $(DEV_STAMP) $(NODE_STAMP)
+	KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' python -m pytest -q -p no:cacheprovider tests/test_your_configuration.py
 
+## setup: install the toolchain only (.venv/, node_modules/, .venv-checkov/)
+setup: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
+
+## hooks: install the git hooks (ruff and mypy on every commit)
 # Git hooks: pre-commit (pinned in requirements-hooks.txt) runs ruff and mypy on every commit.
 hooks: $(DEV_STAMP)
 	python -m pip install -q -r requirements-hooks.txt
 	pre-commit install
 
-# Any other CDK command with the project's toolchain, e.g. make cdk ARGS="deploy --all"
+## cdk: any CDK command with the project's toolchain, e.g. make cdk ARGS="deploy --all" (CONTEXT_FILE)
 cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
-	$(CDK) $(ARGS) $(CONTEXT_ARGS)
+	$(CDK) $(ARGS)
 
+## docs: regenerate what docs/ derives from the code
 # Regenerate the README's configuration reference and acknowledgment table from the code.
 docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/generate_docs.py
 
-# Accept the current templates as the new snapshots (review the diff in git before committing).
+## snapshots: accept the product's own test snapshots (developers of this project)
 snapshots: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_snapshots.py --snapshot-update -q
 
+## rehearsal: create and destroy critical paths of the product's configurations
 # Lifecycle rehearsal: create and destroy critical paths (worst case) of the default, node-group, Pod Identity,
 # production and existing-cluster configurations, from CloudFormation's semantics over the synthesized
 # templates.
 rehearsal: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_rehearsal.py -q -k critical_paths
 
+## release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must
 # keep, so that a refactor cannot make CloudFormation replace a deployed resource unnoticed.
 release-ids: $(DEV_STAMP) $(NODE_STAMP)
 	python scripts/release_logical_ids.py
 
+## bench: synth time of this project against aws_eks + cdk-eks-karpenter
 # Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/bench/bench.py $(ARGS)
 
-# What deploying the current synth over the committed snapshots would replace, delete or interrupt;
-# exits 1 on an unacknowledged replacement or deletion of a stateful resource, or a deploy that would fail.
-# BASE=<git revision> reads the snapshots of that revision (CI: the pull request's base branch).
+## review: what deploying your synth over your accepted baseline would do (CONTEXT_FILE, ARGS, BASE=<git rev>)
+# Exits 1 on an unacknowledged replacement or deletion of a stateful resource, or a deploy that would fail.
 review: $(DEV_STAMP) $(NODE_STAMP)
-	python scripts/review.py $(if $(BASE),--base $(BASE)) $(if $(CONTEXT_FILE),--context-file $(CONTEXT_FILE)) $(ARGS)
+	python scripts/review.py $(if $(BASE),--base $(BASE)) $(ARGS)
 
+## accept: after a reviewed change, make your current synth the baseline (baseline/; commit it)
+accept: $(DEV_STAMP) $(NODE_STAMP)
+	python scripts/review.py --accept $(ARGS)
+
+## security-report: cdk-nag, cfn-lint and checkov results of your configuration as tables
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
 security-report: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	python scripts/security_report.py $(ARGS)
@@ -94,5 +124,6 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+## clean: remove cdk.out/ and pytest's cache
 clean:
 	rm -rf cdk.out .pytest_cache

@@ -4,7 +4,7 @@
 
 import sys
 
-from karpenter_stack.application import build, new_app
+from karpenter_stack.application import build, missing_lookups, new_app
 from karpenter_stack.config import ConfigError
 
 
@@ -17,7 +17,7 @@ def main() -> None:
         print(f"Configuration error:\n{err}", file=sys.stderr)
         sys.exit(1)
     try:
-        app.synth()
+        assembly = app.synth()
     except RuntimeError as err:
         if "ValidationFailed" not in str(err):
             raise
@@ -28,6 +28,9 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(1)
+    # Lookups not cached: the CLI makes them now with credentials for their account (offline it stops).
+    for line in missing_lookups(assembly):
+        print(f"Note: {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import cx_api
 
 from constructs_lib.nag import acknowledging
 
+from . import context_sources
 from .cluster_stack import KarpenterClusterStack
 from .config import DEFAULT_CLUSTER_NAME, flag_settings, load_environments, load_pipeline
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
@@ -28,16 +30,12 @@ def new_app(**kwargs: Any) -> cdk.App:
     return cdk.App(builtin_cloud_formation_validation=False, **kwargs)
 
 
-CDK_JSON = Path(__file__).resolve().parent.parent / "cdk.json"
-
-
-def cdk_json_context(path: Path = CDK_JSON) -> dict[str, Any]:
-    """The settings layer ``cdk.json`` holds (the CLI merges it with ``-c`` flags into one context)."""
-    return json.loads(path.read_text()).get("context", {}) if path.is_file() else {}
-
-
 def build(
-    app: cdk.App, *, acknowledge: bool = True, today: date | None = None
+    app: cdk.App,
+    *,
+    acknowledge: bool = True,
+    today: date | None = None,
+    file_context: Mapping[str, Any] | None = None,
 ) -> list[KarpenterClusterStack | KarpenterOnExistingClusterStack]:
     """Validate the app's context, register the cdk-nag packs and add one cluster stack per
     environment (one stack when no environments are configured). Raises ConfigError before creating
@@ -45,17 +43,26 @@ def build(
 
     ``acknowledge=False`` builds without acknowledgments, to count the raw findings (reviewer report).
     """
-    stacks, register = build_deferred(app, today=today, acknowledge=acknowledge)
+    stacks, register = build_deferred(app, today=today, acknowledge=acknowledge, file_context=file_context)
     register()
     return stacks
 
 
 def build_deferred(
-    app: cdk.App, *, today: date | None = None, acknowledge: bool = True
+    app: cdk.App,
+    *,
+    today: date | None = None,
+    acknowledge: bool = True,
+    file_context: Mapping[str, Any] | None = None,
 ) -> tuple[list[KarpenterClusterStack | KarpenterOnExistingClusterStack], Callable[[], None]]:
     """:func:`build`, with the acknowledgments registered only when the returned function is called:
-    the findings before and after acknowledgments come from one build (reviewer report, tests)."""
-    context, file_context = app.node.get_all_context(), cdk_json_context()
+    the findings before and after acknowledgments come from one build (reviewer report, tests).
+
+    ``file_context`` is the ``cdk.json`` layer the settings are told apart from (``-c`` flags are what
+    differs): by default the project's (the working directory's, where the CDK CLI runs the app)."""
+    context = app.node.get_all_context()
+    if file_context is None:
+        file_context = context_sources.cdk_json_context()
     configs = load_environments(context, today=today, file_context=file_context)
     pipeline = load_pipeline(context, configs, file_context=file_context)
     # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
@@ -81,3 +88,27 @@ def build_deferred(
             )
             stacks = [stage.stack for stage in stages.values()]
     return stacks, batch.register
+
+
+def missing_lookups(assembly: cx_api.CloudAssembly) -> list[str]:
+    """One line per lookup the synth needed that ``cdk.context.json`` does not hold: the CDK CLI would make it
+    with credentials for that account; offline, nothing can."""
+    lines = []
+    # (read from the manifest file: jsii cannot hand over a manifest whose stacks are not written yet)
+    manifest = json.loads((Path(assembly.directory) / "manifest.json").read_text())
+    for missing in manifest.get("missing", []):
+        key, props = str(missing["key"]), missing.get("props", {})
+        account, region = props.get("account", "?"), props.get("region", "?")
+        zones = key.startswith("availability-zones:")
+        what = f"availability zones for account {account}, region {region}" if zones else f"cached lookup {key}"
+        hint = (
+            f" or add the key by hand with the zone names of `aws ec2 describe-availability-zones --region {region}`"
+            if zones
+            else ""
+        )
+        lines.append(
+            f"cdk.context.json has no {what} (key {json.dumps(key)}): run `make synth` once with "
+            f"credentials for account {account} (the CDK CLI caches the answer there){hint}, then commit "
+            "cdk.context.json"
+        )
+    return lines

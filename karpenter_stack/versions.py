@@ -30,17 +30,8 @@ KARPENTER_KUBERNETES_RANGE: dict[tuple[int, int], tuple[int, int]] = {
     (1, 14): (26, 36),
 }
 
-# Pinned versions of the kubectl layer packages, so the error for a missing one names an install
-# command that reproduces what this project tested.
-KUBECTL_LAYER_PINS: dict[int, str] = {
-    30: "2.0.4",
-    31: "2.1.0",
-    32: "2.1.0",
-    33: "2.2.2",
-    34: "2.2.2",
-    35: "2.2.2",
-    36: "2.0.1",
-}
+# The project's runtime requirements: they list the kubectl layer of every supported Kubernetes version.
+REQUIREMENTS = TEMPLATES_DIR.parent / "requirements.txt"
 
 
 class VersionError(ValueError):
@@ -81,19 +72,24 @@ class KubectlLayer:
             class_name=f"KubectlV{minor}Layer",
         )
 
-    @property
-    def pip_install(self) -> str:
-        pin = KUBECTL_LAYER_PINS.get(minor_of(self.kubernetes_version))
-        return f"pip install {self.package}=={pin}" if pin else f"pip install {self.package}"
+    def listed(self, requirements: Path = REQUIREMENTS) -> bool:
+        """Whether the project's requirements install this layer."""
+        lines = requirements.read_text().splitlines() if requirements.is_file() else []
+        return any(line.split("==")[0].strip() == self.package for line in lines)
 
     def load(self, importer: Callable[[str], object] = importlib.import_module) -> type:
-        """Import the layer class, or fail with the install command that provides it."""
+        """Import the layer class, or fail with what installs it."""
         try:
             module = importer(self.module)
         except ModuleNotFoundError:
+            fix = (
+                "run `make setup` (it installs requirements.txt into .venv/)"
+                if self.listed()
+                else f"add it to requirements.txt, pinned ({self.package}==<version>), and run `make setup`"
+            )
             raise VersionError(
-                f"kubernetesVersion '{self.kubernetes_version}' needs the kubectl layer package "
-                f"{self.package}, which is not installed; run: {self.pip_install}"
+                f"kubernetesVersion '{self.kubernetes_version}' needs the kubectl layer package {self.package}, "
+                f"which is not installed; {fix}"
             ) from None
         return cast(type, getattr(module, self.class_name))
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from karpenter_stack.application import build, new_app  # noqa: E402
-from tests.conftest import CDK_JSON_CONTEXT, EXISTING, PRODUCTION  # noqa: E402
+from tests.conftest import EXISTING, PRODUCT_CONTEXT, PRODUCTION  # noqa: E402
 from tests.lifecycle_model import Lifecycle  # noqa: E402
 
 BASELINE = ROOT / "tests" / "release" / "logical-ids.json"
@@ -34,7 +34,7 @@ def logical_ids_of(templates: dict[str, dict]) -> dict[str, str]:
 def logical_ids(overrides: dict) -> dict[str, str]:
     # Path metadata on, as `cdk synth` does: nested templates are found by their construct path.
     with tempfile.TemporaryDirectory(prefix="release-ids-") as outdir:  # ~60 MB each: never left behind
-        app = new_app(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides}, outdir=outdir)
+        app = new_app(context={**PRODUCT_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides}, outdir=outdir)
         build(app)
         app.synth()
         return logical_ids_of(

@@ -1,4 +1,4 @@
-"""Snapshot review: what deploying the current synth over the committed snapshots would do.
+"""Review: what deploying the current synth over your accepted baseline would do.
 
 For every stack (nested stacks included): resources added, removed and changed, and for each change
 whether CloudFormation updates it in place, replaces it, or the deploy fails -- from the resource type's
@@ -10,16 +10,23 @@ review fail unless the change acknowledges it (``acknowledged-replacements.yaml`
 Kubernetes-level effects are named in plain words: Helm upgrades, NodePools whose nodes Karpenter replaces
 by drift, objects deleted.
 
-    make review                                   # the configuration in cdk.json against HEAD's snapshots
-    make review BASE=origin/main                  # against the snapshots of another revision
-    make review CONTEXT_FILE=examples/gpu.json    # an example against its own snapshots
+The baseline is yours: the templates of the configuration you last accepted (``make accept``, into
+``baseline/``), committed with the configuration -- what is deployed. Before you have accepted one, the
+review lists what a first deploy would create and passes.
+
+    make review                                   # your configuration (cdk.json) against your baseline
+    make review BASE=origin/main                  # against the baseline of another revision (CI: the PR's base)
+    make review CONTEXT_FILE=examples/gpu.json    # what adopting an example's settings would do
+    make accept                                   # after reviewing: the current synth becomes the baseline
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.lifecycle_model import references as _references  # noqa: E402
 
+BASELINE = "baseline"
 SNAPSHOTS = "tests/__snapshots__/test_snapshots"
 SNAPSHOT = re.compile(
     r"^test_templates_match_their_snapshots\[(?P<configuration>[^\]]+)\]\[(?P<template>[^\]]+)\]\.json$"
@@ -170,6 +178,38 @@ def snapshot_templates(configuration: str, base: str | None = None, root: Path =
             )
             out[match["template"]] = json.loads(text)
     return out
+
+
+def baseline_templates(directory: str, base: str | None = None, root: Path = ROOT) -> dict[str, dict[str, Any]]:
+    """The accepted templates in ``directory`` (template name -> template): from git revision ``base``, or
+    the working tree; empty when nothing was accepted there."""
+    if base is None:
+        return {
+            p.name.removesuffix(".json"): json.loads(p.read_text()) for p in sorted((root / directory).glob("*.json"))
+        }
+    listing = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{base}:{directory}"], cwd=root, capture_output=True, text=True
+    )
+    if listing.returncode != 0:  # no such folder at that revision: nothing accepted there
+        _git(["rev-parse", "--verify", "--quiet", f"{base}^{{commit}}"], root)  # but the revision must exist
+        return {}
+    return {
+        name.removesuffix(".json"): json.loads(_git(["show", f"{base}:{directory}/{name}"], root))
+        for name in listing.stdout.splitlines()
+        if name.endswith(".template.json")
+    }
+
+
+def accept(outdir: Path, directory: Path) -> list[str]:
+    """Make the templates of a cloud assembly the baseline in ``directory`` (replacing what was there);
+    returns the names written."""
+    templates = sorted(outdir.rglob("*.template.json"))
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.glob("*.template.json"):
+        old.unlink()
+    for path in templates:
+        shutil.copyfile(path, directory / path.name)
+    return [p.name for p in templates]
 
 
 def _git(args: list[str], root: Path) -> str:
@@ -730,11 +770,11 @@ _SYMBOL = {"added": "+", "removed": "-", "updated": "~", "replaced": "±", "fail
 def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple[str, list[str], list[str]]:
     """The report as Markdown; the destructive changes left unacknowledged and those that fail the deploy
     (each ``<stack>/<logical id>``); acknowledgments that match nothing are listed in the text."""
-    lines = ["# Snapshot review", ""]
+    lines = ["# Review", ""]
     blocking, failing, used = [], [], set()
     total = sum(len(r.changes) for r in reports) + sum(1 for r in reports if r.note)
     if total == 0:
-        lines.append("No change: every stack deploys as its snapshot (nothing added, removed, replaced or updated).")
+        lines.append("No change: every stack deploys as its baseline (nothing added, removed, replaced or updated).")
     for report in reports:
         if not report.changes and not report.note:
             continue
@@ -780,61 +820,85 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
     return "\n".join(lines).rstrip() + "\n", blocking, failing
 
 
-def _configuration(context_file: str | None) -> str:
-    if not context_file:
-        return "default"
-    return "example_" + Path(context_file).stem.replace("-", "_")
+def first_deploy(new: Mapping[str, dict[str, Any]], directory: str) -> str:
+    """The report when nothing was accepted yet: what a first deploy creates."""
+    names = stack_names(new)
+    lines = [
+        "# Review",
+        "",
+        f"No accepted baseline yet ({directory}/): this compares nothing, and deploying creates everything below.",
+        "After reviewing it, accept it with `make accept` and commit the baseline with your configuration.",
+        "",
+        "| stack | resources created |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| {names[t]} | {len(new[t].get('Resources', {}))} |"
+        for t in sorted(new, key=lambda t: (names[t].split(" > ")[0], " > " in names[t], names[t]))
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", help="git revision whose snapshots are the baseline (default: the working tree's)")
-    parser.add_argument("--context-file", help="a JSON file of settings, as make synth CONTEXT_FILE=")
+    parser.add_argument("--base", help="git revision whose baseline is compared (default: the working tree's)")
+    parser.add_argument(
+        "--context-file", default=os.environ.get("CONTEXT_FILE") or None, help="a JSON file of settings (CONTEXT_FILE)"
+    )
     parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--acknowledge", action="append", default=[], metavar="STACK/LOGICAL_ID")
     parser.add_argument("--output", type=Path, help="also write the report there (e.g. a CI job summary)")
+    parser.add_argument("--accept", action="store_true", help="make the current synth the baseline instead")
     args = parser.parse_args(argv)
-    context = json.loads((ROOT / "cdk.json").read_text())["context"]
-    if args.context_file:
-        if not Path(args.context_file).is_file():
-            print(f"review: {args.context_file}: no such file", file=sys.stderr)
-            return 2
-        context.update(json.loads(Path(args.context_file).read_text()))
-    for item in args.context:
-        key, _, value = item.partition("=")
-        context[key] = value
-    configuration = (
-        "existing"
-        if args.context_file and Path(args.context_file).name == "existing-cluster.json"
-        else _configuration(args.context_file)
-    )
-    # The cloud assembly (~60 MB with the kubectl layer) lives only as long as the review.
-    with tempfile.TemporaryDirectory(prefix="review-") as outdir:
-        return _review(args, context, configuration, outdir)
-
-
-def _review(args: argparse.Namespace, context: dict[str, Any], configuration: str, outdir: str) -> int:
-    from karpenter_stack.application import build, new_app
-    from karpenter_stack.config import ConfigError
+    from karpenter_stack import context_sources
 
     try:
-        old = snapshot_templates(configuration, args.base)
-        if not old:
-            raise ReviewError(f"no snapshots of configuration '{configuration}' at {args.base or 'the working tree'}")
-        acknowledged = {**acknowledgments(), **{a: "--acknowledge" for a in args.acknowledge}}
+        context = context_sources.working_context(args.context_file, [a for c in args.context for a in ("-c", c)])
+    except context_sources.ContextFileError as err:
+        print(err, file=sys.stderr)
+        return 2
+    # The cloud assembly (~60 MB with the kubectl layer) lives only as long as the review.
+    with tempfile.TemporaryDirectory(prefix="review-") as outdir:
+        return _review(args, context, BASELINE, outdir)
+
+
+def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, outdir: str) -> int:
+    from karpenter_stack import context_sources
+    from karpenter_stack.application import build, missing_lookups, new_app
+    from karpenter_stack.config import ConfigError
+
+    project = context_sources.project_dir()
+    try:
+        old = {} if args.accept else baseline_templates(directory, args.base, project)
+        acknowledged = {
+            **acknowledgments(project / ACKNOWLEDGMENTS.name),
+            **{a: "--acknowledge" for a in args.acknowledge},
+        }
         app = new_app(context={**context, "aws:cdk:enable-path-metadata": True}, outdir=outdir)
         build(app)
         try:
-            app.synth()
+            assembly = app.synth()
         except RuntimeError:
-            pass  # open security findings are the security gate's business; the templates are written
+            assembly = None  # open security findings are the security gate's business; the templates are written
     except ConfigError as err:
         print(f"Configuration error:\n{err}", file=sys.stderr)
         return 2
     except ReviewError as err:
         print(f"review: {err}", file=sys.stderr)
         return 2
-    text, blocking, failing = render(review(old, synthesized_templates(Path(app.outdir))), acknowledged)
+    missing = missing_lookups(assembly) if assembly is not None else []
+    if missing:
+        print("\n".join(missing), file=sys.stderr)
+        return 2
+    if args.accept:
+        written = accept(Path(outdir), project / directory)
+        print(f"Accepted {len(written)} templates into {directory}/: commit them with your configuration.")
+        return 0
+    new = synthesized_templates(Path(outdir))
+    if not old:
+        text, blocking, failing = first_deploy(new, directory), [], []
+    else:
+        text, blocking, failing = render(review(old, new), acknowledged)
     print(text)
     if args.output:
         args.output.write_text(text)

@@ -18,10 +18,16 @@ os.environ["PATH"] = os.pathsep.join(
 import pytest  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
 
+from karpenter_stack import context_sources  # noqa: E402
 from karpenter_stack.application import build_deferred, new_app  # noqa: E402
 from karpenter_stack.security import findings  # noqa: E402
 
-CDK_JSON_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+# The product's tests build the product's configurations: from the shipped defaults kept here (cdk.json and
+# an empty lookup cache), never from the working copy's cdk.json, which is the user's. The user's
+# configuration has a gate of its own (tests/test_your_configuration.py).
+PRODUCT = ROOT / "tests" / "fixtures" / "product"
+PRODUCT_CONTEXT: dict[str, Any] = context_sources.cdk_json_context(PRODUCT)
+context_sources.project_dir = lambda: PRODUCT  # where the app and the scripts read cdk.json, in this session
 # The date the EKS support calendar is checked against in tests (results must not depend on the day).
 TODAY = date(2026, 11, 21)
 
@@ -58,7 +64,7 @@ class Synthesized:
 
     def __init__(self, overrides: dict[str, Any], raw_findings: bool = False) -> None:
         # Path metadata on, as `cdk synth` does: templates under test are the ones reviewers see.
-        self.app = new_app(context={**CDK_JSON_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides})
+        self.app = new_app(context={**PRODUCT_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides})
         (self.stack,), register = build_deferred(self.app)
         # The cdk-nag findings before any acknowledgment, from this same build (security gate tests).
         self.raw_findings = (
@@ -217,7 +223,7 @@ class Delivered:
         settings = json.loads((ROOT / "examples" / "pipeline.json").read_text())
         self.app = new_app(
             context={
-                **CDK_JSON_CONTEXT,
+                **PRODUCT_CONTEXT,
                 "aws:cdk:enable-path-metadata": True,
                 **settings,
                 "additionalNagPacks": ["NIST80053R5"],
@@ -267,7 +273,7 @@ def by_hand(tmp_path_factory) -> dict[str, Any]:
     environments = json.loads((ROOT / "examples" / "pipeline.json").read_text())["environments"]
     app = new_app(
         context={
-            **CDK_JSON_CONTEXT,
+            **PRODUCT_CONTEXT,
             "aws:cdk:enable-path-metadata": True,
             "environments": environments,
             "additionalNagPacks": ["NIST80053R5"],

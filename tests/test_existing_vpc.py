@@ -81,12 +81,12 @@ def test_a_vpc_whose_private_subnets_share_one_zone_is_refused():
 
     from karpenter_stack.application import build, new_app
     from karpenter_stack.config import ConfigError
-    from tests.conftest import CDK_JSON_CONTEXT
+    from tests.conftest import PRODUCT_CONTEXT
 
     one_zone = copy.deepcopy(LOOKUP_RESULT)
     for subnet in each(one_zone["subnetGroups"][0]["subnets"]):
         subnet["availabilityZone"] = "eu-west-1a"
-    app = new_app(context={**CDK_JSON_CONTEXT, **ENV, LOOKUP_KEY: one_zone})
+    app = new_app(context={**PRODUCT_CONTEXT, **ENV, LOOKUP_KEY: one_zone})
     with pytest.raises(ConfigError) as info:
         build(app, today=date(2026, 11, 21))
     assert str(info.value) == (

@@ -16,7 +16,7 @@ from karpenter_stack import versions
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.cfn import create_only_properties, each, template_change
-from tests.conftest import CDK_JSON_CONTEXT, ROOT, TODAY
+from tests.conftest import PRODUCT_CONTEXT, ROOT, TODAY
 
 EXAMPLE: dict[str, Any] = json.loads((ROOT / "examples" / "pipeline.json").read_text())
 
@@ -245,7 +245,7 @@ def test_what_changes_when_the_pipeline_takes_over_is_named(by_hand, delivery):
 
 
 def _refused(**settings: Any) -> str:
-    app = new_app(context={**CDK_JSON_CONTEXT, **settings})
+    app = new_app(context={**PRODUCT_CONTEXT, **settings})
     with pytest.raises(ConfigError) as raised:
         build(app, today=TODAY)
     assert not app.node.children  # nothing built

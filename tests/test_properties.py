@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config
 from tests.cel_rules import evaluate
-from tests.conftest import CDK_JSON_CONTEXT, TODAY
+from tests.conftest import PRODUCT_CONTEXT, TODAY
 from tests.kubernetes_schemas import config_objects, object_violations
 
 KEYS = [
@@ -287,7 +287,7 @@ def _check(context: dict[str, Any]) -> None:
         # one line per problem, each naming a setting of the generated part and the layer it came from
         assert all(line.startswith(("nodePools", "nodeClasses")) and line.endswith(")") for line in lines), lines
         assert all(" (from " in line for line in lines), lines
-        app = new_app(context={**CDK_JSON_CONTEXT, **context})
+        app = new_app(context={**PRODUCT_CONTEXT, **context})
         try:
             build(app, today=TODAY)
         except ConfigError as again:

@@ -1,5 +1,6 @@
-"""The snapshot review (`make review`) on real changes of this app: what deploying each over the committed
-snapshots of the default configuration would add, replace, delete, fail or do in the cluster."""
+"""The review (`make review`) on real changes of this app: what deploying each over a baseline (here the
+product's committed snapshots of the default configuration) would add, replace, delete, fail or do in the
+cluster; and the command a user runs against the baseline they accepted (`make accept`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from scripts import review as rv
 from tests.cfn import assemblies_in_tmp
 from tests.conftest import synth
 
-NO_CHANGE = "# Snapshot review\n\nNo change: every stack deploys as its snapshot (nothing added, removed, replaced or updated).\n"
+NO_CHANGE = "# Review\n\nNo change: every stack deploys as its baseline (nothing added, removed, replaced or updated).\n"
 
 
 def _review(synthesized, baseline=None, acknowledged=None):
@@ -258,20 +259,49 @@ def test_acknowledgments_file(tmp_path):
     assert "Acknowledgments that match nothing in this change (remove them): eks-karpenter/Gone" in text
 
 
-def test_the_command(tmp_path, capsys):
-    """`make review` end to end: against HEAD's snapshots, a written report, and the exit code."""
+def test_the_command_against_the_baseline_the_user_accepted(tmp_path, capsys, monkeypatch, default):
+    """`make review` / `make accept` end to end in a project of the user's: before a baseline is accepted the
+    review lists what a first deploy creates and passes; against the accepted (and committed) baseline a
+    rename is blocked until acknowledged; its cloud assembly is removed, not left in /tmp."""
+    import subprocess
+
+    from karpenter_stack import context_sources
+    from tests import workspace
+
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("cdk.json", "cdk.context.json"):
+        (project / name).write_text((workspace.PRODUCT / name).read_text())
+    monkeypatch.setattr(context_sources, "project_dir", lambda: project)
     before = assemblies_in_tmp()
-    out = tmp_path / "review.md"
-    assert (
-        rv.main(
-            ["--base", "HEAD", "-c", "clusterName=renamed", "--acknowledge", "eks-karpenter/*", "--output", str(out)]
-        )
-        == 0
+
+    assert rv.main([]) == 0
+    first = capsys.readouterr().out
+    assert first.startswith(
+        "# Review\n\nNo accepted baseline yet (baseline/): this compares nothing, and deploying creates everything "
+        "below.\nAfter reviewing it, accept it with `make accept` and commit the baseline with your configuration.\n"
     )
+    assert first.endswith(
+        "| stack | resources created |\n|---|---|\n| eks-karpenter | 69 |\n| eks-karpenter > nested Karpenter | 14 |\n"
+        "| eks-karpenter > nested awscdkawseksClusterResourceProvider | 22 |\n"
+        "| eks-karpenter > nested awscdkawseksKubectlProvider | 7 |\n\n"
+    )
+
+    written = rv.accept(Path(default.app.outdir), project / rv.BASELINE)
+    assert written == sorted(p.name for p in Path(default.app.outdir).glob("*.template.json")) and len(written) == 4
+    git = ["git", "-c", "user.name=u", "-c", "user.email=u@example.com"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "accepted"]):
+        subprocess.run([*git, *args], cwd=project, check=True, capture_output=True)
+    (project / "baseline" / written[0]).unlink()  # the working tree's baseline is not the one --base reads
+
+    out = tmp_path / "review.md"
+    assert rv.main(["--base", "HEAD", "-c", "clusterName=renamed", "--output", str(out)]) == 1
     assert out.read_text() == capsys.readouterr().out.removesuffix("\n")
     assert "## renamed (replaces eks-karpenter)" in out.read_text()
-    assert assemblies_in_tmp() == before  # its cloud assembly is removed, not left in /tmp
+    assert "**Blocked**: stateful or slow resources replaced or deleted without acknowledgment" in out.read_text()
+    assert assemblies_in_tmp() == before
+
     assert rv.main(["-c", "clusterName=bad name"]) == 2
     assert capsys.readouterr().err.startswith('Configuration error:\nclusterName = "bad name": must start with')
     assert rv.main(["--context-file", "examples/no-such.json"]) == 2
-    assert capsys.readouterr().err == "review: examples/no-such.json: no such file\n"
+    assert capsys.readouterr().err == 'CONTEXT_FILE="examples/no-such.json": no such file\n'

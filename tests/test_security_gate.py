@@ -13,7 +13,7 @@ from karpenter_stack.application import build, new_app
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
 from tests import background
 from tests.cfn import assemblies_in_tmp, each, kubernetes_objects, only, render, resources
-from tests.conftest import ALTERNATIVE, CDK_JSON_CONTEXT, EXISTING, POD_IDENTITY, ROOT, synth
+from tests.conftest import ALTERNATIVE, PRODUCT_CONTEXT, EXISTING, POD_IDENTITY, ROOT, synth
 
 NIST = {"additionalNagPacks": ["NIST80053R5"]}
 PUBLIC = {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.7/32"]}
@@ -48,7 +48,7 @@ def gated(request):
 
 
 def test_aws_solutions_runs_on_every_synth_and_fails_it_on_open_findings():
-    app = new_app(context=dict(CDK_JSON_CONTEXT))
+    app = new_app(context=dict(PRODUCT_CONTEXT))
     (stack,) = build(app, acknowledge=False)
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         cdk.assertions.Template.from_stack(stack)

@@ -4,7 +4,8 @@ A setting comes from the first layer that contains its key, from the top: ``-c``
 environment's overrides (``environments.<name>``), ``cdk.json``, the profile, the built-in defaults.
 Which layer *set* a key decides -- never whether a value happens to equal a default -- so a value a
 user wrote is never replaced. Values given on the command line arrive as strings: scalars are
-coerced, lists and objects (``nodePools``, ``nodeClasses``, ``addonVersions``, ...) are parsed as JSON.
+coerced, and every setting the model types as a list, a map or a nested object is parsed as JSON
+(``JSON_KINDS``, derived from the model).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import date
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
 from .. import versions
@@ -27,16 +29,33 @@ from .pipeline import PipelineConfig
 _CDK_OWN_KEYS = {"acknowledged-issue-numbers"}
 
 CONTEXT_KEYS = {to_camel(name): name for name in AppConfig.model_fields}
-_JSON_KEYS = {
-    "nodeClasses",
-    "nodePools",
-    "publicAccessCidrs",
-    "additionalNagPacks",
-    "addonVersions",
-    "existingCluster",
-    "controller",
+
+
+def _json_kind(annotation: Any) -> str | None:
+    """'list' or 'object' for a setting whose value is JSON-shaped (a list, a map or a nested model,
+    optional or not), else None."""
+    origin = get_origin(annotation)
+    if origin in (Union, UnionType):
+        kinds = {_json_kind(arg) for arg in get_args(annotation) if arg is not type(None)}
+        return next(iter(kinds - {None}), None)
+    if annotation is list or origin is list:
+        return "list"
+    if annotation is dict or origin is dict or (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+        return "object"
+    return None
+
+
+def _optional(annotation: Any) -> bool:
+    return get_origin(annotation) in (Union, UnionType) and type(None) in get_args(annotation)
+
+
+# Derived from the model: which settings a -c flag gives as JSON text, and which may be given as null.
+JSON_KINDS: dict[str, str] = {
+    to_camel(name): kind
+    for name, field in AppConfig.model_fields.items()
+    if (kind := _json_kind(field.annotation)) is not None
 }
-_OBJECT_KEYS = {"addonVersions", "existingCluster", "controller"}
+_NULLABLE = {to_camel(name) for name, field in AppConfig.model_fields.items() if _optional(field.annotation)}
 
 
 def _is_ours(key: str) -> bool:
@@ -46,20 +65,16 @@ def _is_ours(key: str) -> bool:
 
 
 def _parse_cli_value(key: str, value: Any, origin: str) -> Any:
-    if key in _JSON_KEYS and isinstance(value, str):
+    if isinstance(value, str) and value in ("", "null") and key in _NULLABLE:
+        return None
+    if key in JSON_KINDS and isinstance(value, str):
         try:
             return json.loads(value)
         except json.JSONDecodeError as err:
-            kind = "object" if key in _OBJECT_KEYS else "list"
             raise ConfigError(
-                f"{key}: '{value}' is not valid JSON ({err.msg}); expected a JSON {kind} (from {origin})"
+                f"{key}: {json.dumps(value)} is not valid JSON ({err.msg}); expected a JSON {JSON_KINDS[key]} "
+                f"(from {origin})"
             ) from None
-    if (
-        isinstance(value, str)
-        and value in ("", "null")
-        and key in ("vpcId", "account", "region", "alarmTopicArn", "existingCluster")
-    ):
-        return None
     return value
 
 
