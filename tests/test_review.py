@@ -12,7 +12,9 @@ from scripts import review as rv
 from tests.cfn import assemblies_in_tmp
 from tests.conftest import synth
 
-NO_CHANGE = "# Review\n\nNo change: every stack deploys as its baseline (nothing added, removed, replaced or updated).\n"
+NO_CHANGE = (
+    "# Review\n\nNo change: every stack deploys as its baseline (nothing added, removed, replaced or updated).\n"
+)
 
 
 def _review(synthesized, baseline=None, acknowledged=None):

@@ -13,7 +13,7 @@ from karpenter_stack.application import build, new_app
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
 from tests import background
 from tests.cfn import assemblies_in_tmp, each, kubernetes_objects, only, render, resources
-from tests.conftest import ALTERNATIVE, PRODUCT_CONTEXT, EXISTING, POD_IDENTITY, ROOT, synth
+from tests.conftest import ALTERNATIVE, EXISTING, POD_IDENTITY, PRODUCT_CONTEXT, ROOT, synth
 
 NIST = {"additionalNagPacks": ["NIST80053R5"]}
 PUBLIC = {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.7/32"]}
