@@ -9,11 +9,18 @@ the API server or a destroy refuses it. Field names are snake_case in Python and
 
 from __future__ import annotations
 
+import difflib
+import functools
+import gzip
+import importlib.metadata
+import importlib.util
+import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Literal, overload
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .names import (
@@ -33,7 +40,7 @@ _QUALIFIED_NAME = re.compile(
 )
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
-_CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$")
+_CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$", re.ASCII)
 # Requirement keys the NodePool fields produce (key -> field).
 _STRUCTURED_REQUIREMENTS = {
     "karpenter.sh/capacity-type": "capacityTypes",
@@ -66,6 +73,11 @@ EBS_IOPS = {"gp3": (3000, 16000, 500), "io1": (100, 64000, 50), "io2": (100, 256
 GP3_BASELINE_IOPS, GP3_MIN_THROUGHPUT, GP3_MAX_THROUGHPUT = 3000, 125, 1000
 # Smallest EBS volume per type (GiB), where above 1.
 EBS_MIN_GIB = {"io1": 4, "io2": 4, "st1": 125, "sc1": 125}
+# Largest EBS volume per type (GiB). EC2 (botocore 1.44.5's EC2 model, EbsBlockDevice.VolumeSize, read
+# 2026-11): gp2, io1, st1 and sc1 up to 16,384; gp3 and io2 (Block Express) up to 65,536. Karpenter 1.14.1's
+# EC2NodeClass volumeSize pattern allows at most 59000Gi, and the app writes sizes in Gi: 59,000 for those two.
+EBS_MAX_GIB = {"gp2": 16384, "io1": 16384, "st1": 16384, "sc1": 16384, "gp3": 59000, "io2": 59000}
+MAX_VOLUME_GIB = max(EBS_MAX_GIB.values())
 # karpenter.k8s.aws/instance-category values: the letters before an EC2 family's generation digit
 # (c7g -> c, inf2 -> inf, u-6tb1 -> u). A category outside this list matches no instance type, and the
 # pool's pods stay Pending.
@@ -98,6 +110,72 @@ INSTANCE_CATEGORIES = (
 INSTANCE_TYPE = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*\.[a-z0-9-]+$")
 _DATA_DEVICE = re.compile(r"/dev/(xvd|sd)[b-z]")
 INSTANCE_FAMILY = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*$")
+
+
+def quoted(value: object) -> str:
+    """A user's value as a message echoes it: a Python literal, so a newline or any other control or
+    invisible character shows escaped and a message stays one line per problem. Every message that
+    echoes a value goes through here (tests/test_message_hygiene.py)."""
+    return repr(value) if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def named(key: str) -> str:
+    """A key a message names: bare when it is a plain name (cpu, example.com/device), else quoted like a
+    value (a stray space or newline shows)."""
+    return key if _PLAIN_NAME.fullmatch(key) else quoted(key)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
+
+
+@functools.cache
+def ec2_instance_types() -> tuple[frozenset[str], str]:
+    """Every EC2 instance type name, and where the list comes from: the ``InstanceType`` enum of the EC2
+    service model that botocore ships (pinned in requirements.txt, so the list moves only with that pin).
+    Read once, and only when an instance type must be checked (~35 ms: the gzipped model is ~4 MB of JSON)."""
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or spec.origin is None:
+        raise ValueError("cannot check instance types: botocore is not installed (pip install -r requirements.txt)")
+    models = sorted((Path(spec.origin).parent / "data" / "ec2").glob("*/service-2.json*"))
+    raw = models[-1].read_bytes()  # the newest EC2 API version, as botocore itself picks it
+    model = json.loads(gzip.decompress(raw) if models[-1].suffix == ".gz" else raw)
+    source = f"botocore {importlib.metadata.version('botocore')}'s EC2 model"
+    return frozenset(model["shapes"]["InstanceType"]["enum"]), source
+
+
+def ec2_instance_families() -> frozenset[str]:
+    """The families of :func:`ec2_instance_types` (m7g of m7g.large)."""
+    return frozenset(t.split(".", 1)[0] for t in ec2_instance_types()[0])
+
+
+def unknown_instance_type(value: str, families: bool = False) -> str | None:
+    """None when ``value`` is an EC2 instance type (or, with ``families``, a family); else what is
+    allowed and the closest known names, for a message that has named the setting and the value."""
+    types, source = ec2_instance_types()
+    known = ec2_instance_families() if families else types
+    if value in known:
+        return None
+    close = difflib.get_close_matches(value, sorted(known), n=3)
+    hint = f"; did you mean {' or '.join(quoted(c) for c in close)}?" if close else ""
+    return f"is not one of the {len(known)} EC2 instance {'families' if families else 'types'} {source} lists{hint}"
+
+
+def ascii_int(value: str) -> bool:
+    """A whole number of ASCII digits, as Go's strconv and CEL's int() read one (str.isdigit also takes
+    '１' and '٣')."""
+    return _ASCII_DIGITS.fullmatch(value) is not None
+
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+def int_or_string(value: object) -> object:
+    """A JSON integer given where the CRD types the field x-kubernetes-int-or-string, as its string."""
+    return str(value) if type(value) is int else value
+
+
+# A field the CRD types x-kubernetes-int-or-string (NodePool limits, NodeOverlay capacity): "4" or 4.
+IntOrString = Annotated[str, BeforeValidator(int_or_string)]
 
 
 CapacityType = Literal["spot", "on-demand", "reserved"]
@@ -140,8 +218,20 @@ _Signal = Literal[
 ]
 _Reserved = Literal["cpu", "memory", "ephemeral-storage", "pid"]
 # An eviction threshold: a percentage (0-100, two decimals) or a Kubernetes quantity (the CRD's pattern).
-_THRESHOLD = re.compile(r"((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%)|([0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?)")
+_THRESHOLD = re.compile(r"((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%)|([0-9]+(\.[0-9]+)?([KMGTPE]i|[kMGTPE])?)", re.ASCII)
 _IPV4 = re.compile(r"((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])")
+
+
+# The kubelet's imageGCHighThresholdPercent and imageGCLowThresholdPercent when unset.
+KUBELET_IMAGE_GC_DEFAULTS = (85, 80)
+
+
+def _or_default(value: int | None, which: int) -> int:
+    return KUBELET_IMAGE_GC_DEFAULTS[which] if value is None else value
+
+
+def _shown_threshold(value: int | None, which: int) -> str:
+    return f"{KUBELET_IMAGE_GC_DEFAULTS[which]}: unset, the kubelet's default" if value is None else str(value)
 
 
 class KubeletSpec(CamelModel):
@@ -206,7 +296,7 @@ class KubeletSpec(CamelModel):
         )
         for signal, text in value.items():
             if not pattern.fullmatch(text):
-                raise ValueError(f"{signal} '{text}' must be {form}")
+                raise ValueError(f"{signal} {quoted(text)} must be {form}")
         return value
 
     @field_validator("cluster_dns")
@@ -214,7 +304,7 @@ class KubeletSpec(CamelModel):
     def _dns(cls, value: list[str]) -> list[str]:
         for address in value:
             if not _IPV4.fullmatch(address):
-                raise ValueError(f"'{address}' is not an IPv4 address")
+                raise ValueError(f"{quoted(address)} is not an IPv4 address")
         return value
 
     @model_validator(mode="after")
@@ -225,10 +315,14 @@ class KubeletSpec(CamelModel):
                 f"{', '.join(sorted(self.eviction_soft)) or 'none'}; grace periods: "
                 f"{', '.join(sorted(self.eviction_soft_grace_period)) or 'none'})"
             )
+        # The kubelet refuses to start unless low < high, with its defaults for an unset one
+        # (kubernetes pkg/kubelet/apis/config/validation/validation.go, ValidateKubeletConfiguration;
+        # defaults: pkg/kubelet/apis/config/v1beta1/defaults.go): Karpenter passes only what is set.
         high, low = self.image_gc_high_threshold_percent, self.image_gc_low_threshold_percent
-        if high is not None and low is not None and high <= low:
+        if (high is not None or low is not None) and _or_default(high, 0) <= _or_default(low, 1):
             raise ValueError(
-                f"imageGCHighThresholdPercent ({high}) must be greater than imageGCLowThresholdPercent ({low})"
+                f"imageGCHighThresholdPercent ({_shown_threshold(high, 0)}) must be greater than "
+                f"imageGCLowThresholdPercent ({_shown_threshold(low, 1)}), or the kubelet does not start"
             )
         return self
 
@@ -243,6 +337,8 @@ _EC2_ID = {
     "cr": re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"),
     "snap": re.compile(r"snap-[0-9a-f]{8}([0-9a-f]{9})?"),
 }
+# EC2's longest tag key and value.
+MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256
 # Most tags one selector term may match on (the CRDs' maxProperties), and most terms of one kind.
 MAX_SELECTOR_TAGS, MAX_SELECTOR_TERMS = 20, 30
 
@@ -258,7 +354,12 @@ def selector_tags(value: dict[str, str]) -> dict[str, str]:
         raise ValueError(f"a selector term matches at most {MAX_SELECTOR_TAGS} tags (has {len(value)})")
     for key, tag in value.items():
         if not key or not tag:
-            raise ValueError(f"tag {key!r}: empty keys and values select nothing (use '*' for any value)")
+            raise ValueError(f"tag {quoted(key)}: empty keys and values select nothing (use '*' for any value)")
+        if len(key) > MAX_TAG_KEY or len(tag) > MAX_TAG_VALUE:  # no EC2 resource carries such a tag
+            raise ValueError(
+                f"tag {quoted(key)}: EC2 allows keys of at most {MAX_TAG_KEY} and values of at most "
+                f"{MAX_TAG_VALUE} characters, so it would select nothing"
+            )
     return value
 
 
@@ -365,7 +466,9 @@ class DataVolumeSpec(CamelModel):
     It is attached, not formatted or mounted: the node's OS or a DaemonSet of yours uses it."""
 
     device_name: str = Field(description="Device name, /dev/xvdb-/dev/xvdz or /dev/sdb-/dev/sdz.")
-    size_gib: int | None = Field(None, ge=1, le=16384, description="GiB (unset with snapshotID: the snapshot's).")
+    size_gib: int | None = Field(
+        None, ge=1, le=MAX_VOLUME_GIB, description="GiB (unset with snapshotID: the snapshot's)."
+    )
     volume_type: Literal["gp3", "gp2", "io1", "io2", "st1", "sc1"] = Field("gp3", description="EBS volume type.")
     iops: int | None = Field(None, description="Provisioned IOPS (gp3, io1, io2; same ranges as rootVolumeIops).")
     throughput: int | None = Field(None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4).")
@@ -385,10 +488,10 @@ class DataVolumeSpec(CamelModel):
     def _size(self) -> DataVolumeSpec:
         if self.size_gib is None and self.snapshot_id is None:
             raise ValueError("a data volume needs sizeGib or snapshotID")
-        if self.size_gib is not None:
-            check_volume(DATA_VOLUME_FIELDS, self.volume_type, self.size_gib, self.iops, self.throughput)
-        elif self.iops is not None or self.throughput is not None:
-            raise ValueError("iops and throughput need sizeGib (EC2 checks them against the size)")
+        if self.size_gib is None and self.iops is not None:
+            raise ValueError("iops needs sizeGib (EC2 checks IOPS against the volume's size)")
+        # sized by its snapshot: gp3 throughput is checked against the IOPS (the included 3000), not the size
+        check_volume(DATA_VOLUME_FIELDS, self.volume_type, self.size_gib, self.iops, self.throughput)
         return self
 
     @property
@@ -410,7 +513,7 @@ class NodeClassSpec(CamelModel):
     root_volume_size_gib: int = Field(
         50,
         ge=1,
-        le=16384,
+        le=MAX_VOLUME_GIB,
         description="GiB of the volume for images, logs and pods: the root volume (al2, al2023) or Bottlerocket's "
         "data volume; at least the AMI's 20 GiB snapshot.",
     )
@@ -490,13 +593,15 @@ class NodeClassSpec(CamelModel):
         for key, tag in value.items():
             if not key or key in RESTRICTED_TAG_KEYS or key.startswith(RESTRICTED_TAG_PREFIX):
                 raise ValueError(
-                    f"tag '{key}' is one Karpenter sets itself (restricted: "
+                    f"tag {quoted(key)} is one Karpenter sets itself (restricted: "
                     f"{', '.join(RESTRICTED_TAG_KEYS)}, {RESTRICTED_TAG_PREFIX}*) or empty"
                 )
             if key.lower().startswith("aws:"):
-                raise ValueError(f"tag '{key}': the aws: prefix is reserved for AWS")
+                raise ValueError(f"tag {quoted(key)}: the aws: prefix is reserved for AWS")
             if len(key) > 128 or len(tag) > 256:
-                raise ValueError(f"tag '{key}': EC2 allows keys of at most 128 and values of at most 256 characters")
+                raise ValueError(
+                    f"tag {quoted(key)}: EC2 allows keys of at most 128 and values of at most 256 characters"
+                )
         return value
 
     @field_validator("ami_alias")
@@ -624,7 +729,7 @@ class RequirementSpec(CamelModel):
         operator_values(self.key, self.operator, self.values)
         if self.operator == "In" and self.min_values is not None and len(self.values) < self.min_values:
             raise ValueError(
-                f"requirement '{self.key}' has minValues {self.min_values} but only {len(self.values)} "
+                f"requirement {quoted(self.key)} has minValues {self.min_values} but only {len(self.values)} "
                 "value(s); Karpenter needs at least as many values as minValues"
             )
         return self
@@ -633,9 +738,9 @@ class RequirementSpec(CamelModel):
 def operator_values(key: str, operator: str, values: Sequence[str]) -> None:
     """The values a requirement's operator needs (the CRDs' rules), and EC2 names where the key is one."""
     if operator in ("In", "NotIn") and not values:
-        raise ValueError(f"requirement '{key}' with operator {operator} needs at least one value")
+        raise ValueError(f"requirement {quoted(key)} with operator {operator} needs at least one value")
     if operator in ("Exists", "DoesNotExist") and values:
-        raise ValueError(f"requirement '{key}' with operator {operator} takes no values")
+        raise ValueError(f"requirement {quoted(key)} with operator {operator} takes no values")
     names = {
         "node.kubernetes.io/instance-type": (INSTANCE_TYPE, "instance type like m7g.large"),
         "karpenter.k8s.aws/instance-family": (INSTANCE_FAMILY, "instance family like m7g"),
@@ -644,9 +749,13 @@ def operator_values(key: str, operator: str, values: Sequence[str]) -> None:
         pattern, what = names[key]
         bad = [v for v in values if not pattern.fullmatch(v)]
         if bad:
-            raise ValueError(f"requirement '{key}': {', '.join(repr(v) for v in bad)} is no EC2 {what}")
-    if operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not values[0].isdigit()):
-        raise ValueError(f"requirement '{key}' with operator {operator} needs exactly one whole number")
+            raise ValueError(f"requirement {quoted(key)}: {', '.join(quoted(v) for v in bad)} is no EC2 {what}")
+        for v in values:  # of the right form: is it one EC2 has?
+            unknown = unknown_instance_type(v, families=key == "karpenter.k8s.aws/instance-family")
+            if unknown:
+                raise ValueError(f"requirement {quoted(key)}: {quoted(v)} {unknown}")
+    if operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not ascii_int(values[0])):
+        raise ValueError(f"requirement {quoted(key)} with operator {operator} needs exactly one whole number")
 
 
 class TaintSpec(CamelModel):
@@ -688,7 +797,7 @@ class NodePoolSpec(CamelModel):
     requirements: list[RequirementSpec] = Field(
         default_factory=list, description="Extra requirements, after the ones the fields above produce."
     )
-    limits: dict[str, str] = Field(
+    limits: dict[str, IntOrString] = Field(
         default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
         description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
     )
@@ -728,7 +837,7 @@ class NodePoolSpec(CamelModel):
         unknown = [c for c in value if c not in INSTANCE_CATEGORIES]
         if unknown:
             raise ValueError(
-                f"{', '.join(repr(c) for c in unknown)} is no EC2 instance category (known: "
+                f"{', '.join(quoted(c) for c in unknown)} is no EC2 instance category (known: "
                 f"{', '.join(INSTANCE_CATEGORIES)}); a pool of unknown categories launches nothing"
             )
         return value
@@ -769,7 +878,7 @@ class NodePoolSpec(CamelModel):
         for requirement in self.requirements:
             if requirement.key in _STRUCTURED_REQUIREMENTS:
                 raise ValueError(
-                    f"requirement '{requirement.key}' is set by "
+                    f"requirement {quoted(requirement.key)} is set by "
                     f"{_STRUCTURED_REQUIREMENTS[requirement.key]}; use that field instead"
                 )
         return self
@@ -804,13 +913,18 @@ DATA_VOLUME_FIELDS = ("volumeType", "sizeGib", "iops", "throughput")
 
 
 def check_volume(
-    fields: tuple[str, str, str, str], kind: str, size: int, iops: int | None, throughput: int | None
+    fields: tuple[str, str, str, str], kind: str, size: int | None, iops: int | None, throughput: int | None
 ) -> None:
     """What EC2 refuses of an EBS volume's type, size, IOPS and throughput; ``fields`` names the four
-    settings in messages."""
+    settings in messages. ``size`` None: the volume takes its snapshot's size (then no IOPS are given)."""
     type_field, size_field, iops_field, throughput_field = fields
-    if size < EBS_MIN_GIB.get(kind, 1):
+    if size is not None and size < EBS_MIN_GIB.get(kind, 1):
         raise ValueError(f"{size_field} {size} is below the {EBS_MIN_GIB[kind]} GiB EC2 needs for {kind}")
+    if size is not None and size > EBS_MAX_GIB[kind]:
+        raise ValueError(
+            f"{size_field} {size} is above the {EBS_MAX_GIB[kind]} GiB EC2 allows for {kind} "
+            f"(gp3 and io2: up to {MAX_VOLUME_GIB})"
+        )
     if kind in ("io1", "io2") and iops is None:
         raise ValueError(f"{type_field} {kind} needs {iops_field}: EC2 requires provisioned IOPS for it")
     if iops is not None and kind not in EBS_IOPS:
@@ -820,7 +934,7 @@ def check_volume(
         )
     if throughput is not None and kind != "gp3":
         raise ValueError(f"{throughput_field} applies to gp3 only, not {kind}")
-    if iops is not None:
+    if iops is not None and size is not None:
         low, high, per_gib = EBS_IOPS[kind]
         if not low <= iops <= high or iops > per_gib * size:
             raise ValueError(
@@ -838,8 +952,8 @@ def check_volume(
 
 # NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
 # amount (+0.1, -0.05) or a percentage (+10%, -10%, at most -100%).
-_PRICE = re.compile(r"\d+(\.\d+)?")
-_PRICE_ADJUSTMENT = re.compile(r"[+-]\d*\.?\d+|\+\d*\.?\d+%|-\d{1,2}(\.\d+)?%|-100%")
+_PRICE = re.compile(r"\d+(\.\d+)?", re.ASCII)
+_PRICE_ADJUSTMENT = re.compile(r"[+-]\d*\.?\d+|\+\d*\.?\d+%|-\d{1,2}(\.\d+)?%|-100%", re.ASCII)
 # Resources a NodeOverlay cannot add capacity of (the CRD refuses them: Karpenter computes them itself).
 OVERLAY_RESTRICTED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
 
@@ -886,7 +1000,7 @@ class NodeOverlaySpec(CamelModel):
     price_adjustment: str | None = Field(
         None, description="Change of the price: an amount (+0.1, -0.05) or a percentage (+10%, -10%, -100%)."
     )
-    capacity: dict[str, str] = Field(
+    capacity: dict[str, IntOrString] = Field(
         default_factory=dict,
         description='Extra capacity of extended resources per node (e.g. {"example.com/device": "2"}); not '
         "cpu, memory, ephemeral-storage or pods.",
@@ -925,7 +1039,7 @@ class NodeOverlaySpec(CamelModel):
             )
         for resource in value:
             if not _QUALIFIED_NAME.fullmatch(resource):
-                raise ValueError(f"'{resource}' is not a resource name like example.com/device")
+                raise ValueError(f"{quoted(resource)} is not a resource name like example.com/device")
         return non_negative_quantities(value)
 
     @model_validator(mode="after")
@@ -967,38 +1081,38 @@ def pool_problems(
     problems = []
     if node_overlays and not feature_gates.get("nodeOverlay", False):
         problems.append(
-            f"nodeOverlays {', '.join(repr(o.name) for o in node_overlays)}: Karpenter ignores node "
+            f"nodeOverlays {', '.join(quoted(o.name) for o in node_overlays)}: Karpenter ignores node "
             "overlays unless controller.featureGates.nodeOverlay is true"
         )
     for pool in node_pools:
         node_class = classes.get(pool.node_class)
         if node_class is None:
             problems.append(
-                f"nodePools '{pool.name}' refers to nodeClass '{pool.node_class}', which is not in "
+                f"nodePools {quoted(pool.name)} refers to nodeClass {quoted(pool.node_class)}, which is not in "
                 f"nodeClasses ({', '.join(sorted(classes))})"
             )
             continue
         if "reserved" in pool.capacity_types:
             if not node_class.capacity_reservation_selector_terms:
                 problems.append(
-                    f"nodePools '{pool.name}' allows the reserved capacity type, but its nodeClass "
-                    f"'{node_class.name}' has no capacityReservationSelectorTerms: it would launch nothing "
+                    f"nodePools {quoted(pool.name)} allows the reserved capacity type, but its nodeClass "
+                    f"{quoted(node_class.name)} has no capacityReservationSelectorTerms: it would launch nothing "
                     "reserved"
                 )
             if not feature_gates.get("reservedCapacity", True):
                 problems.append(
-                    f"nodePools '{pool.name}' allows the reserved capacity type, which Karpenter ignores "
+                    f"nodePools {quoted(pool.name)} allows the reserved capacity type, which Karpenter ignores "
                     "while controller.featureGates.reservedCapacity is false"
                 )
         if node_class.windows and "amd64" not in pool.architectures:
             problems.append(
-                f"nodePools '{pool.name}' uses the Windows nodeClass '{node_class.name}' but allows only "
+                f"nodePools {quoted(pool.name)} uses the Windows nodeClass {quoted(node_class.name)} but allows only "
                 "arm64: EKS's Windows AMIs are amd64 only, so it would launch nothing"
             )
     static = [p.name for p in node_pools if p.replicas is not None]
     if static and not feature_gates.get("staticCapacity", False):
         problems.append(
-            f"nodePools {', '.join(repr(n) for n in static)} set replicas (static capacity), which "
+            f"nodePools {', '.join(quoted(n) for n in static)} set replicas (static capacity), which "
             "Karpenter ignores unless controller.featureGates.staticCapacity is true"
         )
     return problems
@@ -1022,9 +1136,9 @@ def non_negative_quantities(value: dict[str, str], what: str = "") -> dict[str, 
         try:
             amount = parse_quantity(quantity)
         except ValueError as err:
-            raise ValueError(f"{what}{resource} '{quantity}' {err}") from None
+            raise ValueError(f"{what}{named(resource)} {quoted(quantity)} {err}") from None
         if amount < 0:
-            raise ValueError(f"{what}{resource} '{quantity}' must not be negative")
+            raise ValueError(f"{what}{named(resource)} {quoted(quantity)} must not be negative")
     return value
 
 
@@ -1042,7 +1156,7 @@ def optional_match(value: str | None, pattern: re.Pattern[str], message: str) ->
 def label_value(value: str) -> str:
     """A Kubernetes label value (also a requirement value): at most 63 characters of the allowed set."""
     if not _LABEL_VALUE.fullmatch(value):
-        raise ValueError(f"label value '{value}' must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
+        raise ValueError(f"label value {quoted(value)} must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
     return value
 
 
@@ -1054,19 +1168,19 @@ def label_key(
     required (a NodeOverlay's requirements; a pool's nodes get it from Karpenter)."""
     if not _QUALIFIED_NAME.fullmatch(key) or len(key) > 316:
         raise ValueError(
-            f"'{key}' is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 characters)"
+            f"{quoted(key)} is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 characters)"
         )
     if key == "kubernetes.io/hostname" or key == "karpenter.sh/nodepool" and not node_pool_key:
-        raise ValueError(f"'{key}' is a label key Karpenter sets itself; it cannot be set or required here")
+        raise ValueError(f"{quoted(key)} is a label key Karpenter sets itself; it cannot be set or required here")
     domain = key.split("/", 1)[0]
     if domain.endswith("karpenter.sh") and key not in KARPENTER_SH_LABELS_ALLOWED:
         raise ValueError(
-            f"'{key}': label domain \"karpenter.sh\" is restricted (allowed there: "
+            f'{quoted(key)}: label domain "karpenter.sh" is restricted (allowed there: '
             f"karpenter.sh/capacity-type{', karpenter.sh/nodepool' if node_pool_key else ''})"
         )
     if domain.endswith("karpenter.k8s.aws") and key not in aws_labels:
         raise ValueError(
-            f"'{key}': label domain \"karpenter.k8s.aws\" is restricted to Karpenter's well-known "
+            f'{quoted(key)}: label domain "karpenter.k8s.aws" is restricted to Karpenter\'s well-known '
             "labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, "
             f"...{'' if aws_labels is KARPENTER_AWS_WELL_KNOWN_LABELS else '; for node overlays not tenancy, capacity-reservation or placement-group keys'})"
         )

@@ -8,7 +8,7 @@ import pytest
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
-from tests.conftest import CDK_JSON_CONTEXT, EXISTING, TODAY
+from tests.conftest import EXISTING, PRODUCT_CONTEXT, TODAY
 
 POOL = {"name": "p"}
 
@@ -29,7 +29,7 @@ CASES = {
     ),
     "unknown kubernetes version": (
         {"kubernetesVersion": "2.0"},
-        "kubernetesVersion '2.0' is not of the form 1.NN (e.g. 1.36) (from -c)",
+        'kubernetesVersion = "2.0": must be a Kubernetes minor version of the form 1.NN, like 1.36 (from -c)',
     ),
     "past extended support": (
         {"kubernetesVersion": "1.30"},
@@ -119,8 +119,8 @@ CASES = {
         "nodeClasses[0].metadataHopLimit = 65: Input should be less than or equal to 64 (from -c)",
     ),
     "volume size": (
-        {"nodeClasses": [{"rootVolumeSizeGib": 20000}]},
-        "nodeClasses[0].rootVolumeSizeGib = 20000: Input should be less than or equal to 16384 (from -c)",
+        {"nodeClasses": [{"rootVolumeSizeGib": 60000}]},
+        "nodeClasses[0].rootVolumeSizeGib = 60000: Input should be less than or equal to 59000 (from -c)",
     ),
     "cidr": (
         {"vpcCidr": "10.0.0.0/33"},
@@ -409,7 +409,7 @@ CASES = {
                 {"dataVolumes": [{"deviceName": "/dev/sdf", "snapshotID": "snap-0123456789abcdef0", "iops": 4000}]}
             ]
         },
-        "nodeClasses[0].dataVolumes[0]: iops and throughput need sizeGib (EC2 checks them against the size) (from -c)",
+        "nodeClasses[0].dataVolumes[0]: iops needs sizeGib (EC2 checks IOPS against the volume's size) (from -c)",
     ),
     "instance category that does not exist": (
         {"nodePools": [{"instanceCategories": ["c", "zz"]}]},
@@ -452,7 +452,7 @@ CASES = {
     "image GC thresholds the wrong way round": (
         {"nodeClasses": [{"kubelet": {"imageGCHighThresholdPercent": 80, "imageGCLowThresholdPercent": 85}}]},
         "nodeClasses[0].kubelet: imageGCHighThresholdPercent (80) must be greater than imageGCLowThresholdPercent "
-        "(85) (from -c)",
+        "(85), or the kubelet does not start (from -c)",
     ),
     "eviction threshold of the wrong form": (
         {"nodeClasses": [{"kubelet": {"evictionHard": {"memory.available": "10 percent"}}}]},
@@ -624,7 +624,7 @@ MORE_CASES = {
     ),
     "kubernetes version with v": (
         {"kubernetesVersion": "v1.35"},
-        "kubernetesVersion 'v1.35' is not of the form 1.NN (e.g. 1.36) (from -c)",
+        'kubernetesVersion = "v1.35": must be a Kubernetes minor version of the form 1.NN, like 1.36 (from -c)',
     ),
     "kubernetes version 1.29": (
         {"kubernetesVersion": "1.29"},
@@ -888,11 +888,11 @@ MORE_CASES = {
     ),
     "node pools not JSON": (
         {"nodePools": "[{"},
-        "nodePools: '[{' is not valid JSON (Expecting property name enclosed in double quotes); expected a JSON list (from -c)",
+        'nodePools: "[{" is not valid JSON (Expecting property name enclosed in double quotes); expected a JSON list (from -c)',
     ),
     "addon versions not JSON": (
         {"addonVersions": "{"},
-        "addonVersions: '{' is not valid JSON (Expecting property name enclosed in double quotes); expected a JSON object (from -c)",
+        'addonVersions: "{" is not valid JSON (Expecting property name enclosed in double quotes); expected a JSON object (from -c)',
     ),
     "environment name": (
         {"environments": {"Prod": {}}},
@@ -930,11 +930,222 @@ MORE_CASES = {
 assert not set(MORE_CASES) & set(CASES)
 CASES.update(MORE_CASES)
 
+_TYPES = "EC2 instance types botocore 1.44.5's EC2 model lists"
+_EXISTING_OIDC = (
+    "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"
+)
+# Issue 21, point 5: what the real system refuses, refused here (one line, setting, value, what is allowed).
+REAL_SYSTEM_CASES = {
+    "system instance type EC2 does not have": (
+        {"systemNodeInstanceType": "m5.huge"},
+        f'systemNodeInstanceType = "m5.huge": is not one of the 1437 {_TYPES}; did you mean '
+        "'m5.large' or 'm5n.large' or 'm5d.large'? (from -c)",
+    ),
+    "required instance type EC2 does not have": (
+        {
+            "nodePools": [
+                {
+                    "requirements": [
+                        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["c7g.larg"]}
+                    ]
+                }
+            ]
+        },
+        "nodePools[0].requirements[0]: requirement 'node.kubernetes.io/instance-type': 'c7g.larg' is not one of the "
+        f"1437 {_TYPES}; did you mean 'c7g.large' or 'c7gn.large' or 'c7gd.large'? (from -c)",
+    ),
+    "excluded instance type EC2 does not have": (
+        {
+            "nodePools": [
+                {
+                    "requirements": [
+                        {"key": "node.kubernetes.io/instance-type", "operator": "NotIn", "values": ["p4.24xlarge"]}
+                    ]
+                }
+            ]
+        },
+        "nodePools[0].requirements[0]: requirement 'node.kubernetes.io/instance-type': 'p4.24xlarge' is not one of "
+        f"the 1437 {_TYPES}; did you mean 'p4d.24xlarge' or 'p4de.24xlarge' or 'i4i.24xlarge'? (from -c)",
+    ),
+    "instance family EC2 does not have": (
+        {
+            "nodePools": [
+                {"requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7q"]}]}
+            ]
+        },
+        "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-family': 'm7q' is not one of the 210 "
+        "EC2 instance families botocore 1.44.5's EC2 model lists; did you mean 'm7i' or 'm7g' or 'm7a'? (from -c)",
+    ),
+    "overlay instance type EC2 does not have": (
+        {
+            "controller": {"featureGates": {"nodeOverlay": True}},
+            "nodeOverlays": [
+                {
+                    "name": "o",
+                    "price": "1",
+                    "requirements": [
+                        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.huge"]}
+                    ],
+                }
+            ],
+        },
+        "nodeOverlays[0].requirements[0]: requirement 'node.kubernetes.io/instance-type': 'm5.huge' is not one of the "
+        f"1437 {_TYPES}; did you mean 'm5.large' or 'm5n.large' or 'm5d.large'? (from -c)",
+    ),
+    "kubernetes version as a JSON number": (
+        {"kubernetesVersion": 1.35},
+        'kubernetesVersion = 1.35: must be a string; write it in quotes: "1.35" (from -c)',
+    ),
+    "kubernetes version 1.30 as a JSON number": (
+        {"kubernetesVersion": 1.30},
+        'kubernetesVersion = 1.3: must be a string; write it in quotes: "1.3" (JSON reads 1.30 as the number 1.3: '
+        'if you meant 1.30, write "1.30") (from -c)',
+    ),
+    "karpenter version as a JSON number": (
+        {"karpenterVersion": 1.14},
+        'karpenterVersion = 1.14: must be a string; write it in quotes: "1.14" (from -c)',
+    ),
+    "account as a JSON number": (
+        {"account": 111122223333, "region": "eu-west-1"},
+        'account = 111122223333: must be a string; write it in quotes: "111122223333" (from -c)',
+    ),
+    "cluster name as a JSON boolean": (
+        {"clusterName": True},
+        'clusterName = true: must be a string; write it in quotes: "true" (from -c)',
+    ),
+    "label value as a JSON number": (
+        {"nodePools": [{"labels": {"team": 7}}]},
+        'nodePools[0].labels.team = 7: must be a string; write it in quotes: "7" (from -c)',
+    ),
+    "limit as a fractional JSON number": (
+        {"nodePools": [{"limits": {"cpu": 1.5}}]},
+        'nodePools[0].limits.cpu = 1.5: must be a string; write it in quotes: "1.5" (from -c)',
+    ),
+    "label value with a newline": (
+        {"nodePools": [{"labels": {"team": "a\nb"}}]},
+        "nodePools[0].labels: label value 'a\\nb' must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.' (from -c)",
+    ),
+    "unknown setting with a stray space": (
+        {"clusterName ": "x"},
+        "'clusterName ': unknown setting; did you mean 'clusterName' (without the surrounding whitespace)? (from -c)",
+    ),
+    "nested unknown setting with a newline": (
+        {"nodeClasses": [{"amiAlias\n": "al2023@latest"}]},
+        "nodeClasses[0].'amiAlias\\n': unknown setting; did you mean 'amiAlias' (without the surrounding whitespace)? "
+        "(from -c)",
+    ),
+    "fullwidth digits in a duration": (
+        {"nodePools": [{"consolidateAfter": "\uff11\uff10m"}]},
+        'nodePools[0].consolidateAfter = "\\uff11\\uff10m": must be a duration like 30s, 15m, 720h, 1h30m, or Never '
+        "(from -c)",
+    ),
+    "Arabic-Indic digits in a Gt requirement": (
+        {
+            "nodePools": [
+                {"requirements": [{"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt", "values": ["\u0663"]}]}
+            ]
+        },
+        "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-cpu' with operator Gt needs exactly one "
+        "whole number (from -c)",
+    ),
+    "fullwidth digits in an eviction threshold": (
+        {"nodeClasses": [{"kubelet": {"evictionHard": {"memory.available": "\uff11\uff10%"}}}]},
+        "nodeClasses[0].kubelet.evictionHard: memory.available '\uff11\uff10%' must be a percentage like 10% or a "
+        "quantity like 500Mi (from -c)",
+    ),
+    "fullwidth digits in a kubernetes version": (
+        {"kubernetesVersion": "1.\uff13\uff15"},
+        'kubernetesVersion = "1.\\uff13\\uff15": must be a Kubernetes minor version of the form 1.NN, like 1.36 '
+        "(from -c)",
+    ),
+    "administrator ARN of another partition than the region": (
+        {
+            "administrators": ["arn:aws-cn:iam::111122223333:role/admin"],
+            "account": "111122223333",
+            "region": "eu-west-1",
+        },
+        "administrators[0] 'arn:aws-cn:iam::111122223333:role/admin' is in partition aws-cn, but region 'eu-west-1' "
+        "is in partition aws (ARNs there start arn:aws:) (from -c)",
+    ),
+    "alarm topic of another partition than the region": (
+        {
+            "interruptionQueueAlarms": True,
+            "alarmTopicArn": "arn:aws:sns:us-gov-west-1:111122223333:alerts",
+            "account": "111122223333",
+            "region": "us-gov-west-1",
+        },
+        "alarmTopicArn 'arn:aws:sns:us-gov-west-1:111122223333:alerts' is in partition aws, but region "
+        "'us-gov-west-1' is in partition aws-us-gov (ARNs there start arn:aws-us-gov:) (from -c)",
+    ),
+    "existing cluster role of another partition than the region": (
+        {**_existing({"kubectlRoleArn": "arn:aws-us-gov:iam::111122223333:role/admin"}), "region": "eu-west-1"},
+        "existingCluster.kubectlRoleArn 'arn:aws-us-gov:iam::111122223333:role/admin' is in partition aws-us-gov, "
+        "but region 'eu-west-1' is in partition aws (ARNs there start arn:aws:) (from -c)",
+    ),
+    "existing cluster OIDC issuer in another region": (
+        {**_existing({}), "region": "eu-central-1"},
+        f"existingCluster.openIdConnectProviderArn '{_EXISTING_OIDC}': the cluster's OIDC issuer is in eu-west-1, "
+        "but region is 'eu-central-1'; an existing cluster is in the stack's region (from -c)",
+    ),
+    "China OIDC issuer without .cn": (
+        {**_existing({"openIdConnectProviderArn": _EXISTING_OIDC.replace("eu-west-1", "cn-north-1")})},
+        "existingCluster.openIdConnectProviderArn '"
+        + _EXISTING_OIDC.replace("eu-west-1", "cn-north-1")
+        + "': an issuer in cn-north-1 ends in .amazonaws.com.cn (from -c)",
+    ),
+    "aws-auth administrator with a path": (
+        {"administrators": ["arn:aws:iam::111122223333:role/platform/admin"]},
+        "administrators[0] 'arn:aws:iam::111122223333:role/platform/admin': aws-auth (authenticationMode unset: "
+        "CONFIG_MAP) matches a role by its ARN without the path; write 'arn:aws:iam::111122223333:role/admin', or "
+        "use authenticationMode API_AND_CONFIG_MAP (access entries take the path) (from -c)",
+    ),
+    "image GC low threshold above the kubelet's default high one": (
+        {"nodeClasses": [{"kubelet": {"imageGCLowThresholdPercent": 90}}]},
+        "nodeClasses[0].kubelet: imageGCHighThresholdPercent (85: unset, the kubelet's default) must be greater than "
+        "imageGCLowThresholdPercent (90), or the kubelet does not start (from -c)",
+    ),
+    "image GC high threshold below the kubelet's default low one": (
+        {"nodeClasses": [{"kubelet": {"imageGCHighThresholdPercent": 75}}]},
+        "nodeClasses[0].kubelet: imageGCHighThresholdPercent (75) must be greater than imageGCLowThresholdPercent "
+        "(80: unset, the kubelet's default), or the kubelet does not start (from -c)",
+    ),
+    "selector tag key longer than EC2 allows": (
+        {"nodeClasses": [{"extraSecurityGroupSelectorTerms": [{"tags": {"k" * 129: "*"}}]}]},
+        f"nodeClasses[0].extraSecurityGroupSelectorTerms[0].tags: tag '{'k' * 129}': EC2 allows keys of at most 128 "
+        "and values of at most 256 characters, so it would select nothing (from -c)",
+    ),
+    "selector tag value longer than EC2 allows": (
+        {"nodeClasses": [{"capacityReservationSelectorTerms": [{"tags": {"team": "v" * 257}}]}]},
+        "nodeClasses[0].capacityReservationSelectorTerms[0].tags: tag 'team': EC2 allows keys of at most 128 and "
+        "values of at most 256 characters, so it would select nothing (from -c)",
+    ),
+    "io1 volume above its 16 TiB": (
+        {"nodeClasses": [{"rootVolumeType": "io1", "rootVolumeSizeGib": 20000, "rootVolumeIops": 64000}]},
+        "nodeClasses[0]: rootVolumeSizeGib 20000 is above the 16384 GiB EC2 allows for io1 (gp3 and io2: up to "
+        "59000) (from -c)",
+    ),
+    "gp3 throughput above what the included IOPS allow on a snapshot-sized volume": (
+        {
+            "nodeClasses": [
+                {
+                    "dataVolumes": [
+                        {"deviceName": "/dev/xvdf", "snapshotID": "snap-0123456789abcdef0", "throughput": 1000}
+                    ]
+                }
+            ]
+        },
+        "nodeClasses[0].dataVolumes[0]: throughput 1000 MiB/s is outside what EC2 allows with 3000 IOPS: 125-750 "
+        "(at most IOPS/4) (from -c)",
+    ),
+}
+assert not set(REAL_SYSTEM_CASES) & set(CASES)
+CASES.update(REAL_SYSTEM_CASES)
+
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_configuration_fails_fast_with_its_message_and_builds_nothing(case, tmp_path: Path):
     overrides, message = CASES[case]
-    app = new_app(context={**CDK_JSON_CONTEXT, **overrides}, outdir=str(tmp_path))
+    app = new_app(context={**PRODUCT_CONTEXT, **overrides}, outdir=str(tmp_path))
     with pytest.raises(ConfigError) as info:
         build(app, today=TODAY)
     assert str(info.value) == message
@@ -985,7 +1196,7 @@ def test_hostile_strings_stop_at_the_model(setting):
     for value in (v for v in HOSTILE if not (v == "" and setting in OPTIONAL)):
         extra = {"interruptionQueueAlarms": True} if setting == "alarmTopicArn" else {}
         extra |= {"account": "111122223333", "region": "eu-west-1"} if setting == "vpcId" else {}
-        app = new_app(context={**CDK_JSON_CONTEXT, **extra, setting: value})
+        app = new_app(context={**PRODUCT_CONTEXT, **extra, setting: value})
         with pytest.raises(ConfigError) as info:
             build(app, today=TODAY)
         first = str(info.value).split("\n")[0]
@@ -996,7 +1207,7 @@ def test_hostile_strings_stop_at_the_model(setting):
 def test_a_trailing_newline_is_no_loophole():
     """Python's `$` matches before a final newline: every pattern is matched in full instead."""
     with pytest.raises(ConfigError) as info:
-        build(new_app(context={**CDK_JSON_CONTEXT, "clusterName": "prod\n"}), today=TODAY)
+        build(new_app(context={**PRODUCT_CONTEXT, "clusterName": "prod\n"}), today=TODAY)
     assert str(info.value) == (
         'clusterName = "prod\\n": must start with a letter or digit and contain only '
         "letters, digits, '-' and '_' (from -c)"

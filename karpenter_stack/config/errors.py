@@ -27,6 +27,8 @@ from constructs_lib.node_specs import (
     SecurityGroupTermSpec,
     SubnetTermSpec,
     TaintSpec,
+    named,
+    quoted,
 )
 
 from .model import AppConfig, ExistingClusterConfig
@@ -41,7 +43,9 @@ class ConfigError(Exception):
 FLAG = "-c"
 CDK_JSON = "cdk.json"
 BUILT_IN = "built-in default"
-_LEADING_KEY = re.compile(r"[A-Za-z]+")
+_LEADING_KEY = re.compile(r"[A-Za-z]+", re.ASCII)
+# What splits a line (str.splitlines): escaped in a message that must stay one line.
+_LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _SETTINGS = {to_camel(name) for name in AppConfig.model_fields}
 
 
@@ -52,9 +56,10 @@ def with_origins(message: str, prefix: str, origins: Mapping[str, str]) -> str:
     lines = []
     for line in message.split("\n"):
         body = line[len(prefix) :] if line.startswith(prefix) else line
-        key = _LEADING_KEY.match(body)
-        if key and (key.group() in origins or key.group() in _SETTINGS):
-            line += f" (from {origins.get(key.group(), BUILT_IN)})"
+        match = _LEADING_KEY.match(body)
+        key = match.group() if match else next((k for k in origins if body.startswith(named(k) + ":")), None)
+        if key and (key in origins or key in _SETTINGS):
+            line += f" (from {origins.get(key, BUILT_IN)})"
         lines.append(line)
     return "\n".join(lines)
 
@@ -65,7 +70,7 @@ def format_location(loc: tuple[Any, ...]) -> str:
         if isinstance(item, int) and parts:
             parts[-1] = f"{parts[-1]}[{item}]"
         else:
-            parts.append(str(item))
+            parts.append(named(str(item)))  # a key with a stray space or newline shows quoted
     return ".".join(parts)
 
 
@@ -103,9 +108,28 @@ def _known_keys(loc: tuple[Any, ...], root: type[CamelModel] = AppConfig) -> lis
 
 
 def unknown_key(setting: str, key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known settings: {', '.join(sorted(known))}"
+    """``setting`` names the key where it is (a top-level key is its own setting: then shown quoted when
+    it is no plain name, e.g. "clusterName " with a stray space)."""
+    if setting == key:
+        setting = named(key)
+    if key.strip() in known:
+        hint = f"did you mean {quoted(key.strip())} (without the surrounding whitespace)?"
+    elif close := difflib.get_close_matches(key, known, n=1):
+        hint = f"did you mean {quoted(close[0])}?"
+    else:
+        hint = f"known settings: {', '.join(sorted(known))}"
     return f"{setting}: unknown setting; {hint}"
+
+
+def _type_hint(setting: str, value: Any) -> str:
+    """A number or true/false given where a string belongs: the quoted spelling that fixes it (for a
+    version, what a dropped trailing zero was)."""
+    text = json.dumps(value)
+    hint = f"must be a string; write it in quotes: {json.dumps(text)}"
+    fraction = text.partition(".")[2] if isinstance(value, float) and setting.lower().endswith("version") else ""
+    if len(fraction) == 1:  # 1.30 arrives as 1.3: JSON numbers drop trailing zeros
+        hint += f" (JSON reads {text}0 as the number {text}: if you meant {text}0, write {json.dumps(text + '0')})"
+    return hint
 
 
 def _shown(value: Any) -> str:
@@ -131,6 +155,10 @@ def format_errors(err: ValidationError, prefix: str = "", root: type[CamelModel]
             lines.append(unknown_key(setting, str(error["loc"][-1]), _known_keys(error["loc"], root)))
             continue
         message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "string_type" and isinstance(error.get("input"), (int, float)):  # (bool is an int)
+            message = _type_hint(setting, error["input"])
+        if setting:  # one problem, one line, whatever a value it echoes holds
+            message = _LINE_BREAKS.sub(lambda m: repr(m.group())[1:-1], message)
         if not setting:  # a cross-field rule: its message names the settings itself
             lines += [prefix + line for line in message.split("\n")]
             continue

@@ -25,6 +25,8 @@ from constructs_lib.node_specs import (
     NodePoolSpec,
     optional_match,
     pool_problems,
+    quoted,
+    unknown_instance_type,
 )
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
@@ -46,7 +48,11 @@ _REGION = re.compile(
 )
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8}([0-9a-f]{9})?$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$", re.ASCII)
+_KUBERNETES_VERSION = re.compile(r"^1\.[0-9]+$")
+# The partition of an ARN, and the region of an EKS OIDC issuer (oidc.eks.<region>.amazonaws.com[.cn]).
+_ARN_PARTITION = re.compile(r"^arn:(aws[a-z-]*):")
+_OIDC_REGION = re.compile(r":oidc-provider/oidc\.eks\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?/")
 _OIDC_PROVIDER_ARN = re.compile(
     r"^arn:aws[a-z-]*:iam::[0-9]{12}:oidc-provider/oidc\.eks\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/id/[A-Za-z0-9]+$"
 )
@@ -64,6 +70,7 @@ _ID_FORMATS = {
 # Settings whose value has one form (what a CDK or CloudFormation parser, or AWS, expects) -> that form
 # and the message naming it.
 _FORMATS = {
+    "kubernetes_version": (_KUBERNETES_VERSION, "must be a Kubernetes minor version of the form 1.NN, like 1.36"),
     "karpenter_version": (_RELEASE, "must be a Karpenter release like 1.14.1"),
     "account": (_ACCOUNT, "must be a 12-digit AWS account id"),
     "region": (_REGION, "must be an AWS region name like eu-west-1 or us-gov-west-1"),
@@ -142,7 +149,7 @@ class ExistingClusterConfig(CamelModel):
     @classmethod
     def _subnets(cls, value: list[str]) -> list[str]:
         for subnet in value:
-            optional_match(subnet, _SUBNET_ID, f"'{subnet}' must look like subnet-0123456789abcdef0")
+            optional_match(subnet, _SUBNET_ID, f"{quoted(subnet)} must look like subnet-0123456789abcdef0")
         _unique("subnetIds", value, what="ids")
         return value
 
@@ -325,7 +332,9 @@ class AppConfig(CamelModel):
     def _public_cidrs(cls, value: list[str]) -> list[str]:
         for cidr in value:
             if _ipv4_network(cidr).prefixlen == 0:
-                raise ValueError(f"'{cidr}' opens the API endpoint to the whole internet; list your networks instead")
+                raise ValueError(
+                    f"{quoted(cidr)} opens the API endpoint to the whole internet; list your networks instead"
+                )
         return value
 
     @field_validator("addon_versions")
@@ -333,13 +342,18 @@ class AppConfig(CamelModel):
     def _addon_versions(cls, value: dict[str, str]) -> dict[str, str]:
         for name, version in value.items():
             if not _ADDON_VERSION.fullmatch(version):
-                raise ValueError(f"{name} '{version}' is not an EKS add-on version like v1.20.1-eksbuild.3")
+                raise ValueError(f"{name} {quoted(version)} is not an EKS add-on version like v1.20.1-eksbuild.3")
         return value
 
     @field_validator(*_FORMATS)
     @classmethod
     def _format(cls, value: str | None, info: ValidationInfo) -> str | None:
-        return formatted(_FORMATS, value, info)
+        value = formatted(_FORMATS, value, info)
+        if info.field_name == "system_node_instance_type" and value is not None:
+            unknown = unknown_instance_type(value)  # of the right form: is it one EC2 has?
+            if unknown:
+                raise ValueError(unknown)
+        return value
 
     @model_validator(mode="after")
     def _cross_field(self) -> AppConfig:
@@ -386,8 +400,21 @@ class AppConfig(CamelModel):
         for i, arn in enumerate(self.administrators):
             if not _ROLE_ARN.fullmatch(arn):
                 raise ValueError(
-                    f"administrators[{i}] '{arn}' must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"
+                    f"administrators[{i}] {quoted(arn)} must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"
                 )
+            role = arn.split(":role/", 1)[1]
+            if "/" in role and self.authentication_mode in (None, "CONFIG_MAP"):
+                # EKS User Guide, "Create access entries": ARNs in aws-auth ConfigMap entries can't include a path
+                # (the authenticator matches the role ARN STS reports, which has none: aws-iam-authenticator#268).
+                raise ValueError(
+                    f"administrators[{i}] {quoted(arn)}: aws-auth (authenticationMode "
+                    f"{self.authentication_mode or 'unset: CONFIG_MAP'}) matches a role by its ARN without the path; "
+                    f"write {quoted(arn.split(':role/', 1)[0] + ':role/' + role.rsplit('/', 1)[1])}, or use "
+                    "authenticationMode API_AND_CONFIG_MAP (access entries take the path)"
+                )
+        problems = _partition_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
         if len(set(self.administrators)) != len(self.administrators):
             raise ValueError("administrators lists a role twice")
         if self.nat_gateways > self.max_azs:
@@ -396,7 +423,7 @@ class AppConfig(CamelModel):
             for i, node_class in enumerate(self.node_classes):
                 if node_class.ami_alias.endswith("@latest") and not node_class.windows:  # (a synth warning)
                     raise ValueError(
-                        f"nodeClasses[{i}].amiAlias '{node_class.ami_alias}': the production profile needs a pinned AMI "
+                        f"nodeClasses[{i}].amiAlias {quoted(node_class.ami_alias)}: the production profile needs a pinned AMI "
                         "(e.g. al2023@v20260801), so node images change only when this setting does"
                     )
         _unique("nodeClasses", [c.name for c in self.node_classes])
@@ -420,11 +447,60 @@ class AppConfig(CamelModel):
         return self._warnings
 
 
+def partition_of(region: str) -> str:
+    """The AWS partition of a region: aws-cn for cn-*, aws-us-gov for us-gov-*, aws-iso(-b/-e/-f) for the
+    isolated regions, else aws."""
+    area = region.split("-")[1]
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if area == "gov":
+        return "aws-us-gov"
+    if area.startswith("iso"):
+        return "aws-iso" + (f"-{area[3:]}" if area[3:] else "")
+    return "aws"
+
+
+def _partition_problems(config: AppConfig) -> list[str]:
+    """Every ARN setting in the partition of the stack's region, and an existing cluster's OIDC issuer in
+    that region (when the region is set): IAM and SNS refuse a principal or topic of another partition,
+    and the controller's IRSA trust would name an issuer the cluster does not have."""
+    arns = [(f"administrators[{i}]", arn) for i, arn in enumerate(config.administrators)]
+    arns += [("alarmTopicArn", config.alarm_topic_arn)] if config.alarm_topic_arn else []
+    if config.existing_cluster is not None:
+        arns += [
+            ("existingCluster.kubectlRoleArn", config.existing_cluster.kubectl_role_arn),
+            ("existingCluster.openIdConnectProviderArn", config.existing_cluster.open_id_connect_provider_arn),
+        ]
+    problems = []
+    for setting, arn in arns:
+        match = _ARN_PARTITION.match(arn)
+        oidc = _OIDC_REGION.search(arn)
+        if oidc and (oidc.group(2) is not None) != (partition_of(oidc.group(1)) == "aws-cn"):
+            problems.append(
+                f"{setting} {quoted(arn)}: an issuer in {oidc.group(1)} ends in "
+                f"{'.amazonaws.com.cn' if partition_of(oidc.group(1)) == 'aws-cn' else '.amazonaws.com'}"
+            )
+        if config.region is None or match is None:
+            continue
+        expected = partition_of(config.region)
+        if match.group(1) != expected:
+            problems.append(
+                f"{setting} {quoted(arn)} is in partition {match.group(1)}, but region {quoted(config.region)} is in "
+                f"partition {expected} (ARNs there start arn:{expected}:)"
+            )
+        elif oidc and oidc.group(1) != config.region:
+            problems.append(
+                f"{setting} {quoted(arn)}: the cluster's OIDC issuer is in {oidc.group(1)}, but region is "
+                f"{quoted(config.region)}; an existing cluster is in the stack's region"
+            )
+    return problems
+
+
 def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
     try:
         return ipaddress.IPv4Network(cidr, strict=True)
     except ValueError:
-        raise ValueError(f"'{cidr}' is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)") from None
+        raise ValueError(f"{quoted(cidr)} is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)") from None
 
 
 def _unique(setting: str, names: list[str], what: str = "names") -> None:
