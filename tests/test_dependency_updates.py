@@ -94,7 +94,8 @@ def test_the_karpenter_release_in_cdk_json_is_found_and_names_the_upgrade_proced
         re.fullmatch(manager["extractVersionTemplate"].replace("(?<", "(?P<"), "v1.14.2").group("version") == "1.14.2"
     )
     (rule,) = [r for r in CONFIG["packageRules"] if r.get("matchDepNames") == ["aws/karpenter-provider-aws"]]
-    assert "README, 'Upgrade'" in rule["prBodyNotes"][0] and "## Upgrade" in (ROOT / "README.md").read_text()
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    assert "docs/operations.md, 'Upgrade'" in rule["prBodyNotes"][0] and "\n## Upgrade\n" in operations
     assert CONFIG["enabledManagers"] == ["pip_requirements", "npm", "github-actions", "custom.regex"]
 
 

@@ -62,11 +62,11 @@ def test_pools_that_may_launch_spot_wait_for_the_spot_service_linked_role(altern
     assert resources_["SpotServiceLinkedRole"]["Properties"] == {"AWSServiceName": "spot.amazonaws.com"}
 
 
-def test_the_readme_lists_what_a_destroy_keeps():
+def test_the_operations_docs_list_what_a_destroy_keeps():
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### What a destroy keeps") :]
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    section = operations[operations.index("### What a destroy keeps") :]
     section = section[: section.index("\n## ", 1)] if "\n## " in section else section
     for needle in (
         "terminationProtection",

@@ -162,15 +162,15 @@ def test_no_kubectl_operation_can_leave_cloudformation_waiting_an_hour(configura
     assert pools and {p["spec"]["template"]["spec"]["terminationGracePeriod"] for p in pools} == {"10m"}
 
 
-def test_the_readmes_business_hours_drift_budget_is_a_valid_configuration():
-    """The README's upgrade note suggests this budget; it must pass the configuration model."""
+def test_the_docs_business_hours_drift_budget_is_a_valid_configuration():
+    """The upgrade notes (docs/operations.md) suggest this budget; it must pass the configuration model."""
     import json as json_
 
     from karpenter_stack.config import load_config
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
-    budget = json_.loads(readme.split("add a budget such as\n  `", 1)[1].split("`", 1)[0])
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    budget = json_.loads(operations.split("add a budget such as\n  `", 1)[1].split("`", 1)[0])
     pool = load_config({"nodePools": [{"budgets": [{"nodes": "10%"}, budget]}]}).node_pools[0]
     assert [b.model_dump(by_alias=True, exclude_none=True) for b in pool.budgets][1] == {
         "nodes": "0",

@@ -75,7 +75,12 @@ def reference_markdown() -> str:
         for name, field in model.model_fields.items():
             key = field.alias or to_camel(name)
             if model is AppConfig and isinstance(defaults.get(key), list) and key in NESTED_MODELS:
-                default_text = "one entry with the defaults below"
+                entries = defaults[key]
+                default_text = (
+                    f"{'one entry' if len(entries) == 1 else f'{len(entries)} entries'} with the defaults below"
+                    if entries
+                    else "`[]` (entries: keys below)"
+                )
             elif isinstance(defaults.get(key), BaseModel):
                 default_text = "the defaults below"
             elif field.is_required():
