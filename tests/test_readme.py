@@ -175,3 +175,23 @@ def test_on_demand_production_recipe_keeps_the_system_pool_and_launches_only_on_
 
 def test_documented_commands_for_one_run_use_args_never_the_retired_cdk_args():
     assert [p.name for p in [README, *DOCS] if "CDK_ARGS" in p.read_text()] == []
+
+
+def test_every_direct_dependency_is_explained_in_the_dependencies_page():
+    """docs/dependencies.md says why each direct dependency is there: the pinned files' first block
+    (before the first blank line; what follows is transitive) and package.json's devDependencies."""
+    explained = set(re.findall(r"^\| `([^`]+)`", (ROOT / "docs" / "dependencies.md").read_text(), re.M))
+    explained |= {
+        name.strip("` ")
+        for row in re.findall(r"^\| (`[^|]+`) \|", (ROOT / "docs" / "dependencies.md").read_text(), re.M)
+        for name in row.split(",")
+    }
+    direct = set(json.loads((ROOT / "package.json").read_text())["devDependencies"])
+    for name in ("requirements.txt", "requirements-dev.txt", "requirements-checkov.txt", "requirements-hooks.txt"):
+        block = (ROOT / name).read_text().split("\n\n", 1)[0]
+        direct |= {
+            re.sub(r"-v\d+$", "-vNN", line.split("==")[0])
+            for line in block.splitlines()
+            if line and not line.startswith(("#", "-r "))
+        }
+    assert sorted(direct - explained) == []

@@ -1,5 +1,5 @@
 """The app's configuration, split by job: ``model`` (settings and their rules), ``layers`` (loading
-from CDK context in explicit layers), ``errors`` (messages), ``reference`` (the README's tables).
+from CDK context in explicit layers), ``errors`` (messages), ``reference`` (the generated reference in docs/).
 
 What the rest of the app uses is re-exported here.
 """
