@@ -195,3 +195,15 @@ def test_every_direct_dependency_is_explained_in_the_dependencies_page():
             if line and not line.startswith(("#", "-r "))
         }
     assert sorted(direct - explained) == []
+
+
+def test_gpu_recipe_describes_the_example_file():
+    section = _section(README.read_text(), "### A GPU node pool")
+    gpu = json.loads((ROOT / "examples" / "gpu.json").read_text())
+    (pool,) = [p for p in gpu["nodePools"] if p["name"] == "gpu"]
+    (count,) = [r for r in pool["requirements"] if r["key"] == "karpenter.k8s.aws/instance-gpu-count"]
+    assert count["operator"] == "Lte" and f"at most {count['values'][0]} GPUs each" in section
+    assert f"capped at {pool['limits']['nvidia.com/gpu']} GPUs in total" in section
+    assert pool["capacityTypes"] == ["on-demand"] and pool["consolidationPolicy"] == "WhenEmpty"
+    assert [t["key"] for t in pool["taints"]] == ["nvidia.com/gpu"] and "`nvidia.com/gpu:NoSchedule`" in section
+    assert any(p["name"] == "default" for p in gpu["nodePools"]) and "keeps the default pool" in section
