@@ -1,6 +1,7 @@
 """Regenerate what is derived from the code (`make docs`): the configuration reference
 (docs/configuration-reference.md) and the table of acknowledged security findings (docs/acknowledgments.md),
-each between its markers; the prose around them is written by hand. cdk.json is the user's and is left alone."""
+each between its markers; the prose around them is written by hand. Both describe the product: they are built
+from the product's shipped configuration (tests/fixtures/product/cdk.json), never from the user's cdk.json."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 from karpenter_stack.config import reference_markdown  # noqa: E402
 
 DOCS = ROOT / "docs"
+PRODUCT = ROOT / "tests" / "fixtures" / "product"
 # Each generated part: marker name -> the file that holds it between its markers.
 REFERENCE_DOC = DOCS / "configuration-reference.md"
 ACKNOWLEDGMENTS_DOC = DOCS / "acknowledgments.md"
@@ -62,9 +64,11 @@ def documented_acknowledgments() -> str:
 
 
 def _built(overrides: dict[str, Any]) -> Any:
+    """The product's configuration (the shipped cdk.json kept in tests/fixtures/product, as the product's
+    tests build it) with these settings: the docs describe the product, whatever the user's cdk.json says."""
     from karpenter_stack.application import build, new_app
 
-    app = new_app(context={**json.loads((ROOT / "cdk.json").read_text())["context"], **overrides})
+    app = new_app(context={**json.loads((PRODUCT / "cdk.json").read_text())["context"], **overrides})
     build(app)
     return app
 
