@@ -16,6 +16,7 @@ import importlib.metadata
 import importlib.util
 import json
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal, overload
@@ -355,12 +356,23 @@ def selector_tags(value: dict[str, str]) -> dict[str, str]:
     for key, tag in value.items():
         if not key or not tag:
             raise ValueError(f"tag {quoted(key)}: empty keys and values select nothing (use '*' for any value)")
+        ec2_tag_characters(key, tag)
         if len(key) > MAX_TAG_KEY or len(tag) > MAX_TAG_VALUE:  # no EC2 resource carries such a tag
             raise ValueError(
                 f"tag {quoted(key)}: EC2 allows keys of at most {MAX_TAG_KEY} and values of at most "
                 f"{MAX_TAG_VALUE} characters, so it would select nothing"
             )
     return value
+
+
+def ec2_tag_characters(key: str, value: str) -> None:
+    """EC2 tag keys and values are letters, digits, spaces and + - = . _ : / @ (Unicode letters allowed, so
+    no ASCII pattern): a control character or line break (newline, tab, U+2028, ...) is never one."""
+    if any(unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp") for c in key + value):
+        raise ValueError(
+            f"tag {quoted(key)}: EC2 tag keys and values are letters, digits, spaces and + - = . _ : / @, "
+            "with no control characters"
+        )
 
 
 def exactly_one(term: BaseModel, fields: tuple[str, ...], what: str) -> None:
@@ -596,6 +608,7 @@ class NodeClassSpec(CamelModel):
                     f"tag {quoted(key)} is one Karpenter sets itself (restricted: "
                     f"{', '.join(RESTRICTED_TAG_KEYS)}, {RESTRICTED_TAG_PREFIX}*) or empty"
                 )
+            ec2_tag_characters(key, tag)
             if key.lower().startswith("aws:"):
                 raise ValueError(f"tag {quoted(key)}: the aws: prefix is reserved for AWS")
             if len(key) > 128 or len(tag) > 256:
@@ -845,6 +858,9 @@ class NodePoolSpec(CamelModel):
     @field_validator("limits")
     @classmethod
     def _limits(cls, value: dict[str, str]) -> dict[str, str]:
+        for resource in value:
+            if not _QUALIFIED_NAME.fullmatch(resource):
+                raise ValueError(f"{quoted(resource)} is not a resource name like cpu, memory, nodes or nvidia.com/gpu")
         return non_negative_quantities(value, what="limit ")
 
     @field_validator("labels")

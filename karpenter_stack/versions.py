@@ -15,7 +15,7 @@ from typing import cast
 from aws_cdk import aws_eks as eks
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
-_TEMPLATE_PATTERN = re.compile(r"^karpenter-(\d+\.\d+\.\d+)\.yaml$")
+_TEMPLATE_PATTERN = re.compile(r"^karpenter-(\d+\.\d+\.\d+)\.yaml$", re.ASCII)
 
 # Kubernetes minor versions each Karpenter minor supports (upstream compatibility matrix).
 KARPENTER_KUBERNETES_RANGE: dict[tuple[int, int], tuple[int, int]] = {
@@ -39,7 +39,7 @@ class VersionError(ValueError):
 
 
 def minor_of(kubernetes_version: str) -> int:
-    match = re.fullmatch(r"1\.(\d+)", kubernetes_version)
+    match = re.fullmatch(r"1\.(\d+)", kubernetes_version, re.ASCII)
     if not match:
         raise VersionError(
             f"kubernetesVersion '{kubernetes_version}' is not of the form 1.NN (e.g. {cdk_kubernetes_versions()[-1]})"
@@ -49,7 +49,9 @@ def minor_of(kubernetes_version: str) -> int:
 
 def cdk_kubernetes_versions() -> list[str]:
     """Kubernetes versions aws-cdk-lib's aws_eks module knows (KubernetesVersion.V1_NN)."""
-    minors = sorted(int(name.split("_")[1]) for name in dir(eks.KubernetesVersion) if re.fullmatch(r"V1_\d+", name))
+    minors = sorted(
+        int(name.split("_")[1]) for name in dir(eks.KubernetesVersion) if re.fullmatch(r"V1_\d+", name, re.ASCII)
+    )
     return [f"1.{m}" for m in minors]
 
 
@@ -245,7 +247,7 @@ EKS_RELEASE: dict[int, date] = {
 UPSTREAM_RELEASE: dict[int, date] = {36: date(2026, 4, 22)}
 # EKS publishes no Amazon Linux 2 AMIs from this minor on.
 LAST_AL2_MINOR = 32
-_DATED_ALIAS = re.compile(r"^(al2|al2023)@v(\d{4})(\d{2})(\d{2})$")
+_DATED_ALIAS = re.compile(r"^(al2|al2023)@v(\d{4})(\d{2})(\d{2})$", re.ASCII)
 
 
 def check_ami_alias(alias: str, kubernetes_version: str) -> None:

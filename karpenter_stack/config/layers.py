@@ -20,6 +20,8 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
+from constructs_lib.node_specs import quoted
+
 from .. import versions
 from .errors import CDK_JSON, FLAG, ConfigError, format_errors, unknown_key, with_origins
 from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig
@@ -151,7 +153,7 @@ def load_environments(
     for name, overrides in environments.items():
         if not _ENV_NAME.fullmatch(name):
             raise ConfigError(
-                f"environments: '{name}' is not a valid environment name (lowercase letters, digits "
+                f"environments: {quoted(name)} is not a valid environment name (lowercase letters, digits "
                 "and '-', starting with a letter, at most 20 characters)"
             )
         layer = f"environments.{name}"
@@ -212,7 +214,7 @@ def load_pipeline(
         try:
             value = json.loads(value)
         except json.JSONDecodeError as err:
-            raise fail(f"pipeline: '{value}' is not valid JSON ({err.msg}); expected a JSON object") from None
+            raise fail(f"pipeline: {quoted(value)} is not valid JSON ({err.msg}); expected a JSON object") from None
     if not isinstance(value, dict):
         raise fail(f"pipeline = {json.dumps(value)}: expected an object (connectionArn, repository, account, ...)")
     try:
@@ -234,16 +236,18 @@ def load_pipeline(
                     f"(environments: {', '.join(configs)})"
                 )
             elif name in wave_of:
-                problems.append(f"pipeline.waves: environment '{name}' is in waves '{wave_of[name]}' and '{wave.name}'")
+                problems.append(
+                    f"pipeline.waves: environment {quoted(name)} is in waves {quoted(wave_of[name])} and {quoted(wave.name)}"
+                )
             else:
                 wave_of[name] = wave.name
     problems += [
-        f"pipeline.waves: environment '{name}' is in no wave; with the pipeline on, it delivers every environment"
+        f"pipeline.waves: environment {quoted(name)} is in no wave; with the pipeline on, it delivers every environment"
         for name in configs
         if name not in wave_of
     ]
     problems += [
-        f"pipeline.waves: environment '{name}' needs account and region (environments.{name}.account/region): "
+        f"pipeline.waves: environment {quoted(name)} needs account and region (environments.{name}.account/region): "
         "the pipeline deploys into a named account and region"
         for name, config in configs.items()
         if name in wave_of and not (config.account and config.region)
@@ -252,7 +256,7 @@ def load_pipeline(
     taken = {c.cluster_name.replace("_", "-") for c in configs.values()}
     if pipeline.pipeline_name(shared_name) in taken:
         problems.append(
-            f"pipeline.name: '{pipeline.pipeline_name(shared_name)}' is an environment's stack name; choose another"
+            f"pipeline.name: {quoted(pipeline.pipeline_name(shared_name))} is an environment's stack name; choose another"
         )
     if problems:
         raise fail("\n".join(problems))
@@ -267,7 +271,7 @@ def _parse_environments(value: Any) -> dict[str, dict[str, Any]]:
             value = json.loads(value)
         except json.JSONDecodeError as err:
             raise ConfigError(
-                f"environments: '{value}' is not valid JSON ({err.msg}); expected a JSON object"
+                f"environments: {quoted(value)} is not valid JSON ({err.msg}); expected a JSON object"
             ) from None
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         raise ConfigError("environments: expected an object of environment name -> settings")
@@ -316,7 +320,7 @@ def _validate(raw: dict[str, Any], today: date | None, prefix: str, origins: Map
         )
     if config.profile == "production":
         warnings += [
-            f"nodeClasses[{i}].amiAlias '{c.ami_alias}': Windows AMIs cannot be pinned (alias @latest only), so "
+            f"nodeClasses[{i}].amiAlias {quoted(c.ami_alias)}: Windows AMIs cannot be pinned (alias @latest only), so "
             "this class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets"
             for i, c in enumerate(config.node_classes)
             if c.windows

@@ -23,7 +23,7 @@ _CONNECTION_ARN = re.compile(
 # owner/name, or group/subgroup/name on GitLab: what the connection's source action calls FullRepositoryId.
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$")
 # A git branch name: no spaces, '..', '~', '^', ':', '?', '*', '[', '\', no leading '-' or '/', no '.lock' end.
-_BRANCH = re.compile(r"^(?!-)(?!/)(?!.*\.\.)(?!.*//)(?!.*\.lock$)(?!.*/$)[^\s~^:?*\[\\]{1,200}$")
+_BRANCH = re.compile(r"^(?!-)(?!/)(?!.*\.\.)(?!.*//)(?!.*\.lock$)(?!.*/$)[^\s~^:?*\[\\]{1,200}$", re.ASCII)
 # A CodePipeline stage name (a wave is a stage): letters, digits and . @ - _, at most 100 characters.
 _STAGE_NAME = re.compile(r"^[A-Za-z0-9.@_-]{1,100}$")
 # The pipeline's name (also its stack's): a CodePipeline name that is also a CloudFormation stack name.
