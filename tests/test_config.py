@@ -28,7 +28,9 @@ def test_cdk_json_is_a_short_starting_point_that_changes_no_default():
     # nothing that shapes only a cluster this app creates: -c existingCluster=... works against it as is
     assert sorted(ours) == ["clusterName", "karpenterVersion", "kubernetesVersion"]
     assert load_config(ours, today=TODAY) == load_config({}, today=TODAY)
-    assert set(default_context()) > set(ours)  # every other default lives in the model (and docs/configuration-reference.md)
+    assert set(default_context()) > set(
+        ours
+    )  # every other default lives in the model (and docs/configuration-reference.md)
 
 
 # --- layers: built-in defaults < profile < cdk.json < environment < -c --------------------------

@@ -169,6 +169,94 @@ GOOD = {
         ],
     },
     "production, pinned": {"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]},
+    # Issue 21, point 5: valid configurations the model refused before.
+    "limits and overlay capacity as JSON integers (x-kubernetes-int-or-string)": {
+        "controller": {"featureGates": {"nodeOverlay": True}},
+        "nodePools": [{"limits": {"cpu": 1000, "memory": "1000Gi", "nodes": 10}}],
+        "nodeOverlays": [{"name": "fuse", "capacity": {"smarter-devices/fuse": 1}}],
+    },
+    "io2 Block Express and gp3 above io1's 16 TiB": {
+        "nodeClasses": [
+            {
+                "rootVolumeType": "io2",
+                "rootVolumeSizeGib": 20000,
+                "rootVolumeIops": 64000,
+                "dataVolumes": [{"deviceName": "/dev/xvdf", "sizeGib": 59000, "volumeType": "gp3"}],
+            }
+        ]
+    },
+    "gp3 throughput on a volume sized by its snapshot": {
+        "nodeClasses": [
+            {"dataVolumes": [{"deviceName": "/dev/xvdf", "snapshotID": "snap-0123456789abcdef0", "throughput": 500}]}
+        ]
+    },
+    # Karpenter's own examples (karpenter.sh/docs/concepts/nodepools, /nodeclasses, /nodeoverlays, v1.14).
+    "Karpenter docs: NodePool": {
+        "nodePools": [
+            {
+                "weight": 10,
+                "expireAfter": "720h",
+                "limits": {"cpu": "1000", "memory": "1000Gi"},
+                "requirements": [
+                    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "In", "values": ["4", "8", "16", "32"]},
+                    {"key": "karpenter.k8s.aws/instance-hypervisor", "operator": "In", "values": ["nitro"]},
+                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a", "us-west-2b"]},
+                    {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large", "m5.xlarge"]},
+                ],
+                "budgets": [
+                    {"nodes": "20%", "reasons": ["Empty", "Drifted"]},
+                    {"nodes": "5"},
+                    {"nodes": "0", "schedule": "@daily", "duration": "10m", "reasons": ["Underutilized"]},
+                ],
+            }
+        ]
+    },
+    "Karpenter docs: EC2NodeClass kubelet": {
+        "nodeClasses": [
+            {
+                "kubelet": {
+                    "podsPerCore": 2,
+                    "maxPods": 20,
+                    "systemReserved": {"cpu": "100m", "memory": "100Mi", "ephemeral-storage": "1Gi"},
+                    "kubeReserved": {"cpu": "200m", "memory": "100Mi", "ephemeral-storage": "3Gi"},
+                    "evictionHard": {"memory.available": "5%", "nodefs.available": "10%", "nodefs.inodesFree": "10%"},
+                    "evictionSoft": {
+                        "memory.available": "500Mi",
+                        "nodefs.available": "15%",
+                        "nodefs.inodesFree": "15%",
+                    },
+                    "evictionSoftGracePeriod": {
+                        "memory.available": "1m",
+                        "nodefs.available": "1m30s",
+                        "nodefs.inodesFree": "2m",
+                    },
+                    "evictionMaxPodGracePeriod": 60,
+                    "imageGCHighThresholdPercent": 85,
+                    "imageGCLowThresholdPercent": 80,
+                    "cpuCFSQuota": True,
+                    "clusterDNS": ["10.0.1.100"],
+                },
+                "rootVolumeSizeGib": 100,
+                "rootVolumeIops": 10000,
+                "rootVolumeThroughput": 125,
+            }
+        ]
+    },
+    "Karpenter docs: NodeOverlays": {
+        "controller": {"featureGates": {"nodeOverlay": True}},
+        "nodeOverlays": [
+            {
+                "name": "discount",
+                "weight": 10,
+                "priceAdjustment": "-10%",
+                "requirements": [
+                    {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5", "c5"]}
+                ],
+            },
+            {"name": "fixed-price", "price": "5.00"},
+            {"name": "fuse", "capacity": {"smarter-devices/fuse": "1"}},
+        ],
+    },
     "Kubernetes 1.35 with its own AMI dates": {
         "kubernetesVersion": "1.35",
         "nodeClasses": [{"amiAlias": "al2023@v20260128"}],
@@ -183,7 +271,7 @@ _objects = config_objects
 def test_valid_configurations_load_and_emit_valid_objects(name):
     config = load_config(GOOD[name], today=TODAY)
     objects = _objects(config)
-    assert len(objects) == len(config.node_classes) + len(config.node_pools) >= 2
+    assert len(objects) == len(config.node_classes) + len(config.node_pools) + len(config.node_overlays) >= 2
     for obj in objects:
         if obj["kind"] == "EC2NodeClass" and name == "provisioned volumes and instance options":
             spec = obj["spec"]
