@@ -27,6 +27,7 @@ class Command:
     args: tuple[str, ...]
     test: str  # the test function that reads the result
     env: Mapping[str, str] | None
+    in_project: bool = False  # runs in a project folder of its own with the product's cdk.json
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Finished:
     returncode: int
     stdout: str
     stderr: str
-    outdir: Path  # the command's own output directory (`--output`)
+    outdir: Path  # the command's own output directory (`--output`), or its project folder (``in_project``)
 
 
 @dataclass
@@ -89,9 +90,15 @@ def queued(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Pa
     return job
 
 
-def command(name: str, args: Sequence[str], *, test: str, env: Mapping[str, str] | None = None) -> str:
-    """Declare a command (``{outdir}`` in ``args`` becomes its own empty directory); returns ``name``."""
-    _COMMANDS[name] = Command(tuple(args), test, env)
+def command(
+    name: str, args: Sequence[str], *, test: str, env: Mapping[str, str] | None = None, in_project: bool = False
+) -> str:
+    """Declare a command (``{outdir}`` in ``args`` becomes its own empty directory, ``{lane}`` the folder of
+    every command's directory, named as the commands are); returns ``name``.
+
+    ``in_project``: the command runs in a project folder of its own (tests/workspace.py: the product's files
+    linked, the product's cdk.json), as a user runs a README command in a clone; ``{outdir}`` is that folder."""
+    _COMMANDS[name] = Command(tuple(args), test, env, in_project)
     return name
 
 
@@ -104,7 +111,12 @@ def start(selected_tests: set[str]) -> None:
             _BASE.append(Path(tempfile.mkdtemp(prefix="suite-commands-")))
         outdir = _BASE[0] / name
         outdir.mkdir()
-        job = queued([a.replace("{outdir}", str(outdir)) for a in cmd.args], env=cmd.env)
+        if cmd.in_project:
+            from tests import workspace
+
+            workspace.linked(outdir)
+        args = [a.replace("{outdir}", str(outdir)).replace("{lane}", str(_BASE[0])) for a in cmd.args]
+        job = queued(args, env=cmd.env, cwd=outdir if cmd.in_project else ROOT)
         _JOBS[name] = (job, outdir)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     from tests import background
 
+    if any(item.nodeid.startswith("tests/test_your_configuration.py") for item in session.items):
+        check_your_configuration()
     background.start({getattr(item, "originalname", item.name) for item in session.items})
+
+
+def check_your_configuration() -> None:
+    """An invalid configuration of yours stops the run before any test, with the message `make synth` gives."""
+    from karpenter_stack.config import ConfigError
+    from karpenter_stack.context_sources import ContextFileError
+    from tests.test_your_configuration import your_environments
+
+    try:
+        your_environments()
+    except ConfigError as err:
+        print(f"\nConfiguration error:\n{err}", file=sys.stderr)
+    except ContextFileError as err:
+        print(f"\n{err}", file=sys.stderr)
+    else:
+        return
+    pytest.exit("your configuration is invalid (above); nothing was tested", returncode=1)
 
 
 def pytest_sessionfinish() -> None:

@@ -1,4 +1,5 @@
-"""The README's commands as a user runs them: the real CDK CLI, pinned dependencies, clean output."""
+"""The toolchain the README's commands install: the pinned CDK CLI and Node.js, exactly pinned Python
+dependencies, CI running the README's test command (the commands themselves: tests/test_commands.py)."""
 
 from __future__ import annotations
 
@@ -8,48 +9,8 @@ import subprocess
 
 import pytest
 
-from tests import background
 from tests.cfn import each
 from tests.conftest import ROOT
-
-NOISE = re.compile(r"end-of-life|deprecated|\[WARNING\]|WARNING|Traceback|feature flags are not configured", re.I)
-
-
-# The README's synth and a bad -c flag, on a machine without AWS credentials: started in the background
-# when collection ends (tests/background.py).
-SYNTH = background.command(
-    "default-synth",
-    ["cdk", "--no-notices", "synth", "--quiet", "--output", "{outdir}"],
-    test="test_cdk_cli_synthesizes_the_default_configuration_without_credentials_or_noise",
-    env=background.clean_env(),
-)
-BAD_FLAG = background.command(
-    "bad-flag-synth",
-    ["cdk", "--no-notices", "synth", "--quiet", "-c", "clusterName=bad name", "--output", "{outdir}"],
-    test="test_bad_configuration_fails_with_one_clear_message_and_no_output",
-    env=background.clean_env(),
-)
-
-
-@pytest.mark.background
-def test_cdk_cli_synthesizes_the_default_configuration_without_credentials_or_noise():
-    result = background.result(SYNTH)
-    assert result.returncode == 0, result.stderr
-    assert not NOISE.search(result.stdout + result.stderr), result.stdout + result.stderr
-    manifest = json.loads((result.outdir / "manifest.json").read_text())
-    stack = manifest["artifacts"]["eks-karpenter"]
-    assert stack["environment"] == "aws://unknown-account/unknown-region"
-    assert sorted(p.name for p in result.outdir.glob("*.template.json"))[0] == "eks-karpenter.template.json"
-
-
-@pytest.mark.background
-def test_bad_configuration_fails_with_one_clear_message_and_no_output():
-    result = background.result(BAD_FLAG)
-    assert result.returncode != 0
-    assert 'Configuration error:\nclusterName = "bad name": must start with a letter or digit' in result.stderr
-    assert "Traceback" not in result.stderr and "jsii" not in result.stderr
-    assert not (result.outdir / "manifest.json").exists()
-    assert not list(result.outdir.glob("*.template.json"))
 
 
 def test_node_is_pinned_to_22_and_the_cli_to_the_2_1148_line():

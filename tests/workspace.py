@@ -39,6 +39,7 @@ def linked(dest: Path, cdk_json: dict[str, Any] | None = None, cdk_context: dict
     for entry in sorted(ROOT.iterdir()):
         if entry.name not in OWN and not entry.name.startswith((".pytest", ".mypy", ".ruff", ".hypothesis")):
             (dest / entry.name).symlink_to(entry)
+    _link_toolchain(dest)
     _own_files(dest, cdk_json, cdk_context)
     return dest
 
@@ -51,15 +52,19 @@ def copied(dest: Path, cdk_json: dict[str, Any] | None = None, cdk_context: dict
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, target)
-    for name in TOOLCHAIN:
-        if (ROOT / name).exists():
-            (dest / name).symlink_to(ROOT / name)
+    _link_toolchain(dest)
     _own_files(dest, cdk_json, cdk_context)
     env = {**os.environ, "GIT_AUTHOR_NAME": "newcomer", "GIT_AUTHOR_EMAIL": "newcomer@example.com"}
     env |= {"GIT_COMMITTER_NAME": "newcomer", "GIT_COMMITTER_EMAIL": "newcomer@example.com"}
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "my cluster"]):
         subprocess.run(["git", *args], cwd=dest, env=env, check=True, capture_output=True)
     return dest
+
+
+def _link_toolchain(dest: Path) -> None:
+    for name in TOOLCHAIN:
+        if (ROOT / name).exists():
+            (dest / name).symlink_to(ROOT / name)
 
 
 def _own_files(dest: Path, cdk_json: dict[str, Any] | None, cdk_context: dict[str, Any] | None) -> None:

@@ -1,0 +1,242 @@
+"""The README's commands as a user runs them, in a project folder of their own (tests/workspace.py: the
+product's files and cdk.json, whatever the working copy's cdk.json holds): every example through
+`make synth CONTEXT_FILE=examples/<file>`, settings through ARGS, the one-line refusals of a bad
+CONTEXT_FILE, and settings of every list or object type through `-c`."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from karpenter_stack.config import load_config
+from karpenter_stack.config.layers import JSON_KINDS
+from karpenter_stack.context_sources import as_flags, parse_flags
+from tests import background
+from tests.cfn import each
+from tests.conftest import ADMINISTRATOR, ALTERNATIVE, EXISTING, ROOT, TODAY
+
+NOISE = re.compile(r"end-of-life|deprecated|\[WARNING\]|WARNING|Traceback|feature flags are not configured", re.I)
+EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.json"))
+# examples/<file> -> the session fixture that synthesizes the same configuration in-process (the snapshots')
+FIXTURE_OF = {"existing-cluster.json": "existing", "pipeline.json": None} | {
+    name: f"example_{name.removesuffix('.json').replace('-', '_')}"
+    for name in EXAMPLES
+    if name not in ("existing-cluster.json", "pipeline.json")
+}
+
+# One project folder and one `make synth` each, on the suite's background lane (tests/background.py).
+EXAMPLE_SYNTH = {
+    name: background.command(
+        f"make-synth-{name}",
+        ["make", "synth", f"CONTEXT_FILE=examples/{name}"],
+        test="test_every_example_synthesizes_through_the_readme_command",
+        env=background.clean_env(),
+        in_project=True,
+    )
+    for name in EXAMPLES
+}
+BAD_SETTING = background.command(
+    "make-synth-bad-setting",
+    ["make", "synth", "ARGS=-c 'clusterName=bad name'"],
+    test="test_a_bad_setting_stops_the_synth_with_one_clear_message_and_no_output",
+    env=background.clean_env(),
+    in_project=True,
+)
+
+
+def _templates(outdir: Path) -> dict[str, dict[str, Any]]:
+    """Templates as the snapshots hold them: what the CLI adds on its own left out (the version-reporting
+    resource, the asset metadata of Lambda code for local tools, and so the hashes in the nested stacks'
+    TemplateURL; the nested templates themselves are compared)."""
+    out = {}
+    for path in sorted(outdir.rglob("*.template.json")):
+        template = json.loads(path.read_text())
+        template.get("Resources", {}).pop("CDKMetadata", None)
+        for resource in template.get("Resources", {}).values():
+            metadata = resource.get("Metadata", {})
+            for key in [k for k in metadata if k.startswith("aws:asset:")]:
+                del metadata[key]
+            if resource.get("Type") == "AWS::CloudFormation::Stack":
+                resource["Properties"]["TemplateURL"] = "<nested template>"
+        template.get("Conditions", {}).pop("CDKMetadataAvailable", None)
+        for key in ("Resources", "Conditions"):
+            if key in template and not template[key]:
+                del template[key]
+        out[path.name] = template
+    return out
+
+
+def test_the_examples_are_the_ones_the_suite_knows():
+    assert EXAMPLES == [
+        "baseline-and-burst.json",
+        "capacity-reservation.json",
+        "existing-cluster.json",
+        "gpu.json",
+        "pipeline.json",
+        "windows.json",
+    ]
+
+
+@pytest.mark.background
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_example_synthesizes_through_the_readme_command(example, request):
+    """`make synth CONTEXT_FILE=examples/<file>` on a machine without AWS credentials: exit 0, no warning,
+    and the templates the suite snapshot-tests (in-process) are the ones the command writes."""
+    result = background.result(EXAMPLE_SYNTH[example])
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    if example == "pipeline.json":  # the one warning it owes: the pipeline's own synth reads cdk.json only
+        expected = (
+            "WARNING settings given with -c (environments, pipeline) are not in cdk.json: the pipeline's own synth "
+            "reads cdk.json from the repository, so its next run deploys without them; commit them to cdk.json"
+        )
+        assert expected in output
+        output = output.replace(expected, "")
+    assert not NOISE.search(output), output
+    written = _templates(result.outdir / "cdk.out")
+    assert result.stdout.rstrip().endswith("Synthesized: " + " ".join(sorted(written)))
+    manifest = json.loads((result.outdir / "cdk.out" / "manifest.json").read_text())
+    fixture = FIXTURE_OF[example]
+    if fixture is None:  # the pipeline: its stages' accounts come from the committed cdk.context.json
+        assert sorted(manifest["artifacts"]) == [
+            "assembly-dev",
+            "assembly-prod",
+            "cross-region-stack-111122223333:us-east-1",
+            "eks-karpenter-delivery",
+            "eks-karpenter-delivery.assets",
+        ]
+        return
+    synthesized = request.getfixturevalue(fixture)
+    (stack,) = [a for a in manifest["artifacts"].values() if a["type"] == "aws:cloudformation:stack"]
+    assert stack["environment"] == "aws://unknown-account/unknown-region"
+    assert written == _templates(Path(synthesized.app.outdir))
+
+
+@pytest.mark.background
+def test_a_bad_setting_stops_the_synth_with_one_clear_message_and_no_output():
+    result = background.result(BAD_SETTING)
+    assert result.returncode != 0
+    assert 'Configuration error:\nclusterName = "bad name": must start with a letter or digit' in result.stderr
+    assert "Traceback" not in result.stderr and "jsii" not in result.stderr
+    assert not (result.outdir / "cdk.out" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        (["CONTEXT_FILE=examples/no-such.json"], 'CONTEXT_FILE="examples/no-such.json": no such file'),
+        (["CONTEXT_FILE=examples"], 'CONTEXT_FILE="examples": is a directory, not a JSON file of settings'),
+        (["CONTEXT_FILE=README.md"], 'CONTEXT_FILE="README.md": not valid JSON (Expecting value at line 1, column 1)'),
+    ],
+)
+@pytest.mark.parametrize("target", ["synth", "cdk"])
+def test_a_context_file_that_cannot_be_used_stops_before_anything_runs(tmp_path, variables, message, target):
+    """One line, exit code 2, and nothing synthesized or deployed (the CLI never starts)."""
+    from tests import workspace
+
+    project = workspace.linked(tmp_path / "project")
+    (project / "cdk.out").mkdir()
+    (project / "cdk.out" / "kept").write_text("an earlier synth")
+    args = ["make", "--no-print-directory", "-s", target, *variables]
+    if target == "cdk":
+        args.append("ARGS=deploy --all --require-approval never")
+    result = subprocess.run(args, cwd=project, capture_output=True, text=True, env=background.clean_env())
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == message
+    assert (project / "cdk.out" / "kept").read_text() == "an earlier synth"  # not even cleaned
+
+
+def test_the_cdk_command_passes_the_context_file_as_flags_after_the_arguments(tmp_path):
+    from scripts.cdk import command
+
+    settings = tmp_path / "s.json"
+    settings.write_text(json.dumps({"clusterName": "payments-dev", "nodePools": [{"name": "a b"}], "maxAzs": 3}))
+    assert command(["synth", "--quiet"], str(settings)) == [
+        "cdk",
+        "--no-notices",
+        "synth",
+        "--quiet",
+        "-c",
+        "clusterName=payments-dev",
+        "-c",
+        'nodePools=[{"name":"a b"}]',
+        "-c",
+        "maxAzs=3",
+    ]
+    assert command(["deploy"], None) == ["cdk", "--no-notices", "deploy"]
+
+
+def test_the_old_cdk_args_variable_is_refused_with_its_replacement():
+    result = subprocess.run(
+        ["make", "-n", "synth", "CDK_ARGS=-c x=y"], cwd=ROOT, capture_output=True, text=True, env=background.clean_env()
+    )
+    assert result.returncode == 2
+    assert (
+        'CDK_ARGS is no longer read: pass settings with ARGS, e.g. make synth ARGS="-c clusterName=payments-dev"'
+        in result.stderr
+    )
+
+
+def test_make_help_lists_every_target():
+    result = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True)
+    listed = [line.split(":")[0] for line in result.stdout.splitlines()]
+    phony = re.search(r"^\.PHONY:(.*?)(?<!\\)$", (ROOT / "Makefile").read_text(), re.M | re.S)
+    assert phony is not None
+    declared = phony.group(1).replace("\\\n", " ").split()
+    assert sorted(listed) == sorted(declared)
+    assert listed[:4] == ["help", "synth", "test", "check"]
+
+
+# A value for every setting the model types as a list, a map or an object, valid with the settings beside it.
+SAMPLES: dict[str, tuple[Any, dict[str, Any]]] = {
+    "publicAccessCidrs": (["203.0.113.0/24"], {"endpointAccess": "public-and-private"}),
+    "additionalNagPacks": (["NIST80053R5", "HIPAASecurity"], {}),
+    "addonVersions": ({"vpc-cni": "v1.20.1-eksbuild.3"}, {}),
+    "administrators": ([ADMINISTRATOR], {}),
+    "controller": ({"logLevel": "debug", "featureGates": {"nodeOverlay": True}}, {}),
+    "existingCluster": (EXISTING["existingCluster"], {"clusterName": EXISTING["clusterName"]}),
+    "nodeClasses": (ALTERNATIVE["nodeClasses"], {}),
+    "nodePools": (ALTERNATIVE["nodePools"], {"nodeClasses": ALTERNATIVE["nodeClasses"]}),
+    "nodeOverlays": (
+        json.loads((ROOT / "examples" / "baseline-and-burst.json").read_text())["nodeOverlays"],
+        {"controller": {"featureGates": {"nodeOverlay": True}}},
+    ),
+}
+
+
+def test_every_list_or_object_setting_is_known_to_the_command_line_parser():
+    """The parser's list comes from the model: a new setting of list or object type gets a sample here."""
+    assert sorted(JSON_KINDS) == sorted(SAMPLES)
+    assert {k: v for k, v in JSON_KINDS.items() if v == "object"} == {
+        "addonVersions": "object",
+        "controller": "object",
+        "existingCluster": "object",
+    }
+
+
+@pytest.mark.parametrize("setting", sorted(SAMPLES))
+def test_every_list_or_object_setting_can_be_given_with_c(setting):
+    """`-c key=<JSON>` (what CONTEXT_FILE and ARGS become) loads exactly as the value written in cdk.json."""
+    value, beside = SAMPLES[setting]
+    flags = parse_flags(as_flags({setting: value}))
+    assert isinstance(flags[setting], str)
+    from_flag = load_config({**beside, **flags}, today=TODAY)
+    from_file = load_config({**beside, setting: value}, today=TODAY)
+    assert from_flag == from_file
+
+
+def test_the_committed_lookup_cache_holds_the_examples_accounts():
+    """cdk.context.json is committed (not ignored), with the zones of the pipeline example's accounts, so
+    `make synth CONTEXT_FILE=examples/pipeline.json` works offline in a fresh clone."""
+    ignored = subprocess.run(["git", "check-ignore", "-q", "cdk.context.json"], cwd=ROOT).returncode
+    assert ignored == 1  # not ignored
+    environments = json.loads((ROOT / "examples" / "pipeline.json").read_text())["environments"]
+    product = json.loads((ROOT / "tests" / "fixtures" / "product" / "cdk.context.json").read_text())
+    for env in each(environments.values()):
+        key = f"availability-zones:account={env['account']}:region={env['region']}"
+        assert product[key] == [f"{env['region']}{z}" for z in "abc"]

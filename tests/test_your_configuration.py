@@ -1,0 +1,101 @@
+"""The gate of YOUR configuration: the working copy's cdk.json (with ``CONTEXT_FILE`` and ``ARGS`` when
+`make test` / `make check` get them), not the product's fixtures. Every environment synthesizes through the
+CDK CLI with no AWS credentials (so the security gate, cdk-nag, passes), cfn-lint finds nothing in its
+templates, and every Kubernetes object it applies matches the Karpenter CRDs' schema and CEL rules.
+
+An invalid configuration stops the whole run before any test with the configuration error
+(tests/conftest.py, :func:`check_your_configuration`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Template
+
+from karpenter_stack.config import AppConfig, load_environments, load_pipeline
+from karpenter_stack.context_sources import cdk_json_context, working_context
+from tests import background
+from tests.cel_rules import KINDS, evaluate
+from tests.cfn import kubernetes_objects
+from tests.kubernetes_schemas import object_violations
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTEXT_FILE = os.environ.get("CONTEXT_FILE") or None
+# ARGS of `make test` / `make check`: settings as -c flags (the Makefile hands them over in this variable).
+ARGS = shlex.split(os.environ.get("KARPENTER_GATE_ARGS", ""))
+SYNTH_DIR = "your-synth"
+
+_env = background.clean_env()
+if CONTEXT_FILE:
+    _env["CONTEXT_FILE"] = CONTEXT_FILE
+# What `make synth` runs (scripts/cdk.py: the CLI with CONTEXT_FILE's settings), into an output folder of its
+# own so that your cdk.out/ is left alone; then one cfn-lint run over every template it wrote.
+SYNTH = background.command(
+    SYNTH_DIR,
+    ["python", str(ROOT / "scripts" / "cdk.py"), "synth", "--quiet", "--output", "{outdir}", *ARGS],
+    test="test_every_environment_of_your_configuration_synthesizes_and_passes_the_security_gate",
+    env=_env,
+)
+LINT = background.command(
+    "your-lint",
+    [str(ROOT / ".venv" / "bin" / "cfn-lint"), "--format", "parseable", "{lane}/" + SYNTH_DIR + "/**/*.template.json"],
+    test="test_your_templates_lint_clean",
+)
+
+
+@cache
+def your_environments() -> dict[str, AppConfig]:
+    """Your configuration, loaded as the app loads it (raises ConfigError when it is invalid)."""
+    context = working_context(CONTEXT_FILE, ARGS, root=ROOT)
+    file_context = cdk_json_context(ROOT)
+    configs = load_environments(context, file_context=file_context)
+    load_pipeline(context, configs, file_context=file_context)
+    return configs
+
+
+def _templates(outdir: Path) -> dict[str, dict[str, Any]]:
+    return {str(p.relative_to(outdir)): json.loads(p.read_text()) for p in sorted(outdir.rglob("*.template.json"))}
+
+
+@pytest.mark.background
+def test_every_environment_of_your_configuration_synthesizes_and_passes_the_security_gate():
+    result = background.result(SYNTH)
+    assert result.returncode == 0, f"`make synth` of your configuration fails:\n{result.stderr}"
+    names = [Path(n).name for n in _templates(result.outdir)]
+    for name, config in your_environments().items():
+        stack = config.cluster_name.replace("_", "-")
+        assert f"{stack}.template.json" in names, f"environment {name or '(default)'}: no stack {stack} synthesized"
+
+
+@pytest.mark.background
+def test_your_templates_lint_clean():
+    assert background.result(SYNTH).returncode == 0
+    result = background.result(LINT)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+@pytest.mark.background
+def test_every_kubernetes_object_you_apply_matches_the_crds_schema_and_cel_rules():
+    result = background.result(SYNTH)
+    assert result.returncode == 0
+    templates = _templates(result.outdir)
+    checked = 0
+    for name, config in your_environments().items():
+        stack = config.cluster_name.replace("_", "-")
+        (template,) = [t for n, t in templates.items() if Path(n).name == f"{stack}.template.json"]
+        objects = kubernetes_objects(Template.from_json(template))
+        problems = []
+        for key, obj in objects.items():
+            obj = {k: v for k, v in obj.items() if k != "_logicalId"}
+            problems += object_violations(obj, config.karpenter_version, config.kubernetes_version)
+            if obj["kind"] in KINDS:
+                problems += [f"{key}: {v}" for v in evaluate(obj, config.karpenter_version).violations]
+                checked += 1
+        assert problems == [], f"environment {name or '(default)'}"
+    assert checked >= 2 * len(your_environments())  # each applies at least one EC2NodeClass and one NodePool
