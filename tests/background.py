@@ -28,6 +28,7 @@ class Command:
     test: str  # the test function that reads the result
     env: Mapping[str, str] | None
     in_project: bool = False  # runs in a project folder of its own with the product's cdk.json
+    after: str | None = None  # the command whose output this one reads
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Job:
     process: subprocess.Popen[str] | None = None
     returncode: int | None = None
     output: tuple[str, str] = ("", "")
+    after: Job | None = None  # a job whose output this one reads: it starts once that one is done
 
     def communicate(self, timeout: float | None = 600) -> tuple[str, str]:
         if not self.done.wait(timeout):
@@ -66,6 +68,8 @@ _STOPPED = threading.Event()
 
 def _run_lane() -> None:
     while (job := _LANE.get()) is not None:
+        if job.after is not None:
+            job.after.done.wait()
         if not _STOPPED.is_set():
             job.process = subprocess.Popen(
                 job.args,
@@ -80,25 +84,38 @@ def _run_lane() -> None:
         job.done.set()
 
 
-def queued(args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path = ROOT) -> Job:
-    """Run ``args`` on the lane, after what was queued before; returns at once."""
+# Two workers: the in-process tests leave about half a core idle on these 2-core machines.
+WORKERS = 2
+
+
+def queued(
+    args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path = ROOT, after: Job | None = None
+) -> Job:
+    """Run ``args`` on the lane, in the order queued (``after``: not before that job is done); returns at once."""
     if not _WORKER:
-        _WORKER.append(threading.Thread(target=_run_lane, name="suite-commands", daemon=True))
-        _WORKER[0].start()
-    job = Job(list(args), env, cwd)
+        for i in range(WORKERS):
+            _WORKER.append(threading.Thread(target=_run_lane, name=f"suite-commands-{i}", daemon=True))
+            _WORKER[-1].start()
+    job = Job(list(args), env, cwd, after=after)
     _LANE.put(job)
     return job
 
 
 def command(
-    name: str, args: Sequence[str], *, test: str, env: Mapping[str, str] | None = None, in_project: bool = False
+    name: str,
+    args: Sequence[str],
+    *,
+    test: str,
+    env: Mapping[str, str] | None = None,
+    in_project: bool = False,
+    after: str | None = None,
 ) -> str:
     """Declare a command (``{outdir}`` in ``args`` becomes its own empty directory, ``{lane}`` the folder of
     every command's directory, named as the commands are); returns ``name``.
 
     ``in_project``: the command runs in a project folder of its own (tests/workspace.py: the product's files
     linked, the product's cdk.json), as a user runs a README command in a clone; ``{outdir}`` is that folder."""
-    _COMMANDS[name] = Command(tuple(args), test, env, in_project)
+    _COMMANDS[name] = Command(tuple(args), test, env, in_project, after)
     return name
 
 
@@ -116,7 +133,8 @@ def start(selected_tests: set[str]) -> None:
 
             workspace.linked(outdir)
         args = [a.replace("{outdir}", str(outdir)).replace("{lane}", str(_BASE[0])) for a in cmd.args]
-        job = queued(args, env=cmd.env, cwd=outdir if cmd.in_project else ROOT)
+        before = _JOBS[cmd.after][0] if cmd.after in _JOBS else None
+        job = queued(args, env=cmd.env, cwd=outdir if cmd.in_project else ROOT, after=before)
         _JOBS[name] = (job, outdir)
 
 
@@ -137,8 +155,10 @@ def stop() -> None:
         if job.process is not None and job.process.poll() is None:
             job.process.kill()
     if _WORKER:
-        _LANE.put(None)
-        _WORKER[0].join(timeout=60)
+        for _ in _WORKER:
+            _LANE.put(None)
+        for worker in _WORKER:
+            worker.join(timeout=60)
         _WORKER.clear()
     _JOBS.clear()
     _STOPPED.clear()
@@ -159,6 +179,10 @@ def clean_env(**extra: str) -> dict[str, str]:
         "AWS_DEFAULT_REGION",
         "CDK_DEFAULT_ACCOUNT",
         "CDK_DEFAULT_REGION",
+        # a command of the suite's runs as a user types it, not as a sub-make of `make test`
+        "MAKEFLAGS",
+        "MAKELEVEL",
+        "MFLAGS",
     ):
         env.pop(var, None)
     return env

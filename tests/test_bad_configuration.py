@@ -36,12 +36,6 @@ CASES = {
         "kubernetesVersion '1.30' is past the end of EKS extended support (2026-07-23) and can "
         "no longer be created; use 1.31 or newer (from -c)",
     ),
-    "layer package missing": (
-        {"kubernetesVersion": "1.33"},
-        "kubernetesVersion '1.33' needs the kubectl layer package "
-        "aws-cdk.lambda-layer-kubectl-v33, which is not installed; run: pip install "
-        "aws-cdk.lambda-layer-kubectl-v33==2.2.2 (from -c)",
-    ),
     "karpenter version without template": (
         {"karpenterVersion": "1.15.0"},
         "karpenterVersion '1.15.0' has no CloudFormation template "

@@ -46,6 +46,7 @@ LINT = background.command(
     "your-lint",
     [str(ROOT / ".venv" / "bin" / "cfn-lint"), "--format", "parseable", "{lane}/" + SYNTH_DIR + "/**/*.template.json"],
     test="test_your_templates_lint_clean",
+    after=SYNTH_DIR,
 )
 
 
