@@ -511,3 +511,22 @@ def test_node_class_volume():
     assert error_of(nodeClasses=[{"rootVolumeSizeGib": 0}]) == (
         "nodeClasses[0].rootVolumeSizeGib = 0: Input should be greater than or equal to 1"
     )
+
+
+def test_a_production_pool_list_without_the_system_pool_says_what_it_drops():
+    """Layers replace lists, never merge them: a nodePools list of yours replaces the production profile's two
+    pools, and the synth warns that the on-demand system pool is gone (with the entry that keeps it)."""
+    pinned = {"profile": "production", "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]}
+    own = load_config({**pinned, "nodePools": [{"name": "general", "capacityTypes": ["on-demand"]}]}, today=TODAY)
+    assert [p.name for p in own.node_pools] == ["general"]
+    assert own.warnings == (
+        "nodePools: your list replaces the production profile's, so its on-demand 'system' pool (label and taint "
+        'workload-class=system, for cluster add-ons) is not created; to keep it, add {"name": "system", '
+        '"capacityTypes": ["on-demand"], "labels": {"workload-class": "system"}, "taints": [{"key": '
+        '"workload-class", "value": "system", "effect": "NoSchedule"}]} to nodePools',
+    )
+    kept = [{"name": "system", "capacityTypes": ["on-demand"]}, {"name": "general"}]
+    assert load_config({**pinned, "nodePools": kept}, today=TODAY).warnings == ()
+    assert [p.name for p in load_config(pinned, today=TODAY).node_pools] == ["system", "default"]
+    assert load_config(pinned, today=TODAY).warnings == ()
+    assert load_config({"nodePools": [{"name": "general"}]}, today=TODAY).warnings == ()  # no profile, no pool lost

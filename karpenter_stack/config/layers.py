@@ -325,5 +325,15 @@ def _validate(raw: dict[str, Any], today: date | None, prefix: str, origins: Map
             for i, c in enumerate(config.node_classes)
             if c.windows
         ]
+        # A list a user sets replaces the profile's whole list (layers never merge lists): say what that drops.
+        if not origins.get("nodePools", "").startswith("profile") and SYSTEM_POOL["name"] not in {
+            p.name for p in config.node_pools
+        }:
+            warnings.append(
+                "nodePools: your list replaces the production profile's, so its on-demand 'system' pool (label and "
+                "taint workload-class=system, for cluster add-ons) is not created; to keep it, add "
+                + json.dumps(SYSTEM_POOL, separators=(", ", ": "))
+                + " to nodePools"
+            )
     config._warnings = tuple(prefix + w for w in warnings)
     return config
