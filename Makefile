@@ -28,7 +28,7 @@ DEV_STAMP := $(VENV)/.dev-installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept bench rehearsal \
+.PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal \
 	release-ids clean
 
 ## help: list the targets
@@ -98,6 +98,10 @@ review: $(DEV_STAMP) $(NODE_STAMP)
 ## accept: after a reviewed change, make your current synth the baseline (baseline/; commit it)
 accept: $(DEV_STAMP) $(NODE_STAMP)
 	python scripts/review.py --accept $(ARGS)
+
+## newcomer: a copy of this repository made someone's own, the README's two commands, then an invalid edit
+newcomer: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
+	python scripts/newcomer.py
 
 ## security-report: cdk-nag, cfn-lint and checkov results of your configuration as tables
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -37,11 +38,10 @@ from karpenter_stack.security import acknowledgments, covers, findings  # noqa: 
 
 
 def _context(overrides: list[str]) -> dict:
-    context = json.loads((ROOT / "cdk.json").read_text())["context"]
-    for item in overrides:
-        key, _, value = item.partition("=")
-        context[key] = value
-    return context
+    """Your configuration as `make synth` gives it to the app: cdk.context.json, cdk.json, CONTEXT_FILE, -c."""
+    from karpenter_stack.context_sources import working_context
+
+    return working_context(os.environ.get("CONTEXT_FILE") or None, [a for o in overrides for a in ("-c", o)])
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:

@@ -114,7 +114,11 @@ def test_windows_on_an_existing_cluster_warns_of_what_only_its_owner_can_switch_
         },
         today=TODAY,
     )
-    assert production.warnings == (
+    assert production.warnings[0] == (
         "nodeClasses[1].amiAlias 'windows2022@latest': Windows AMIs cannot be pinned (alias @latest only), so this "
-        "class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets",
+        "class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets"
+    )
+    # the example's own pools replace the profile's: the system pool it drops is named
+    assert len(production.warnings) == 2 and production.warnings[1].startswith(
+        "nodePools: your list replaces the production profile's, so its on-demand 'system' pool"
     )

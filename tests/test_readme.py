@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from karpenter_stack.config import AppConfig, load_config, load_environments
-from tests.conftest import ROOT, TODAY
+from tests.conftest import PRODUCT_CONTEXT, ROOT, TODAY
 
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -147,7 +147,7 @@ def test_quickstart_deploy_settings_give_a_public_endpoint_for_one_ip_and_the_de
 def test_make_it_yours_environments_are_a_valid_configuration_named_as_the_readme_says():
     section = _section(README.read_text(), "## Make it yours")
     (snippet,) = [b for b in _code_blocks(section, "json") if '"environments"' in b]
-    cdk_json = json.loads((ROOT / "cdk.json").read_text())["context"]
+    cdk_json = PRODUCT_CONTEXT  # the shipped cdk.json the README talks about
     environments = json.loads("{" + snippet + "}")["environments"]
     configs = load_environments({"clusterName": cdk_json["clusterName"], "environments": environments}, today=TODAY)
     assert configs["prod"].profile == "production"
