@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +28,7 @@ class Command:
     test: str  # the test function that reads the result
     env: Mapping[str, str] | None
     in_project: bool = False  # runs in a project folder of its own with the product's cdk.json
+    prepare: Callable[[Path], object] | None = None  # makes that folder instead (e.g. a user's copy)
     after: str | None = None  # the command whose output this one reads
 
 
@@ -109,13 +110,16 @@ def command(
     env: Mapping[str, str] | None = None,
     in_project: bool = False,
     after: str | None = None,
+    prepare: Callable[[Path], object] | None = None,
 ) -> str:
     """Declare a command (``{outdir}`` in ``args`` becomes its own empty directory, ``{lane}`` the folder of
     every command's directory, named as the commands are); returns ``name``.
 
     ``in_project``: the command runs in a project folder of its own (tests/workspace.py: the product's files
     linked, the product's cdk.json), as a user runs a README command in a clone; ``{outdir}`` is that folder."""
-    _COMMANDS[name] = Command(tuple(args), test, env, in_project, after)
+    _COMMANDS[name] = Command(
+        tuple(args), test, env, in_project=in_project or prepare is not None, after=after, prepare=prepare
+    )
     return name
 
 
@@ -128,7 +132,9 @@ def start(selected_tests: set[str]) -> None:
             _BASE.append(Path(tempfile.mkdtemp(prefix="suite-commands-")))
         outdir = _BASE[0] / name
         outdir.mkdir()
-        if cmd.in_project:
+        if cmd.prepare is not None:
+            cmd.prepare(outdir)
+        elif cmd.in_project:
             from tests import workspace
 
             workspace.linked(outdir)

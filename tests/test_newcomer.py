@@ -1,0 +1,82 @@
+"""A new user's door, in the suite: a copy of this repository made someone's own (scripts/newcomer.py: another
+cluster name, own pools, two environments with accounts and a filled cdk.context.json, the production profile).
+`make synth` synthesizes both environments offline; after an invalid edit `make test` stops with the
+configuration error's one line. (`make newcomer` also runs the copy's whole `make test`: about a minute more
+than this suite may spend.)"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from scripts.newcomer import their_cdk_json, their_lookups
+from tests import background, workspace
+
+
+def _their_copy(dest: Path) -> None:
+    workspace.copied(dest, their_cdk_json(), their_lookups())
+
+
+def _their_copy_after_an_invalid_edit(dest: Path) -> None:
+    invalid = their_cdk_json()
+    invalid["context"]["environments"]["prod"]["maxAzs"] = 7
+    workspace.copied(dest, invalid, their_lookups())
+
+
+SYNTH = background.command(
+    "newcomer-synth",
+    ["make", "synth"],
+    test="test_their_configuration_synthesizes_offline_from_their_lookup_cache",
+    env=background.clean_env(),
+    prepare=_their_copy,
+)
+INVALID = background.command(
+    "newcomer-invalid-edit",
+    ["make", "test"],
+    test="test_an_invalid_edit_makes_the_test_command_fail_with_the_configuration_error",
+    env=background.clean_env(),
+    prepare=_their_copy_after_an_invalid_edit,
+)
+
+
+@pytest.mark.background
+def test_their_configuration_synthesizes_offline_from_their_lookup_cache():
+    result = background.result(SYNTH)
+    assert result.returncode == 0, result.stderr
+    top = sorted(p.name for p in (result.outdir / "cdk.out").glob("*.template.json"))
+    assert result.stdout.splitlines()[-1].split() == ["Synthesized:", *top]
+    assert [t for t in top if not t.endswith(".nested.template.json")] == [
+        "payments-prod.template.json",
+        "payments-staging.template.json",
+    ]
+    manifest = json.loads((result.outdir / "cdk.out" / "manifest.json").read_text())
+    environments = {
+        n: a["environment"] for n, a in manifest["artifacts"].items() if n in ("payments-prod", "payments-staging")
+    }
+    assert environments == {
+        "payments-prod": "aws://123456789012/us-east-1",
+        "payments-staging": "aws://444455556666/eu-west-1",
+    }
+    # their own pools, the system pool kept, in each environment
+    for stack in ("payments-prod", "payments-staging"):
+        text = (result.outdir / "cdk.out" / f"{stack}.template.json").read_text()
+        assert re.findall(r'NodePool\\",\\"metadata\\":\{\\"name\\":\\"([a-z-]+)', text) == [
+            "system",
+            "general",
+            "batch",
+        ]
+
+
+@pytest.mark.background
+def test_an_invalid_edit_makes_the_test_command_fail_with_the_configuration_error():
+    result = background.result(INVALID)
+    assert result.returncode == 2  # make's exit code for a failed recipe
+    assert (
+        "Configuration error:\nenvironments.prod.maxAzs = 7: Input should be less than or equal to 6 "
+        "(from environments.prod)\n" in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+    assert "passed" not in result.stdout  # nothing was tested
