@@ -4,12 +4,15 @@
 
 import sys
 
+import aws_cdk as cdk
+
 from karpenter_stack.application import build, missing_lookups, new_app
 from karpenter_stack.config import ConfigError
 
 
-def main() -> None:
-    app = new_app()
+def main(app: cdk.App | None = None) -> None:
+    """Build and synthesize ``app`` (by default the one the CDK CLI's context describes)."""
+    app = app or new_app()
     try:
         build(app)
     except ConfigError as err:

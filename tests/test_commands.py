@@ -40,13 +40,6 @@ EXAMPLE_SYNTH = {
     )
     for name in EXAMPLES
 }
-BAD_SETTING = background.command(
-    "make-synth-bad-setting",
-    ["make", "synth", "ARGS=-c 'clusterName=bad name'"],
-    test="test_a_bad_setting_stops_the_synth_with_one_clear_message_and_no_output",
-    env=background.clean_env(),
-    in_project=True,
-)
 
 
 def _templates(outdir: Path) -> dict[str, dict[str, Any]]:
@@ -119,13 +112,21 @@ def test_every_example_synthesizes_through_the_readme_command(example, request):
     assert written == _templates(Path(synthesized.app.outdir))
 
 
-@pytest.mark.background
-def test_a_bad_setting_stops_the_synth_with_one_clear_message_and_no_output():
-    result = background.result(BAD_SETTING)
-    assert result.returncode != 0
-    assert 'Configuration error:\nclusterName = "bad name": must start with a letter or digit' in result.stderr
-    assert "Traceback" not in result.stderr and "jsii" not in result.stderr
-    assert not (result.outdir / "cdk.out" / "manifest.json").exists()
+def test_a_bad_setting_stops_app_py_with_one_clear_message_and_no_output(tmp_path, capsys):
+    """app.py's main, on the context a `-c clusterName=...` flag gives it: exit 1, the configuration error
+    alone, nothing written."""
+    import app
+    from karpenter_stack.application import new_app
+    from tests.conftest import PRODUCT_CONTEXT
+
+    with pytest.raises(SystemExit) as exit_:
+        app.main(new_app(context={**PRODUCT_CONTEXT, "clusterName": "bad name"}, outdir=str(tmp_path)))
+    assert exit_.value.code == 1
+    assert capsys.readouterr().err == (
+        'Configuration error:\nclusterName = "bad name": must start with a letter or digit and contain only letters, '
+        "digits, '-' and '_' (from -c)\n"
+    )
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
