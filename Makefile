@@ -64,7 +64,7 @@ cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) $(ARGS)
 
 ## docs: regenerate what docs/ derives from the code
-# Regenerate the README's configuration reference and acknowledgment table from the code.
+# Regenerate docs/configuration-reference.md and docs/acknowledgments.md from the code.
 docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/generate_docs.py
 

@@ -160,7 +160,7 @@ class KarpenterClusterStack(AppStack):
             Annotations.of(cluster).acknowledge_warning(
                 "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
                 "Existing VPC: its subnets belong to whoever manages that VPC. Karpenter selects them by "
-                "id; load-balancer role tags are the VPC owner's to add (README, 'Existing VPC').",
+                "id; load-balancer role tags are the VPC owner's to add (docs/configuration.md, 'Existing VPC').",
             )
         acknowledge_cluster(cluster, cluster_name=name, public_access_cidrs=config.public_access_cidrs)
         self._administrators(cluster)

@@ -3,7 +3,7 @@
 Every acknowledgment goes through :func:`constructs_lib.nag.acknowledge`, made by the construct that
 causes the finding; it names one exact (granular) finding id, sits on the narrowest construct that
 produces the finding, and says why it is acceptable here. Fixes are
-preferred: see README, "Security gate", for what is fixed rather than acknowledged.
+preferred: see docs/security.md for what is fixed rather than acknowledged.
 """
 
 from __future__ import annotations

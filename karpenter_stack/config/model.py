@@ -2,7 +2,7 @@
 
 Node classes and node pools are the Karpenter construct's own specs (constructs_lib.node_specs);
 this model adds what the app decides: the cluster, its network, hosting, protection and versions.
-Loading and layering are in ``layers``, error messages in ``errors``, the README reference in
+Loading and layering are in ``layers``, error messages in ``errors``, the docs/ reference in
 ``reference``.
 """
 
