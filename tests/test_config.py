@@ -523,7 +523,7 @@ def test_a_production_pool_list_without_the_system_pool_says_what_it_drops():
         "nodePools: your list replaces the production profile's, so its on-demand 'system' pool (label and taint "
         'workload-class=system, for cluster add-ons) is not created; to keep it, add {"name": "system", '
         '"capacityTypes": ["on-demand"], "labels": {"workload-class": "system"}, "taints": [{"key": '
-        '"workload-class", "value": "system", "effect": "NoSchedule"}]} to nodePools',
+        '"workload-class", "value": "system", "effect": "NoSchedule"}]} to nodePools (from cdk.json)',
     )
     kept = [{"name": "system", "capacityTypes": ["on-demand"]}, {"name": "general"}]
     assert load_config({**pinned, "nodePools": kept}, today=TODAY).warnings == ()

@@ -23,7 +23,7 @@ from pydantic.alias_generators import to_camel, to_snake
 from constructs_lib.node_specs import quoted
 
 from .. import versions
-from .errors import CDK_JSON, FLAG, ConfigError, format_errors, unknown_key, with_origins
+from .errors import BUILT_IN, CDK_JSON, FLAG, ConfigError, format_errors, unknown_key, with_origins
 from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig
 from .pipeline import PipelineConfig
 
@@ -333,7 +333,7 @@ def _validate(raw: dict[str, Any], today: date | None, prefix: str, origins: Map
                 "nodePools: your list replaces the production profile's, so its on-demand 'system' pool (label and "
                 "taint workload-class=system, for cluster add-ons) is not created; to keep it, add "
                 + json.dumps(SYSTEM_POOL, separators=(", ", ": "))
-                + " to nodePools"
+                + f" to nodePools (from {origins.get('nodePools', BUILT_IN)})"
             )
     config._warnings = tuple(prefix + w for w in warnings)
     return config
