@@ -16,14 +16,12 @@ from scripts.newcomer import their_cdk_json, their_lookups
 from tests import background, workspace
 
 
-def _their_copy(dest: Path) -> None:
-    workspace.copied(dest, their_cdk_json(), their_lookups())
-
-
-def _their_copy_after_an_invalid_edit(dest: Path) -> None:
-    invalid = their_cdk_json()
-    invalid["context"]["environments"]["prod"]["maxAzs"] = 7
-    workspace.copied(dest, invalid, their_lookups())
+def _their_copy(dest: Path, *, max_azs: int | None = None) -> None:
+    """Their copy of the repository; with ``max_azs``, after an invalid edit of prod's maxAzs."""
+    cdk_json = their_cdk_json()
+    if max_azs is not None:
+        cdk_json["context"]["environments"]["prod"]["maxAzs"] = max_azs
+    workspace.copied(dest, cdk_json, their_lookups())
 
 
 SYNTH = background.command(
@@ -38,7 +36,7 @@ INVALID = background.command(
     ["make", "test"],
     test="test_an_invalid_edit_makes_the_test_command_fail_with_the_configuration_error",
     env=background.clean_env(),
-    prepare=_their_copy_after_an_invalid_edit,
+    prepare=lambda dest: _their_copy(dest, max_azs=7),
 )
 
 
