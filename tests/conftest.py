@@ -33,6 +33,35 @@ context_sources.project_dir = lambda: PRODUCT  # where the app and the scripts r
 TODAY = date(2026, 11, 21)
 
 
+# Proof that the product's tests never read the user's files: the interpreter reports every file it opens
+# (PEP 578 audit events); opening the working copy's cdk.json or cdk.context.json during a test other than the
+# gate of the user's configuration fails that test, and the run.
+_USERS_FILES = {str(ROOT / "cdk.json"), str(ROOT / "cdk.context.json")}
+_USERS_GATE = "tests/test_your_configuration.py::"
+_RUNNING: list[str] = []
+_READ_BY_PRODUCT_TESTS: list[str] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "open" and _RUNNING and isinstance(args[0], (str, Path)):
+        path = os.path.abspath(args[0])
+        if path in _USERS_FILES and not _RUNNING[0].startswith(_USERS_GATE):
+            _READ_BY_PRODUCT_TESTS.append(f"{_RUNNING[0]} read {Path(path).name}")
+            raise RuntimeError(f"a product test read the user's {Path(path).name}; use tests/fixtures/product/")
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Any:
+    _RUNNING[:] = [item.nodeid]
+    try:
+        return (yield)
+    finally:
+        _RUNNING.clear()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that read a background run (tests/background.py, the cfn-lint and checkov runs) go last, so that the
     in-process tests run while those commands do."""
@@ -44,11 +73,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     )
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A run that includes the gate of your configuration checks that configuration first, before any test
+    module is imported: an invalid edit stops `make test` in about a second."""
+    gate = "tests/test_your_configuration.py"
+    for arg in session.config.args:
+        path = Path(arg.split("::")[0]).resolve()
+        if path == ROOT or path == ROOT / "tests" or path == ROOT / gate:
+            check_your_configuration()
+            return
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     from tests import background
 
-    if any(item.nodeid.startswith("tests/test_your_configuration.py") for item in session.items):
-        check_your_configuration()
     background.start({getattr(item, "originalname", item.name) for item in session.items})
 
 
@@ -69,10 +107,13 @@ def check_your_configuration() -> None:
     pytest.exit("your configuration is invalid (above); nothing was tested", returncode=1)
 
 
-def pytest_sessionfinish() -> None:
+def pytest_sessionfinish(session: pytest.Session) -> None:
     from tests import background
 
     background.stop()
+    if _READ_BY_PRODUCT_TESTS:  # also when the test swallowed the error
+        print("\n" + "\n".join(_READ_BY_PRODUCT_TESTS), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -317,38 +358,57 @@ def _scans(request: pytest.FixtureRequest):
     """Starts the session's one cfn-lint run and one checkov run in the background when the session starts
     (if any selected test reads them): the templates of the default, alternative, existing-cluster,
     access-entries, Windows and Pod Identity configurations, the delivery pipeline and templates/; cfn-lint also gets a
-    deliberately broken template (proving findings are reported)."""
-    wanted = {
-        name
-        for item in request.session.items
+    deliberately broken template (proving findings are reported), and the templates of your configuration's gate
+    (only those when the gate is all that runs: `make check`)."""
+    from tests.test_your_configuration import LINTED_BY_THE_SESSION
+
+    readers = {
+        name: {item.name for item in request.session.items if name in item.fixturenames}
         for name in ("lint_findings", "checkov_findings")
-        if name in item.fixturenames
     }
-    if not wanted:
+    if not any(readers.values()):
         return {}
     from scripts.security_report import CheckovRun, LintRun
     from tests import background
 
-    files = [
-        *(
-            path
-            for name in LINTED
-            # (delivery: the pipeline's own stacks; its stages' templates are the environments' templates)
-            for path in sorted(Path(request.getfixturevalue(name).app.outdir).glob("*.template.json"))
-        ),
-        *sorted((ROOT / "templates").glob("*.yaml")),
-    ]
+    def product() -> list[Path]:
+        return [
+            *(
+                path
+                for name in LINTED
+                # (delivery: the pipeline's own stacks; its stages' templates are the environments' templates)
+                for path in sorted(Path(request.getfixturevalue(name).app.outdir).glob("*.template.json"))
+            ),
+            *sorted((ROOT / "templates").glob("*.yaml")),
+        ]
+
+    lint = None
+    if readers["lint_findings"]:
+        linted = [*product(), BROKEN_TEMPLATE] if readers["lint_findings"] - {LINTED_BY_THE_SESSION} else []
+        if LINTED_BY_THE_SESSION in readers["lint_findings"]:
+            linted += _your_templates()
+        lint = LintRun(linted, start=background.queued) if linted else None  # (your synth failed: nothing to lint)
     # on the background lane (tests/background.py), after the commands queued at collection
     return {
-        "lint": LintRun([*files, BROKEN_TEMPLATE], start=background.queued) if "lint_findings" in wanted else None,
-        "checkov": CheckovRun(files, start=background.queued) if "checkov_findings" in wanted else None,
+        "lint": lint,
+        "checkov": CheckovRun(product(), start=background.queued) if readers["checkov_findings"] else None,
     }
+
+
+def _your_templates() -> list[Path]:
+    """The templates of the gate of your configuration (tests/test_your_configuration.py): the session's cfn-lint
+    run lints them too (a template equal to one of the product's is linted once)."""
+    from tests import background
+    from tests.test_your_configuration import SYNTH
+
+    synth = background.result(SYNTH)
+    return sorted(synth.outdir.rglob("*.template.json")) if synth.returncode == 0 else []
 
 
 @pytest.fixture(scope="session")
 def lint_findings(_scans) -> dict[str, list[str]]:
     """file -> its cfn-lint findings, from the session's one run."""
-    return _scans["lint"].findings()
+    return _scans["lint"].findings() if _scans["lint"] else {}
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,21 @@ def test_cdk_json_is_a_short_starting_point_that_changes_no_default():
     )  # every other default lives in the model (and docs/configuration-reference.md)
 
 
+def test_a_product_test_that_reads_the_users_cdk_json_fails():
+    """The suite's guard (conftest's audit hook): the product's tests read tests/fixtures/product/, never the
+    working copy's cdk.json, which is the user's -- so every valid edit of it leaves them green."""
+    from tests import conftest
+
+    before = list(conftest._READ_BY_PRODUCT_TESTS)
+    with pytest.raises(RuntimeError, match="a product test read the user's cdk.json; use tests/fixtures/product/"):
+        (ROOT / "cdk.json").read_text()
+    assert conftest._READ_BY_PRODUCT_TESTS[len(before) :] == [
+        "tests/test_config.py::test_a_product_test_that_reads_the_users_cdk_json_fails read cdk.json"
+    ]
+    del conftest._READ_BY_PRODUCT_TESTS[len(before) :]  # this one was on purpose
+    assert (conftest.PRODUCT / "cdk.json").read_text()  # the fixture is what they read
+
+
 # --- layers: built-in defaults < profile < cdk.json < environment < -c --------------------------
 
 

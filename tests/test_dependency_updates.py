@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import PRODUCT, ROOT
 
 CONFIG: dict[str, Any] = json.loads((ROOT / "renovate.json").read_text())
 REQUIREMENTS = ("requirements.txt", "requirements-dev.txt", "requirements-hooks.txt", "requirements-checkov.txt")
@@ -87,7 +87,7 @@ def test_the_karpenter_release_in_cdk_json_is_found_and_names_the_upgrade_proced
     manager, _ = CONFIG["customManagers"]
     assert manager["managerFilePatterns"] == ["/^cdk\\.json$/"]
     (pattern,) = manager["matchStrings"]
-    found = re.search(pattern.replace("(?<", "(?P<"), (ROOT / "cdk.json").read_text())
+    found = re.search(pattern.replace("(?<", "(?P<"), (PRODUCT / "cdk.json").read_text())  # as shipped
     assert found is not None and found.group("currentValue") == "1.14.1"
     assert (manager["depNameTemplate"], manager["datasourceTemplate"]) == (
         "aws/karpenter-provider-aws",

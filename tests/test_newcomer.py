@@ -1,8 +1,10 @@
 """A new user's door, in the suite: a copy of this repository made someone's own (scripts/newcomer.py: another
 cluster name, own pools, two environments with accounts and a filled cdk.context.json, the production profile).
-`make synth` synthesizes both environments offline; after an invalid edit `make test` stops with the
-configuration error's one line. (`make newcomer` also runs the copy's whole `make test`: about a minute more
-than this suite may spend.)"""
+`make synth` synthesizes both environments offline; the part of `make test` that reads their cdk.json -- the
+gate of their configuration, `make check` -- passes; after an invalid edit `make test` stops with the
+configuration error's one line. The rest of `make test`, the product's tests, never reads a user's cdk.json
+(conftest's guard fails any that does), so it passes in their copy as it does here. `make newcomer` runs the
+copy's whole `make test` too: about a minute more than this suite may spend."""
 
 from __future__ import annotations
 
@@ -28,6 +30,13 @@ SYNTH = background.command(
     "newcomer-synth",
     ["make", "synth"],
     test="test_their_configuration_synthesizes_offline_from_their_lookup_cache",
+    env=background.clean_env(),
+    prepare=_their_copy,
+)
+GATE = background.command(
+    "newcomer-gate",
+    ["make", "check"],
+    test="test_the_gate_of_their_configuration_passes",
     env=background.clean_env(),
     prepare=_their_copy,
 )
@@ -66,6 +75,13 @@ def test_their_configuration_synthesizes_offline_from_their_lookup_cache():
             "general",
             "batch",
         ]
+
+
+@pytest.mark.background
+def test_the_gate_of_their_configuration_passes():
+    result = background.result(GATE)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert result.stdout.splitlines()[-1].startswith("3 passed in ")  # synth + security gate, cfn-lint, CRDs
 
 
 @pytest.mark.background
