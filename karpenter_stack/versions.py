@@ -206,12 +206,35 @@ ADDON_VERSIONS: dict[str, dict[int, str]] = {
     },
 }
 MANAGED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
+# The other add-ons this app manages are not bound to a Kubernetes minor: the User Guide's "Manage VPC CNI"
+# table lists one vpc-cni version for every supported minor, and eks-pod-identity-agent versions are offered
+# for every minor from 1.24 on. Only their form is checked (config model).
+
+
+def _coredns_line(version: str) -> tuple[int, int]:
+    major, minor = version.lstrip("v").split(".")[:2]
+    return int(major), int(minor)
+
+
+def _check_coredns(version: str, minor: int) -> None:
+    """Refuse a CoreDNS release line that EKS lists first for a later Kubernetes minor: EKS offers a CoreDNS
+    add-on version only for the cluster versions it was built for."""
+    table = ADDON_VERSIONS["coredns"]
+    documented = _coredns_line(table[minor])
+    line = _coredns_line(version)
+    first = min((m for m, v in table.items() if _coredns_line(v) >= line and m > minor), default=None)
+    if line > documented and first is not None:
+        raise VersionError(
+            f"addonVersions.coredns '{version}' is CoreDNS {line[0]}.{line[1]}, which EKS lists first for "
+            f"Kubernetes 1.{first}; for 1.{minor} EKS lists up to {table[minor]} (check: aws eks "
+            f"describe-addon-versions --addon-name coredns --kubernetes-version 1.{minor})"
+        )
 
 
 def addon_versions(kubernetes_version: str, pinned: dict[str, str]) -> dict[str, str | None]:
     """The version of each managed add-on for this Kubernetes version (None: EKS's default), with the
-    user's pins applied; raise when a minor-bound add-on has neither a known version nor a pin, or a
-    kube-proxy pin is for another minor."""
+    user's pins applied; raise when a minor-bound add-on has neither a known version nor a pin, a
+    kube-proxy pin is for another minor, or a CoreDNS pin is of a line EKS lists only for later minors."""
     minor = minor_of(kubernetes_version)
     chosen: dict[str, str | None] = {}
     for name in MANAGED_ADDONS:
@@ -228,6 +251,8 @@ def addon_versions(kubernetes_version: str, pinned: dict[str, str]) -> dict[str,
                 f"addonVersions.kube-proxy '{version}' is not for Kubernetes {kubernetes_version} "
                 f"(kube-proxy's version follows the cluster's minor: v1.{minor}.x-eksbuild.N)"
             )
+        if name == "coredns" and version is not None and minor in ADDON_VERSIONS["coredns"]:
+            _check_coredns(version, minor)
         chosen[name] = version
     return chosen
 

@@ -728,6 +728,28 @@ MORE_CASES = {
         {"addonVersions": {"kube-proxy": "v1.35.0-eksbuild.2"}},
         "addonVersions.kube-proxy 'v1.35.0-eksbuild.2' is not for Kubernetes 1.36 (kube-proxy's version follows the cluster's minor: v1.36.x-eksbuild.N) (from -c)",
     ),
+    "service-linked role as administrator": (
+        {
+            "authenticationMode": "API_AND_CONFIG_MAP",
+            "administrators": [
+                "arn:aws:iam::111122223333:role/aws-service-role/eks.amazonaws.com/AWSServiceRoleForAmazonEKS"
+            ],
+        },
+        "administrators[0] 'arn:aws:iam::111122223333:role/aws-service-role/eks.amazonaws.com/"
+        "AWSServiceRoleForAmazonEKS' is a service-linked role (path /aws-service-role/): only its AWS service can "
+        "assume it, so nobody could use it to administer the cluster; name a role people assume (from -c)",
+    ),
+    "STS session as administrator": (
+        {"administrators": ["arn:aws:sts::111122223333:assumed-role/admin/alice"]},
+        "administrators[0] 'arn:aws:sts::111122223333:assumed-role/admin/alice' must be an IAM role ARN like "
+        "arn:aws:iam::<account>:role/<name> (from -c)",
+    ),
+    "coredns of a later Kubernetes minor": (
+        {"kubernetesVersion": "1.34", "addonVersions": {"coredns": "v1.14.3-eksbuild.3"}},
+        "addonVersions.coredns 'v1.14.3-eksbuild.3' is CoreDNS 1.14, which EKS lists first for Kubernetes 1.35; "
+        "for 1.34 EKS lists up to v1.13.2-eksbuild.11 (check: aws eks describe-addon-versions --addon-name coredns "
+        "--kubernetes-version 1.34) (from -c)",
+    ),
     "unknown profile": (
         {"profile": "prod"},
         "profile = \"prod\": Input should be 'standard' or 'production' (from -c)",

@@ -261,6 +261,24 @@ GOOD = {
         "kubernetesVersion": "1.35",
         "nodeClasses": [{"amiAlias": "al2023@v20260128"}],
     },
+    # EKS User Guide, "Manage CoreDNS" / "Manage VPC CNI": a newer build of a minor's CoreDNS line, and vpc-cni
+    # and eks-pod-identity-agent versions, which are not bound to a Kubernetes minor.
+    "Pinned add-ons": {
+        "kubernetesVersion": "1.34",
+        "addonVersions": {
+            "coredns": "v1.13.3-eksbuild.1",
+            "kube-proxy": "v1.34.7-eksbuild.1",
+            "vpc-cni": "v1.21.0-eksbuild.1",
+            "eks-pod-identity-agent": "v1.3.10-eksbuild.1",
+        },
+        "controllerHosting": "nodegroup",
+        "controllerCredentials": "pod-identity",
+    },
+    # IAM role paths are allowed in access entries (EKS User Guide, "Create access entries").
+    "Administrators with a role path, through access entries": {
+        "authenticationMode": "API_AND_CONFIG_MAP",
+        "administrators": ["arn:aws:iam::111122223333:role/platform/admin"],
+    },
 }
 
 

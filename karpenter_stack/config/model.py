@@ -249,7 +249,8 @@ class AppConfig(CamelModel):
         description=(
             'Pin EKS managed add-on versions (e.g. {"vpc-cni": "v1.20.1-eksbuild.3"}); unset: coredns and '
             "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni and "
-            "eks-pod-identity-agent are EKS's default."
+            "eks-pod-identity-agent are EKS's default. A kube-proxy pin must be of the cluster's minor, a coredns "
+            "pin not of a CoreDNS line EKS lists only for later minors."
         ),
     )
     controller_credentials: Literal["irsa", "pod-identity"] = Field(
@@ -274,7 +275,8 @@ class AppConfig(CamelModel):
         description="IAM role ARNs with cluster-admin (access entries with AmazonEKSClusterAdminPolicy; with "
         "CONFIG_MAP, system:masters in aws-auth), instead of the stack's ClusterAdminRole that anyone in "
         "the account allowed sts:AssumeRole may assume (unset: that role). Setting them on a running "
-        "cluster deletes that role and its mapping in place.",
+        "cluster deletes that role and its mapping in place. Not service-linked roles; role paths only with "
+        "access entries (aws-auth matches roles without their path).",
     )
     controller: ControllerSpec = Field(
         default_factory=ControllerSpec,
@@ -403,6 +405,13 @@ class AppConfig(CamelModel):
                     f"administrators[{i}] {quoted(arn)} must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"
                 )
             role = arn.split(":role/", 1)[1]
+            if role.startswith("aws-service-role/"):
+                # IAM User Guide, "Service-linked roles": only the linked service can assume one.
+                raise ValueError(
+                    f"administrators[{i}] {quoted(arn)} is a service-linked role (path /aws-service-role/): only "
+                    "its AWS service can assume it, so nobody could use it to administer the cluster; name a role "
+                    "people assume"
+                )
             if "/" in role and self.authentication_mode in (None, "CONFIG_MAP"):
                 # EKS User Guide, "Create access entries": ARNs in aws-auth ConfigMap entries can't include a path
                 # (the authenticator matches the role ARN STS reports, which has none: aws-iam-authenticator#268).
