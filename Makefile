@@ -36,7 +36,10 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 ## help: list the targets
 help:
-	@sed -n 's/^## //p' $(MAKEFILE_LIST)
+	@echo "Your cluster:"
+	@sed -n 's/^## /  /p' $(MAKEFILE_LIST)
+	@echo "Developing this project:"
+	@sed -n 's/^### /  /p' $(MAKEFILE_LIST)
 
 ## synth: set up and synthesize your configuration into cdk.out/ (CONTEXT_FILE, ARGS)
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
@@ -56,7 +59,7 @@ check: $(DEV_STAMP) $(NODE_STAMP)
 ## setup: install the toolchain only (.venv/, node_modules/, .venv-checkov/)
 setup: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 
-## hooks: install the git hooks (ruff and mypy on every commit)
+### hooks: install the git hooks (ruff and mypy on every commit)
 # Git hooks: pre-commit (pinned in requirements-hooks.txt) runs ruff and mypy on every commit.
 hooks: $(DEV_STAMP)
 	python -m pip install -q -r requirements-hooks.txt
@@ -66,29 +69,29 @@ hooks: $(DEV_STAMP)
 cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(CDK) $(ARGS)
 
-## docs: regenerate what docs/ derives from the code
+### docs: regenerate what docs/ derives from the code
 # Regenerate docs/configuration-reference.md and docs/acknowledgments.md from the code.
 docs: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/generate_docs.py
 
-## snapshots: accept the product's own test snapshots (developers of this project)
+### snapshots: accept the product's own test snapshots (developers of this project)
 snapshots: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_snapshots.py --snapshot-update -q
 
-## rehearsal: create and destroy critical paths of the product's configurations
+### rehearsal: create and destroy critical paths of the product's configurations
 # Lifecycle rehearsal: create and destroy critical paths (worst case) of the default, node-group, Pod Identity,
 # production and existing-cluster configurations, from CloudFormation's semantics over the synthesized
 # templates.
 rehearsal: $(DEV_STAMP) $(NODE_STAMP)
-	python -m pytest tests/test_rehearsal.py -q -k critical_paths
+	python -m pytest tests/test_rehearsal.py -q -s -k critical_paths
 
-## release-ids: record every logical id later versions must keep (when cutting a release)
+### release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must
 # keep, so that a refactor cannot make CloudFormation replace a deployed resource unnoticed.
 release-ids: $(DEV_STAMP) $(NODE_STAMP)
 	python scripts/release_logical_ids.py
 
-## bench: synth time of this project against aws_eks + cdk-eks-karpenter
+### bench: synth time of this project against aws_eks + cdk-eks-karpenter
 # Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python scripts/bench/bench.py $(ARGS)
@@ -102,7 +105,7 @@ review: $(DEV_STAMP) $(NODE_STAMP)
 accept: $(DEV_STAMP) $(NODE_STAMP)
 	python scripts/review.py --accept $(ARGS)
 
-## newcomer: a copy of this repository made someone's own, the README's two commands, then an invalid edit
+### newcomer: a copy of this repository made someone's own, the README's two commands, then an invalid edit
 newcomer: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	python scripts/newcomer.py
 

@@ -20,9 +20,11 @@ from karpenter_stack.context_sources import ContextFileError, as_flags, read_con
 
 
 def command(argv: list[str], context_file: str | None) -> list[str]:
-    """The CDK CLI command line: notices off, the arguments, then the file's settings as ``-c`` flags."""
+    """The CDK CLI command line: notices off, the file's settings as ``-c`` flags, then the arguments -- the
+    CLI keeps the last ``-c`` of a key, so a setting in the arguments (ARGS) wins over the file's, as
+    :func:`karpenter_stack.context_sources.working_context` (the gate, the review) layers them."""
     settings = read_context_file(context_file) if context_file else {}
-    return ["cdk", "--no-notices", *argv, *as_flags(settings)]
+    return ["cdk", "--no-notices", *as_flags(settings), *argv]
 
 
 def main(argv: list[str]) -> int:

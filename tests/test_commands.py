@@ -154,7 +154,7 @@ def test_a_context_file_that_cannot_be_used_stops_before_anything_runs(tmp_path,
     assert (project / "cdk.out" / "kept").read_text() == "an earlier synth"  # not even cleaned
 
 
-def test_the_cdk_command_passes_the_context_file_as_flags_after_the_arguments(tmp_path):
+def test_the_cdk_command_passes_the_context_file_as_flags_before_the_arguments(tmp_path):
     from scripts.cdk import command
 
     settings = tmp_path / "s.json"
@@ -162,15 +162,15 @@ def test_the_cdk_command_passes_the_context_file_as_flags_after_the_arguments(tm
     assert command(["synth", "--quiet"], str(settings)) == [
         "cdk",
         "--no-notices",
-        "synth",
-        "--quiet",
         "-c",
         "clusterName=payments-dev",
         "-c",
         'nodePools=[{"name":"a b"}]',
         "-c",
         "maxAzs=3",
-    ]
+        "synth",
+        "--quiet",
+    ]  # (the CLI keeps a key's last -c: ARGS, in the arguments, win; test_security_gate runs it)
     assert command(["deploy"], None) == ["cdk", "--no-notices", "deploy"]
 
 
@@ -187,7 +187,19 @@ def test_the_old_cdk_args_variable_is_refused_with_its_replacement():
 
 def test_make_help_lists_every_target():
     result = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True)
-    listed = [line.split(":")[0] for line in result.stdout.splitlines()]
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Your cluster:" and "Developing this project:" in lines
+    developing = lines.index("Developing this project:")
+    listed = [line.split(":")[0].strip() for line in lines if line.startswith("  ")]
+    assert [line.split(":")[0].strip() for line in lines[developing + 1 :]] == [
+        "hooks",
+        "docs",
+        "snapshots",
+        "rehearsal",
+        "release-ids",
+        "bench",
+        "newcomer",
+    ]
     phony = re.search(r"^\.PHONY:(.*?)(?<!\\)$", (ROOT / "Makefile").read_text(), re.M | re.S)
     assert phony is not None
     declared = phony.group(1).replace("\\\n", " ").split()

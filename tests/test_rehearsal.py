@@ -193,8 +193,8 @@ def test_an_update_rollback_deletes_what_the_update_created_and_the_safety_net_d
         assert answers == [("SUCCESS", f"stack status {status}: not a stack deletion, nothing touched")]
 
 
-def test_critical_paths(lifecycles, capsys):
-    """`make rehearsal` prints these. The destroy path runs through Karpenter's objects, the safety net,
+def test_critical_paths(lifecycles):
+    """`make rehearsal` prints these (pytest -s; the suite keeps them out of its output). The destroy path runs through Karpenter's objects, the safety net,
     the controller, CoreDNS and the controller's hosting before the cluster and the network."""
     report = []
     for name, lifecycle in each(lifecycles.items()):
@@ -219,8 +219,7 @@ def test_critical_paths(lifecycles, capsys):
                 "Custom::AWSCDK-EKS-Cluster",
             ]
         assert milestones[: len(expected)] == expected
-    with capsys.disabled():
-        print("\n" + "\n".join(report))
+    print("\n" + "\n".join(report))
     totals = {
         name: (lc.schedule("create").total // 60, lc.schedule("delete").total // 60) for name, lc in lifecycles.items()
     }

@@ -10,6 +10,7 @@ import aws_cdk as cdk
 import pytest
 
 from karpenter_stack.application import build, new_app
+from karpenter_stack.context_sources import working_context
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
 from tests import background
 from tests.cfn import assemblies_in_tmp, each, kubernetes_objects, only, render, resources
@@ -83,9 +84,16 @@ def test_public_endpoint_finding_is_acknowledged_only_when_configured(default):
     assert not [a for a in acknowledgments(default.app) if a.rule == "AwsSolutions-EKS1"]
 
 
+# The pack comes from ARGS over a CONTEXT_FILE that sets none: ARGS win over the file, as the gate and the
+# review layer them (karpenter_stack.context_sources.working_context); the file's clusterName applies.
 HIPAA_SYNTH = background.command(
     "hipaa-synth",
-    ["make", "synth", """ARGS=-c 'additionalNagPacks=["HIPAASecurity"]'"""],
+    [
+        "make",
+        "synth",
+        "CONTEXT_FILE=tests/fixtures/packs-in-a-context-file.json",
+        """ARGS=-c 'additionalNagPacks=["HIPAASecurity"]'""",
+    ],
     test="test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth",
     env=background.clean_env(),
     in_project=True,
@@ -97,7 +105,14 @@ def test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth():
     result = background.result(HIPAA_SYNTH)
     assert result.returncode == 2  # make's exit code for a failed recipe
     assert "Acknowledge with 'HIPAA.Security::HIPAA.Security-CloudWatchLogGroupEncrypted'" in result.stderr
+    assert "\n   from-the-file/" in result.stderr  # the findings' resources are in the file's cluster
     assert "Traceback" not in result.stderr
+    layered = working_context(
+        result.outdir / "tests/fixtures/packs-in-a-context-file.json",
+        ["-c", 'additionalNagPacks=["HIPAASecurity"]'],
+        root=result.outdir,
+    )
+    assert (layered["clusterName"], layered["additionalNagPacks"]) == ("from-the-file", '["HIPAASecurity"]')
 
 
 def test_security_report_command(capsys, monkeypatch, tmp_path, default, lint_findings, checkov_findings):
