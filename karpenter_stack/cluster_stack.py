@@ -145,7 +145,9 @@ class KarpenterClusterStack(AppStack):
             cluster_logging=ALL_LOG_TYPES,
             endpoint_access=endpoint_access(config),
             secrets_encryption_key=self.secrets_key,
-            deletion_protection=config.deletion_protection or None,
+            # false is written too: aws-cdk's handler sends the property's new value, and an absent one is no
+            # change (a protected cluster would stay protected through the documented destroy).
+            deletion_protection=config.deletion_protection,
             # EC2 = no patch: CoreDNS's compute type is the managed add-on's configuration.
             core_dns_compute_type=eks.CoreDnsComputeType.EC2,
             masters_role=self.admin_role,

@@ -352,6 +352,12 @@ def _cluster_change(
         return "fails", version
     if len(kinds) > 1:
         return "fails", f"{', '.join(kinds)} in one deploy: aws-cdk's handler allows one kind of update per deploy"
+    if kinds == ["updateDeletionProtection"] and config_new.get("deletionProtection") is None:
+        # aws-cdk 2.275's handler sends the new value; an absent one is undefined, which changes nothing
+        return "updated", (
+            f"deletionProtection {json.dumps(config_old.get('deletionProtection'))} → unset: aws-cdk's handler "
+            "sends no value, so EKS keeps the cluster's deletion protection as it is (write false to turn it off)"
+        )
     if kinds:
         return "updated", f"in place: {kinds[0]}"
     return "updated", "in place: " + ", ".join(

@@ -168,6 +168,7 @@ ALTERNATIVE = {
     "karpenterServiceAccount": "karpenter-controller",
     "createSpotServiceLinkedRole": True,
     "administrators": [ADMINISTRATOR],
+    "deletionProtection": False,  # written out (tests/test_transitions.py)
     "nodeClasses": [
         {"name": "default", "amiAlias": "al2023@v20260801"},
         {"name": "large-disk", "rootVolumeSizeGib": 200, "metadataHopLimit": 1},

@@ -82,7 +82,7 @@ def test_the_production_profile_protects_the_stack_and_leaves_the_cluster_alone(
         {**EXISTING, "profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY
     )
     assert (config.termination_protection, config.retain_on_destroy) == (True, True)
-    assert (config.deletion_protection, config.nat_gateways) == (False, 1)  # not set: no cluster of ours
+    assert (config.deletion_protection, config.nat_gateways) == (None, 1)  # not set: no cluster of ours
 
 
 def test_an_unknown_authentication_mode_is_a_warning_naming_what_would_fail():

@@ -215,9 +215,11 @@ class AppConfig(CamelModel):
     system_node_instance_type: str = Field(
         "t3.medium", description="Instance type of the system node group (nodegroup hosting)."
     )
-    deletion_protection: bool = Field(
-        False,
-        description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last).",
+    deletion_protection: bool | None = Field(
+        None,
+        description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last). "
+        "Unset: EKS's setting is left as it is (off on a new cluster): aws-cdk's handler reads a removed value as "
+        "no change, so write false to turn protection off.",
     )
     termination_protection: bool = Field(
         False, description="CloudFormation termination protection: refuses the whole stack deletion up front."

@@ -1,0 +1,34 @@
+"""Changes to a running stack (issue 22): each setting moved from one value to another, deployed over a stack
+that exists -- and CloudFormation's rollback of that deploy, which re-sends every custom resource an Update
+with old and new properties swapped. Mirrored behaviour is aws-cdk-lib 2.275's handlers (the cluster
+handler's onUpdate / analyzeUpdate), EKS's rules and the Karpenter 1.14.1 chart."""
+
+from __future__ import annotations
+
+from scripts import review as rv
+from tests.cfn import only, resources
+
+
+def _cluster_config(synthesized) -> dict:
+    return only(resources(synthesized.template, "Custom::AWSCDK-EKS-Cluster"))[1]["Properties"]["Config"]
+
+
+# --- deletion protection --------------------------------------------------------------------------------
+
+
+def test_deletion_protection_false_is_written_so_that_turning_it_off_reaches_eks(alternative, default):
+    """The handler's analyzeUpdate compares old and new deletionProtection and sends the new value: an absent
+    property is sent as undefined, and EKS keeps its protection. false must be in the template."""
+    assert _cluster_config(alternative)["deletionProtection"] is False
+    assert "deletionProtection" not in _cluster_config(default)  # unset: EKS's setting left as it is
+    protected = {"Config": {"name": "a", "version": "1.36", "deletionProtection": True}}
+    off = {"Config": {"name": "a", "version": "1.36", "deletionProtection": False}}
+    unset = {"Config": {"name": "a", "version": "1.36"}}
+    assert rv._cluster_change(protected, off, set(), False) == ("updated", "in place: updateDeletionProtection")
+    # its rollback sends true again: the same kind of update, allowed
+    assert rv._cluster_change(off, protected, set(), False) == ("updated", "in place: updateDeletionProtection")
+    assert rv._cluster_change(protected, unset, set(), False) == (
+        "updated",
+        "deletionProtection true → unset: aws-cdk's handler sends no value, so EKS keeps the cluster's deletion "
+        "protection as it is (write false to turn it off)",
+    )
