@@ -4,6 +4,8 @@ its own host."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -72,6 +74,7 @@ class SystemNodeGroupHosting(Construct):
         id: str,
         *,
         cluster: eks.Cluster,
+        kubernetes_version: str,
         instance_type: str,
         subnets: ec2.SubnetSelection,
     ) -> None:
@@ -97,6 +100,11 @@ class SystemNodeGroupHosting(Construct):
             labels={"node-role": "system"},
             taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=SYSTEM_TAINT_KEY, value="true")],
         )
+        # The node group follows the cluster's Kubernetes minor: aws-cdk writes Version only when given, and a
+        # node group left on the old minor blocks the next control-plane upgrade (EKS allows nodes at most the
+        # control plane's minor). It references the cluster, so CloudFormation upgrades it after the control plane.
+        cfn_nodegroup = cast(eks.CfnNodegroup, self.nodegroup.node.default_child)
+        cfn_nodegroup.version = kubernetes_version
         self.capacity = self.nodegroup
         for policy in NODE_MANAGED_POLICIES:
             acknowledge(

@@ -222,6 +222,7 @@ class KarpenterClusterStack(AppStack):
                 self,
                 "ControllerHosting",
                 cluster=self.cluster,
+                kubernetes_version=config.kubernetes_version,
                 instance_type=config.system_node_instance_type,
                 subnets=self.network.private_subnets,
             )

@@ -32,3 +32,21 @@ def test_deletion_protection_false_is_written_so_that_turning_it_off_reaches_eks
         "deletionProtection true → unset: aws-cdk's handler sends no value, so EKS keeps the cluster's deletion "
         "protection as it is (write false to turn it off)",
     )
+
+
+# --- the system node group follows the Kubernetes version -----------------------------------------------
+
+
+def test_the_system_node_group_follows_the_kubernetes_version_after_the_control_plane(alternative):
+    """aws-cdk writes a node group's Version only when given; without it the first bump leaves the nodes behind
+    and EKS refuses the second (nodes at most the control plane's minor)."""
+    cluster_id, cluster = only(resources(alternative.template, "Custom::AWSCDK-EKS-Cluster"))
+    _, nodegroup = only(resources(alternative.template, "AWS::EKS::Nodegroup"))
+    assert nodegroup["Properties"]["Version"] == cluster["Properties"]["Config"]["version"] == "1.36"
+    # it references the cluster: CloudFormation updates the control plane first, then the node group
+    assert nodegroup["Properties"]["ClusterName"] == {"Ref": cluster_id}
+    # and the review names what a bump does to its nodes
+    assert rv._rolling_effects("AWS::EKS::Nodegroup", {"Version": "1.35"}, {"Version": "1.36"}, "updated") == [
+        "the node group's nodes are replaced one at a time (Version): EKS drains each, its pods are evicted and "
+        "rescheduled"
+    ]
