@@ -212,7 +212,14 @@ class Karpenter(Construct):
             *([self.discovery_tag.resource] if self.discovery_tag else []),
             *windows_pass_role,
         ]
-        self.teardown = self._safety_net(cluster_name, node_needs)
+        # On a cluster this app did not create, other teams may run NodePools of their own: the safety net
+        # touches only this stack's pools and classes there.
+        ours_only = (
+            None
+            if isinstance(self.cluster, eks.Cluster)
+            else ([p.name for p in node_pools], [c.name for c in node_classes])
+        )
+        self.teardown = self._safety_net(cluster_name, node_needs, ours_only)
         self.nodes = KarpenterNodes(
             self,
             "KarpenterNodes",
@@ -318,10 +325,21 @@ class Karpenter(Construct):
                 parts.append(entry)
         return parts[0] if len(parts) == 1 else DependencyGroup(*parts)
 
-    def _safety_net(self, cluster_name: str, node_needs: Sequence[IDependable]) -> TeardownSafetyNet:
+    def _safety_net(
+        self,
+        cluster_name: str,
+        node_needs: Sequence[IDependable],
+        ours_only: tuple[list[str], list[str]] | None,
+    ) -> TeardownSafetyNet:
         # Deleted after Karpenter's objects and before the controller and the node authorization: the
         # controller is still there to drain, the nodes still authorized, when it waits for them.
-        teardown = TeardownSafetyNet(self, "TeardownSafetyNet", cluster_name=cluster_name)
+        teardown = TeardownSafetyNet(
+            self,
+            "TeardownSafetyNet",
+            cluster_name=cluster_name,
+            node_pools=ours_only[0] if ours_only else None,
+            node_classes=ours_only[1] if ours_only else None,
+        )
         # Only the custom resource is ordered: its function, role and log group are created in parallel
         # with the charts (nothing on the create path is there only for the delete order). While it
         # waits for the last instances, their networking and security group stay.

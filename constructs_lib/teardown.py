@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Aws, CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
@@ -12,6 +14,8 @@ from constructs import Construct
 
 from .nag import acknowledge, arn_prefix, pseudo_values
 
+NODEPOOL_TAG = "karpenter.sh/nodepool"
+NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 HANDLER_DIR = Path(__file__).resolve().parent / "teardown_handler"
 # Below the 15-minute Lambda limit. The handler derives its deadlines from the invocation's remaining
 # time (8 min drain, 3 min termination, 1 min for launch templates and instance profiles, 1 min to
@@ -29,14 +33,46 @@ class TeardownSafetyNet(Construct):
 
     Permissions are scoped to this cluster: instances and launch templates tagged
     ``kubernetes.io/cluster/<cluster>=owned`` and ``karpenter.sh/nodepool``, instance profiles under
-    ``/karpenter/<region>/<cluster>/``, the status of this stack only. Order: add dependencies to
-    ``resource`` only (the function, role and log group need no order and are created early).
+    ``/karpenter/<region>/<cluster>/``, the status of this stack only. With ``node_pools`` and
+    ``node_classes`` (a cluster this app did not create, where other teams may run Karpenter pools of
+    their own), only what those pools and classes launched: instances by their ``karpenter.sh/nodepool``
+    tag, launch templates and instance profiles by their ``karpenter.k8s.aws/ec2nodeclass`` tag. Order:
+    add dependencies to ``resource`` only (the function, role and log group need no order and are
+    created early).
     """
 
-    def __init__(self, scope: Construct, id: str, *, cluster_name: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        node_pools: Sequence[str] | None = None,
+        node_classes: Sequence[str] | None = None,
+    ) -> None:
         super().__init__(scope, id)
+        if (node_pools is None) != (node_classes is None):
+            raise ValueError("node_pools and node_classes scope the safety net together")
         stack = Stack.of(self)
         owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+        # Every Karpenter pool of the cluster, or only this stack's (a node group's instances and launch
+        # templates carry the cluster tag too, never the nodepool tag: as upstream's controller policy).
+        by_pool: dict[str, Any] = (
+            {"StringEquals": owned, "StringLike": {f"aws:ResourceTag/{NODEPOOL_TAG}": "*"}}
+            if node_pools is None
+            else {"StringEquals": {**owned, f"aws:ResourceTag/{NODEPOOL_TAG}": list(node_pools)}}
+        )
+        by_class: dict[str, Any] = (
+            by_pool
+            if node_classes is None
+            else {"StringEquals": {**owned, f"aws:ResourceTag/{NODECLASS_TAG}": list(node_classes)}}
+        )
+        profiles = stack.format_arn(
+            service="iam",
+            region="",
+            resource="instance-profile",
+            resource_name=f"karpenter/{stack.region}/{cluster_name}/*",
+        )
         self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         self.policy = iam.ManagedPolicy(
             self,
@@ -62,27 +98,32 @@ class TeardownSafetyNet(Construct):
                     sid="TerminateThisClustersKarpenterInstances",
                     actions=["ec2:TerminateInstances"],
                     resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
-                    conditions={"StringEquals": owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+                    conditions=by_pool,
                 ),
                 iam.PolicyStatement(
                     sid="DeleteThisClustersLaunchTemplates",
                     actions=["ec2:DeleteLaunchTemplate"],
                     resources=[stack.format_arn(service="ec2", resource="launch-template", resource_name="*")],
-                    # As upstream's controller policy: a node group's launch templates carry the
-                    # cluster tag too, never the nodepool tag.
-                    conditions={"StringEquals": owned, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+                    conditions=by_class,
                 ),
                 iam.PolicyStatement(
                     sid="DeleteThisClustersInstanceProfiles",
                     actions=["iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
-                    resources=[
-                        stack.format_arn(
-                            service="iam",
-                            region="",
-                            resource="instance-profile",
-                            resource_name=f"karpenter/{stack.region}/{cluster_name}/*",
+                    resources=[profiles],
+                    conditions=None
+                    if node_classes is None
+                    else {"StringEquals": {f"aws:ResourceTag/{NODECLASS_TAG}": list(node_classes)}},
+                ),
+                *(
+                    []
+                    if node_classes is None
+                    else [
+                        iam.PolicyStatement(
+                            sid="ReadWhichClassMadeAnInstanceProfile",
+                            actions=["iam:GetInstanceProfile"],
+                            resources=[profiles],
                         )
-                    ],
+                    ]
                 ),
             ],
         )
@@ -110,7 +151,15 @@ class TeardownSafetyNet(Construct):
             "Resource",
             service_token=self.function.function_arn,
             resource_type="Custom::KarpenterTeardown",
-            properties={"ClusterName": cluster_name},
+            properties={
+                "ClusterName": cluster_name,
+                # (a Delete carries the resource's latest properties: the pools and classes at that time)
+                **(
+                    {}
+                    if node_pools is None
+                    else {"NodePools": list(node_pools), "NodeClasses": list(node_classes or [])}
+                ),
+            },
             service_timeout=SERVICE_TIMEOUT,
         )
         self._acknowledge(cluster_name)

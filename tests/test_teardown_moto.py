@@ -93,7 +93,7 @@ def _profiles(iam):
     return sorted(p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"])
 
 
-def _delete(world, status, budget_ms=840_000):
+def _delete(world, status, budget_ms=840_000, properties=None):
     cloudformation, _ = _status_client(status)
     fake = FakeTime()
     responses = []
@@ -104,6 +104,7 @@ def _delete(world, status, budget_ms=840_000):
             "RequestId": "r",
             "LogicalResourceId": "TeardownSafetyNet",
             "ResponseURL": "https://example.invalid",
+            "ResourceProperties": {"ClusterName": CLUSTER, **(properties or {})},
         },
         Context(fake, budget_ms),
         clients=lambda: {"cloudformation": cloudformation, "ec2": world["ec2"], "iam": world["iam"]},
@@ -153,3 +154,60 @@ def test_rollbacks_touch_nothing_then_the_stack_deletion_removes_exactly_this_cl
 
     ((status, data, _),) = _delete(world, "DELETE_IN_PROGRESS")
     assert (status, data) == ("SUCCESS", {"terminated": "0", "launch_templates": "0", "instance_profiles": "0"})
+
+
+def test_on_a_shared_cluster_only_this_stacks_pools_and_classes_are_touched(world):
+    """An existing cluster (existingCluster): other teams run Karpenter pools on it too, with the same cluster
+    tag. The resource's properties name this stack's pools and classes, and nothing else is touched -- on the
+    stack deletion, and on a failed create (ROLLBACK_IN_PROGRESS)."""
+    ec2, iam = world["ec2"], world["iam"]
+
+    def tagged(pool, node_class):
+        return _tags(CLUSTER, nodepool=False, **{"karpenter.sh/nodepool": pool, index.NODECLASS_TAG: node_class})
+
+    ours = sorted(
+        ec2.run_instances(
+            ImageId=AMI,
+            MinCount=2,
+            MaxCount=2,
+            InstanceType="m5.large",
+            TagSpecifications=[{"ResourceType": "instance", "Tags": tagged("payments", "payments")}],
+        )["Instances"][i]["InstanceId"]
+        for i in range(2)
+    )
+    team_b = ec2.run_instances(
+        ImageId=AMI,
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="m5.large",
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tagged("search", "search")}],
+    )["Instances"][0]["InstanceId"]
+    our_template = ec2.create_launch_template(
+        LaunchTemplateName="karpenter.k8s.aws/payments",
+        LaunchTemplateData={"ImageId": AMI},
+        TagSpecifications=[{"ResourceType": "launch-template", "Tags": tagged("payments", "payments")}],
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    their_template = ec2.create_launch_template(
+        LaunchTemplateName="karpenter.k8s.aws/search",
+        LaunchTemplateData={"ImageId": AMI},
+        TagSpecifications=[{"ResourceType": "launch-template", "Tags": tagged("search", "search")}],
+    )["LaunchTemplate"]["LaunchTemplateId"]
+    for name, node_class in ((f"{CLUSTER}_pay", "payments"), (f"{CLUSTER}_search", "search")):
+        iam.create_instance_profile(
+            InstanceProfileName=name,
+            Path=f"/karpenter/{REGION}/{CLUSTER}/uid-{node_class}/",
+            Tags=[{"Key": index.NODECLASS_TAG, "Value": node_class}],
+        )
+    scope = {"NodePools": ["payments"], "NodeClasses": ["payments"]}
+    for status in ("ROLLBACK_IN_PROGRESS", "DELETE_IN_PROGRESS"):
+        ((answer, _, _),) = _delete(world, status, properties=scope)
+        assert answer == "SUCCESS"
+        states = _states(ec2, [*ours, team_b, *world["ours"]])
+        assert {i: states[i] for i in ours} == {i: "terminated" for i in ours}
+        # another team's pool on the same cluster, and this cluster's Karpenter nodes of no pool of ours
+        assert {i: states[i] for i in [team_b, *world["ours"]]} == {i: "running" for i in [team_b, *world["ours"]]}
+        templates = _templates(ec2)
+        assert our_template not in templates and their_template in templates
+        assert set(world["our_templates"]) <= set(templates)
+        assert f"{CLUSTER}_pay" not in _profiles(iam)
+        assert {f"{CLUSTER}_search", f"{CLUSTER}_1111", f"{CLUSTER}_2222"} <= set(_profiles(iam))

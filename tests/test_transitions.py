@@ -50,3 +50,30 @@ def test_the_system_node_group_follows_the_kubernetes_version_after_the_control_
         "the node group's nodes are replaced one at a time (Version): EKS drains each, its pods are evicted and "
         "rescheduled"
     ]
+
+
+# --- the safety net on a cluster this stack did not create -------------------------------------------
+
+
+def test_on_an_existing_cluster_the_safety_net_is_scoped_to_this_stacks_pools_and_classes(existing, default):
+    """Other teams' Karpenter nodes carry the same cluster tag: the safety net's properties and permissions
+    name this stack's pools and classes (the handler against moto: tests/test_teardown_moto.py)."""
+    (_, resource), (_, ours) = (only(resources(s.template, "Custom::KarpenterTeardown")) for s in (existing, default))
+    assert resource["Properties"]["NodePools"] == ["default"]
+    assert resource["Properties"]["NodeClasses"] == ["default"]
+    assert "NodePools" not in ours["Properties"]  # a cluster of ours: every pool on it is this stack's
+    (_, policy), *_ = (
+        (k, v) for k, v in resources(existing.template, "AWS::IAM::ManagedPolicy").items() if "TeardownSafetyNet" in k
+    )
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    owned = {"aws:ResourceTag/kubernetes.io/cluster/shared-prod": "owned"}
+    assert statements["TerminateThisClustersKarpenterInstances"]["Condition"] == {
+        "StringEquals": {**owned, "aws:ResourceTag/karpenter.sh/nodepool": ["default"]}
+    }
+    assert statements["DeleteThisClustersLaunchTemplates"]["Condition"] == {
+        "StringEquals": {**owned, "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": ["default"]}
+    }
+    assert statements["DeleteThisClustersInstanceProfiles"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": ["default"]}
+    }
+    assert statements["ReadWhichClassMadeAnInstanceProfile"]["Action"] == "iam:GetInstanceProfile"

@@ -3,7 +3,9 @@
 On stack deletion, after the NodePools and EC2NodeClasses are gone, make sure nothing Karpenter
 launched for this cluster outlives the stack: wait (bounded) for its instances to drain, terminate
 any that remain, delete its launch templates and its instance profiles. Only resources carrying this
-cluster's tags (or, for instance profiles, Karpenter's path for this cluster) are touched.
+cluster's tags (or, for instance profiles, Karpenter's path for this cluster) are touched; when the
+resource's properties name ``NodePools`` and ``NodeClasses`` (a cluster the stack did not create, shared
+with other teams), only what those pools and classes launched.
 
 CloudFormation sends ``Delete`` to a custom resource in more situations than a stack deletion: when
 the update that created it rolls back (``UPDATE_ROLLBACK_*``) and for the old resource after a
@@ -35,6 +37,7 @@ LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 # Stack statuses in which this resource's Delete means "the stack is going away".
 STACK_GOING_AWAY = {"DELETE_IN_PROGRESS", "ROLLBACK_IN_PROGRESS"}
 NODEPOOL_TAG = "karpenter.sh/nodepool"
+NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 
 # Kept back from the invocation's remaining time: answering CloudFormation (one HTTPS PUT, bounded by
 # RESPONSE_TIMEOUT) plus the slowest single AWS call (CLIENT_CONNECT_TIMEOUT + CLIENT_READ_TIMEOUT).
@@ -72,8 +75,13 @@ class Teardown:
         clock: Callable[[], float] = time.monotonic,
         max_attempts: int = 5,
         max_backoff: float = 16,
+        node_pools: Optional[list] = None,
+        node_classes: Optional[list] = None,
     ) -> None:
         self.ec2, self.iam, self.cluster, self.region = ec2, iam, cluster, region
+        # None: every Karpenter pool and class of the cluster is this stack's (a cluster it created);
+        # lists: only these are (a cluster other teams may run Karpenter pools on too).
+        self.node_pools, self.node_classes = node_pools, node_classes
         self.deadline = deadline
         self.drain_timeout, self.terminate_timeout, self.poll_interval = drain_timeout, terminate_timeout, poll_interval
         self.sleep, self.clock = sleep, clock
@@ -106,12 +114,30 @@ class Teardown:
         return [{"Name": f"tag:kubernetes.io/cluster/{self.cluster}", "Values": ["owned"]},
                 {"Name": "tag-key", "Values": [NODEPOOL_TAG]}]
 
+    def instance_filters(self) -> list[dict]:
+        if self.node_pools is None:
+            return self.karpenter_filters()
+        return [self.karpenter_filters()[0], {"Name": f"tag:{NODEPOOL_TAG}", "Values": self.node_pools}]
+
+    def launch_template_filters(self) -> list[dict]:
+        if self.node_classes is None:
+            return self.karpenter_filters()
+        return [self.karpenter_filters()[0], {"Name": f"tag:{NODECLASS_TAG}", "Values": self.node_classes}]
+
+    def ours(self, profile_name: str) -> bool:
+        """Whether an instance profile under this cluster's path was made for one of this stack's classes."""
+        if self.node_classes is None:
+            return True
+        profile = self.call(self.iam.get_instance_profile, InstanceProfileName=profile_name)["InstanceProfile"]
+        tags = profile.get("Tags", [])
+        return any(t["Key"] == NODECLASS_TAG and t["Value"] in self.node_classes for t in tags)
+
     def karpenter_instances(self) -> list[str]:
         """Instances Karpenter launched for this cluster and not yet terminated."""
         ids: list[str] = []
         token: Optional[str] = None
         while True:
-            kwargs: dict[str, Any] = {"Filters": [*self.karpenter_filters(),
+            kwargs: dict[str, Any] = {"Filters": [*self.instance_filters(),
                                                   {"Name": "instance-state-name", "Values": LIVE_STATES}]}
             if token:
                 kwargs["NextToken"] = token
@@ -157,7 +183,7 @@ class Teardown:
         allows)."""
         deleted: list[str] = []
         while True:
-            page = self.call(self.ec2.describe_launch_templates, Filters=self.karpenter_filters())
+            page = self.call(self.ec2.describe_launch_templates, Filters=self.launch_template_filters())
             found = [t["LaunchTemplateId"] for t in page.get("LaunchTemplates", [])]
             fresh = [t for t in found if t not in deleted]
             if not fresh:
@@ -185,6 +211,8 @@ class Teardown:
                 if not profile["Path"].startswith(prefix):
                     continue  # defensive: never act outside this cluster's path
                 name = profile["InstanceProfileName"]
+                if not self.ours(name):
+                    continue  # another team's class on a shared cluster
                 for role in profile.get("Roles", []):
                     self.call(self.iam.remove_role_from_instance_profile, InstanceProfileName=name,
                               RoleName=role["RoleName"])
@@ -257,8 +285,10 @@ def handler(event: dict, context: Any, clients: Optional[Callable[[], dict[str, 
         respond(event, context, "SUCCESS", reason=f"stack status {status}: not a stack deletion, nothing touched")
         return
     try:
+        properties = event.get("ResourceProperties", {})
         teardown = Teardown(ec2=aws["ec2"], iam=aws["iam"], cluster=os.environ["CLUSTER_NAME"],
                             region=os.environ["AWS_REGION"], deadline=deadline, sleep=sleep, clock=clock,
+                            node_pools=properties.get("NodePools"), node_classes=properties.get("NodeClasses"),
                             **teardown_options)
         summary = teardown.run()
         LOG.info("teardown summary: %s", json.dumps(summary))
