@@ -10,7 +10,7 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct
 
 from .controller_spec import ControllerSpec
-from .names import CHART_REPOSITORY, CONTROLLER_CHART, CRD_CHART, IRSA_ROLE_ANNOTATION
+from .names import CHART_REPOSITORY, CONTROLLER_CHART, CREDENTIALS_POD_ANNOTATION, CRD_CHART, IRSA_ROLE_ANNOTATION
 
 # The kubectl handler Lambda stops at 15 minutes; Helm must give up before that so the failure is
 # reported as a Helm error rather than a Lambda timeout.
@@ -44,6 +44,8 @@ def controller_values(
             "interruptionQueue": interruption_queue,
             **controller.settings(),
         },
+        # A switch between IRSA and Pod Identity rolls the pods in the same helm upgrade (names.py).
+        "podAnnotations": {CREDENTIALS_POD_ANNOTATION: "irsa" if role_arn is not None else "pod-identity"},
         "replicas": CONTROLLER_REPLICAS,
         # Voluntary disruptions (node drains, Fargate patching) take down at most one replica, and the
         # controller is scheduled ahead of workloads.

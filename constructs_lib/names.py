@@ -97,6 +97,10 @@ WINDOWS_CLUSTER_POLICY = "AmazonEKSVPCResourceController"
 # IRSA: the audience STS expects and the annotation the EKS pod identity webhook reads.
 IRSA_AUDIENCE = "sts.amazonaws.com"
 IRSA_ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
+# On the controller's pods: how they get credentials. EKS injects IRSA's token or Pod Identity's agent
+# endpoint when a pod is created, and the chart's Deployment reads neither the service account's annotation
+# nor a checksum of it: this annotation changes the pod template, so a switch rolls the pods.
+CREDENTIALS_POD_ANNOTATION = "karpenter-stack.cdk/controller-credentials"
 # EKS Pod Identity: the service principal that assumes the role, and the add-on whose agent hands pods
 # their credentials.
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"

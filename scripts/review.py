@@ -505,12 +505,48 @@ def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) 
             keys = ["values"]
         effects.append(f"Helm release `{release}` values change ({', '.join(keys)}): helm upgrade")
     if effects and release == "karpenter":
-        effects.append(
-            "the Karpenter controller pods restart one at a time (PodDisruptionBudget maxUnavailable 1); "
-            "provisioning pauses during the leader handover"
-        )
+        if old.get("Version") != new.get("Version") or _pod_template_changes(old, new):
+            effects.append(
+                "the Karpenter controller pods restart one at a time (PodDisruptionBudget maxUnavailable 1); "
+                "provisioning pauses during the leader handover"
+            )
+        else:
+            effects.append(
+                "the controller's pod template is unchanged: its pods keep running as they are (a service-account "
+                "annotation reaches only pods created later)"
+            )
     changed = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
     return "updated", f"in place (helm upgrade): {', '.join(changed)}", effects
+
+
+# Karpenter 1.14.1 chart values that render outside the controller Deployment's pod template: the service
+# account's annotations (the Deployment has no checksum of them), the PodDisruptionBudget, the ServiceMonitor,
+# and the replica count (a scale, not a restart). Every other value reaches the pod template.
+_OUTSIDE_POD_TEMPLATE = (
+    ("serviceAccount", "annotations"),
+    ("podDisruptionBudget",),
+    ("serviceMonitor",),
+    ("replicas",),
+)
+
+
+def _pod_template_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The controller chart's changed values that change its pods (each as a dotted path)."""
+    try:
+        va, vb = json.loads(_render(old.get("Values", "{}"))), json.loads(_render(new.get("Values", "{}")))
+    except json.JSONDecodeError:
+        return ["values (not decided: unreadable)"]
+
+    def leaves(a: Any, b: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return [p for k in sorted(a.keys() | b.keys()) for p in leaves(a.get(k), b.get(k), (*path, k))]
+        return [] if a == b else [path]
+
+    return [
+        ".".join(p)
+        for p in leaves(va, vb, ())
+        if not any(p[: len(outside)] == outside for outside in _OUTSIDE_POD_TEMPLATE)
+    ]
 
 
 def _stateful_kind(logical_id: str, resource_type: str) -> tuple[str, str] | None:

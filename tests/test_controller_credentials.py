@@ -76,3 +76,13 @@ def test_switching_keeps_the_role_and_replaces_nothing(direction, alternative, p
     assert changed == {ROLE: ["AssumeRolePolicyDocument"], CHART: ["Values"]}  # the chart: a helm upgrade
     assert not create_only_properties("AWS::IAM::Role") & {"AssumeRolePolicyDocument"}
     assert before.karpenter_json == after.karpenter_json
+
+
+def test_a_switch_rolls_the_controllers_pods_in_the_same_helm_upgrade(alternative, pod_identity):
+    """EKS injects credentials when a pod is created, and the 1.14.1 chart's Deployment reads neither the
+    service account's annotation nor a checksum of it: only a change under podAnnotations changes its pod
+    template. The association is deleted in the cleanup after the upgrade, when the new pods run; the IRSA
+    trust statement stays in both modes (above)."""
+    irsa, pods = (controller_values(s.template)["podAnnotations"] for s in (alternative, pod_identity))
+    assert irsa == {"karpenter-stack.cdk/controller-credentials": "irsa"}
+    assert pods == {"karpenter-stack.cdk/controller-credentials": "pod-identity"}

@@ -5,6 +5,8 @@ handler's onUpdate / analyzeUpdate), EKS's rules and the Karpenter 1.14.1 chart.
 
 from __future__ import annotations
 
+import json
+
 from scripts import review as rv
 from tests.cfn import only, resources
 
@@ -77,3 +79,31 @@ def test_on_an_existing_cluster_the_safety_net_is_scoped_to_this_stacks_pools_an
         "StringEquals": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": ["default"]}
     }
     assert statements["ReadWhichClassMadeAnInstanceProfile"]["Action"] == "iam:GetInstanceProfile"
+
+
+# --- what the review says about the controller's pods ---------------------------------------------------
+
+
+def test_the_review_says_pods_restart_only_when_the_pod_template_changes():
+    """Karpenter 1.14.1's chart: the service account's annotations, the PodDisruptionBudget, the ServiceMonitor
+    and the replica count render outside the Deployment's pod template."""
+    chart = {"Release": "karpenter", "Version": "1.14.1"}
+
+    def effects(old_values, new_values):
+        old, new = ({**chart, "Values": json.dumps(v)} for v in (old_values, new_values))
+        return rv._helm_effects(old, new, set())[2]
+
+    annotation_only = effects(
+        {"serviceAccount": {"name": "k", "annotations": {"eks.amazonaws.com/role-arn": "a"}}},
+        {"serviceAccount": {"name": "k"}},
+    )
+    assert annotation_only[-1].startswith("the controller's pod template is unchanged: its pods keep running")
+    switch = effects(
+        {"serviceAccount": {"name": "k", "annotations": {"x": "a"}}, "podAnnotations": {"c": "irsa"}},
+        {"serviceAccount": {"name": "k"}, "podAnnotations": {"c": "pod-identity"}},
+    )
+    assert switch[-1].startswith("the Karpenter controller pods restart one at a time")
+    assert rv._pod_template_changes(
+        {"Values": json.dumps({"replicas": 2, "settings": {"batchMaxDuration": "10s"}})},
+        {"Values": json.dumps({"replicas": 3, "settings": {"batchMaxDuration": "20s"}})},
+    ) == ["settings.batchMaxDuration"]
