@@ -80,10 +80,23 @@ def parse_flags(args: Sequence[str]) -> dict[str, str]:
 
 
 def _json_object(path: Path, key: str | None = None) -> dict[str, Any]:
+    """A project file's JSON object (its ``key`` member), ``{}`` when the file is missing; ContextFileError
+    naming the file when it is not a JSON object."""
     if not path.is_file():
         return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return dict(data.get(key, {}) if key else data)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ContextFileError(
+            f"{path.name}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})"
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ContextFileError(f"{path.name}: cannot be read ({type(err).__name__})") from None
+    value = data.get(key, {}) if key and isinstance(data, dict) else data
+    if not isinstance(value, dict):
+        where = f'"{key}" of {path.name}' if key else path.name
+        raise ContextFileError(f"{where}: expected a JSON object")
+    return dict(value)
 
 
 def cdk_json_context(root: Path | None = None) -> dict[str, Any]:

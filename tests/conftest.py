@@ -104,7 +104,7 @@ def check_your_configuration() -> None:
         print(f"\n{err}", file=sys.stderr)
     else:
         return
-    pytest.exit("your configuration is invalid (above); nothing was tested", returncode=1)
+    raise pytest.UsageError("your configuration is invalid (above); nothing was tested")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -154,6 +154,30 @@ def test_a_context_file_that_cannot_be_used_stops_before_anything_runs(tmp_path,
     assert (project / "cdk.out" / "kept").read_text() == "an earlier synth"  # not even cleaned
 
 
+def _broken_cdk_json(dest: Path) -> None:
+    from tests import workspace
+
+    workspace.copied(dest)  # (copied: the gate reads the cdk.json of the project its tests/ is in)
+    (dest / "cdk.json").write_text('{"app": "python3 app.py", "context": {"clusterName": "a" "b"}}\n')
+
+
+BROKEN = background.command(
+    "gate-broken-cdk-json",
+    ["make", "--no-print-directory", "-s", "check"],
+    test="test_a_cdk_json_that_is_not_json_stops_the_gate_with_one_line",
+    env=background.clean_env(),
+    prepare=_broken_cdk_json,
+)
+
+
+@pytest.mark.background
+def test_a_cdk_json_that_is_not_json_stops_the_gate_with_one_line():
+    result = background.result(BROKEN)
+    assert result.returncode == 2
+    assert "\ncdk.json: not valid JSON (Expecting ',' delimiter at line 1, column 58)\n" in "\n" + result.stderr
+    assert "Traceback" not in result.stderr + result.stdout and "INTERNALERROR" not in result.stdout
+
+
 def test_the_cdk_command_passes_the_context_file_as_flags_before_the_arguments(tmp_path):
     from scripts.cdk import command
 

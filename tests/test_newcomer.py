@@ -94,3 +94,4 @@ def test_an_invalid_edit_makes_the_test_command_fail_with_the_configuration_erro
     )
     assert "Traceback" not in result.stderr
     assert "passed" not in result.stdout  # nothing was tested
+    assert result.stderr.count("your configuration is invalid (above); nothing was tested") == 1
