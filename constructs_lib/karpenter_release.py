@@ -10,7 +10,7 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct
 
 from .controller_spec import ControllerSpec
-from .names import CHART_REPOSITORY, CONTROLLER_CHART, CREDENTIALS_POD_ANNOTATION, CRD_CHART, IRSA_ROLE_ANNOTATION
+from .names import CHART_REPOSITORY, CONTROLLER_CHART, CRD_CHART, CREDENTIALS_POD_ANNOTATION, IRSA_ROLE_ANNOTATION
 
 # The kubectl handler Lambda stops at 15 minutes; Helm must give up before that so the failure is
 # reported as a Helm error rather than a Lambda timeout.

@@ -9,12 +9,14 @@ a command with :func:`queued` (the session's cfn-lint and checkov runs).
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import shutil
 import subprocess
 import tempfile
 import threading
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,7 @@ class Job:
     returncode: int | None = None
     output: tuple[str, str] = ("", "")
     after: Job | None = None  # a job whose output this one reads: it starts once that one is done
+    prepare: Callable[[], object] | None = None  # makes its working directory, on the lane (not the main thread)
 
     def communicate(self, timeout: float | None = 600) -> tuple[str, str]:
         if not self.done.wait(timeout):
@@ -71,18 +74,24 @@ def _run_lane() -> None:
     while (job := _LANE.get()) is not None:
         if job.after is not None:
             job.after.done.wait()
-        if not _STOPPED.is_set():
-            job.process = subprocess.Popen(
-                job.args,
-                cwd=job.cwd,
-                env=dict(job.env) if job.env is not None else None,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            job.output = job.process.communicate()
-            job.returncode = job.process.returncode
-        job.done.set()
+        try:
+            if job.prepare is not None and not _STOPPED.is_set():
+                job.prepare()
+            if not _STOPPED.is_set():
+                job.process = subprocess.Popen(
+                    job.args,
+                    cwd=job.cwd,
+                    env=dict(job.env) if job.env is not None else None,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                job.output = job.process.communicate()
+                job.returncode = job.process.returncode
+        except Exception:  # the job's test reports it; the lane goes on
+            job.output, job.returncode = ("", traceback.format_exc()), -1
+        finally:
+            job.done.set()
 
 
 # Two workers: the in-process tests leave about half a core idle on these 2-core machines.
@@ -90,14 +99,20 @@ WORKERS = 2
 
 
 def queued(
-    args: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: Path = ROOT, after: Job | None = None
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path = ROOT,
+    after: Job | None = None,
+    prepare: Callable[[], object] | None = None,
 ) -> Job:
-    """Run ``args`` on the lane, in the order queued (``after``: not before that job is done); returns at once."""
+    """Run ``args`` on the lane, in the order queued (``after``: not before that job is done; ``prepare``: called
+    on the lane first); returns at once."""
     if not _WORKER:
         for i in range(WORKERS):
             _WORKER.append(threading.Thread(target=_run_lane, name=f"suite-commands-{i}", daemon=True))
             _WORKER[-1].start()
-    job = Job(list(args), env, cwd, after=after)
+    job = Job(list(args), env, cwd, after=after, prepare=prepare)
     _LANE.put(job)
     return job
 
@@ -132,15 +147,16 @@ def start(selected_tests: set[str]) -> None:
             _BASE.append(Path(tempfile.mkdtemp(prefix="suite-commands-")))
         outdir = _BASE[0] / name
         outdir.mkdir()
+        prepare = None
         if cmd.prepare is not None:
-            cmd.prepare(outdir)
+            prepare = functools.partial(cmd.prepare, outdir)
         elif cmd.in_project:
             from tests import workspace
 
-            workspace.linked(outdir)
+            prepare = functools.partial(workspace.linked, outdir)
         args = [a.replace("{outdir}", str(outdir)).replace("{lane}", str(_BASE[0])) for a in cmd.args]
         before = _JOBS[cmd.after][0] if cmd.after in _JOBS else None
-        job = queued(args, env=cmd.env, cwd=outdir if cmd.in_project else ROOT, after=before)
+        job = queued(args, env=cmd.env, cwd=outdir if cmd.in_project else ROOT, after=before, prepare=prepare)
         _JOBS[name] = (job, outdir)
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import sys
+import tempfile
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ["PATH"] = os.pathsep.join(
     [str(ROOT / ".venv" / "bin"), str(ROOT / "node_modules" / ".bin"), os.environ.get("PATH", "")]
 )
+
+# A temporary directory of this session's own, for everything it starts (jsii's node, which reads TMPDIR
+# once, the CDK CLI, the scanners): what another process leaves in or removes from the machine's temp
+# directory cannot change a result, and nothing of this session outlives it.
+_SESSION_TMP = tempfile.mkdtemp(prefix="karpenter-suite-")
+os.environ["TMPDIR"] = _SESSION_TMP
+tempfile.tempdir = _SESSION_TMP
+atexit.register(shutil.rmtree, _SESSION_TMP, ignore_errors=True)
 
 import pytest  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402

@@ -70,6 +70,7 @@ def test_controller_values(default):
             "annotations": {"eks.amazonaws.com/role-arn": f"${{GetAtt:{controller_role}.Arn}}"},
         },
         "settings": {"clusterName": "eks-karpenter"},
+        "podAnnotations": {"karpenter-stack.cdk/controller-credentials": "irsa"},  # a switch rolls the pods
         "replicas": 2,
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         "priorityClassName": "system-cluster-critical",

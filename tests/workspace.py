@@ -49,6 +49,8 @@ def copied(dest: Path, cdk_json: dict[str, Any] | None = None, cdk_context: dict
     toolchain linked and ``cdk_json``/``cdk_context`` as a user wrote them."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in project_files():
+        if name in OWN:  # the user's (written below), never this working copy's
+            continue
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, target)
