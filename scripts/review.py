@@ -693,14 +693,36 @@ def _template_change(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     return [Change("(template)", "template", "updated", f"{', '.join(keys)} change")] if keys else []
 
 
-def _renamed(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> StackReport | None:
-    """One top-level stack gone and another arrived (the stack is named after its cluster): CloudFormation
-    creates the new stack from nothing and leaves the old one running."""
-    gone = [t for t in old.keys() - new.keys() if not t.endswith(".nested.template")]
-    arrived = [t for t in new.keys() - old.keys() if not t.endswith(".nested.template")]
-    if len(gone) != 1 or len(arrived) != 1:
-        return None
-    was, now = gone[0].removesuffix(".template"), arrived[0].removesuffix(".template")
+def _top_level(templates: Iterable[str]) -> list[str]:
+    return sorted(t.removesuffix(".template") for t in templates if not t.endswith(".nested.template"))
+
+
+def _common_suffix(a: str, b: str) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
+def _renames(gone: list[str], arrived: list[str]) -> dict[str, str]:
+    """Stacks gone from the app paired with stacks that arrived: the only pair, or each gone stack with the one
+    arrived stack that shares the longest name suffix with it (an environment's stack is ``<cluster>-<env>``,
+    so renaming the cluster keeps each environment's suffix); unpaired stacks stay unpaired."""
+    if len(gone) == 1 and len(arrived) == 1:
+        return {gone[0]: arrived[0]}
+    pairs: dict[str, str] = {}
+    for was in gone:
+        scores = {now: _common_suffix(was, now) for now in arrived}
+        best = max(scores.values(), default=0)
+        winners = [now for now, score in scores.items() if score == best]
+        if best > 1 and len(winners) == 1 and winners[0] not in pairs.values():
+            pairs[was] = winners[0]
+    return pairs
+
+
+def _renamed_report(was: str, now: str, new: Mapping[str, dict[str, Any]]) -> StackReport:
+    """A stack renamed (it is named after its cluster): CloudFormation creates the new stack from nothing and
+    leaves the old one running."""
     created = sorted(
         {
             what
@@ -727,17 +749,36 @@ def _renamed(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]
     )
 
 
+def _left_running(was: str) -> StackReport:
+    """A stack no longer in the app: `cdk deploy` neither updates nor deletes it."""
+    return StackReport(
+        was,
+        [
+            Change(
+                "*",
+                "AWS::CloudFormation::Stack",
+                "removed",
+                "stack no longer in the app: `cdk deploy` leaves it running (nothing is deleted)",
+                "its cluster, nodes and everything else keep running and costing, outside the app: `cdk destroy "
+                f"{was}` (with the app that still has it) removes it",
+            )
+        ],
+    )
+
+
 def review(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> list[StackReport]:
     """One report per stack (template), nested stacks included, in the order a reviewer reads them."""
-    renamed = _renamed(old, new)
-    if renamed is not None:
-        return [renamed]
+    gone, arrived = _top_level(old.keys() - new.keys()), _top_level(new.keys() - old.keys())
+    renames = _renames(gone, arrived)
     names = {**stack_names(old), **stack_names(new)}
-    reports = []
+    reports = [_renamed_report(was, now, new) for was, now in sorted(renames.items())]
+    paired = set(renames) | set(renames.values())
     replaced_in: dict[str, tuple[set[str], dict[str, Any], dict[str, Any]]] = {}
     for template in sorted(
         old.keys() | new.keys(), key=lambda t: (names[t].split(" > ")[0], " > " in names[t], names[t])
     ):
+        if names[template].split(" > ")[0] in paired:
+            continue  # (in the rename's report)
         if template not in old:
             reports.append(StackReport(names[template], [], "new stack: every resource is created"))
         elif template not in new:
@@ -746,10 +787,10 @@ def review(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]])
                 StackReport(
                     names[template],
                     [],
-                    "nested template gone: its parent's nested-stack resource changes (see the parent)"
-                    if nested
-                    else "stack no longer in the app: `cdk deploy` leaves it running (nothing is deleted)",
+                    "nested template gone: its parent's nested-stack resource changes (see the parent)",
                 )
+                if nested
+                else _left_running(names[template])
             )
         else:
             inputs = _changed_parameters(names[template], new, names, replaced_in)

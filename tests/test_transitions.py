@@ -107,3 +107,27 @@ def test_the_review_says_pods_restart_only_when_the_pod_template_changes():
         {"Values": json.dumps({"replicas": 2, "settings": {"batchMaxDuration": "10s"}})},
         {"Values": json.dumps({"replicas": 3, "settings": {"batchMaxDuration": "20s"}})},
     ) == ["settings.batchMaxDuration"]
+
+
+# --- stacks renamed or left out ---------------------------------------------------------------------------
+
+
+def test_renaming_a_cluster_with_environments_is_blocked_for_each_environment(default):
+    """Each environment's stack is `<cluster>-<env>`: a new clusterName creates new stacks and leaves the old
+    ones running. With one stack the review already said so; with environments it passed (exit 0)."""
+    template = default.json
+    old = {"payments-dev.template": template, "payments-prod.template": template}
+    renamed = {"shop-dev.template": template, "shop-prod.template": template}
+    reports = rv.review(old, renamed)
+    assert [r.name for r in reports] == ["shop-dev (replaces payments-dev)", "shop-prod (replaces payments-prod)"]
+    text, blocking, failing = rv.render(reports, {})
+    assert (blocking, failing) == (["payments-dev/*", "payments-prod/*"], [])
+    # a stack that leaves the app (an environment removed) keeps running: blocked until acknowledged too
+    reports = rv.review(old, {"payments-dev.template": template})
+    (gone,) = [r for r in reports if r.name == "payments-prod"]
+    assert [(c.action, c.why) for c in gone.changes] == [
+        ("removed", "stack no longer in the app: `cdk deploy` leaves it running (nothing is deleted)")
+    ]
+    text, blocking, _ = rv.render(reports, {})
+    assert blocking == ["payments-prod/*"]
+    assert "`cdk destroy payments-prod` (with the app that still has it) removes it" in text
