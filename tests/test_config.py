@@ -85,18 +85,29 @@ def test_errors_name_the_layer_each_setting_came_from():
             load_environments({**file, **context}, today=TODAY, file_context=file)
         return str(info.value).split("\n")
 
-    # a -c flag, an environment's override, what the profile filled in, cdk.json's own value
+    # a -c flag, an environment's override, what the profile filled in, cdk.json's own value: a setting is
+    # named where it was written, and the environment it failed in follows its layer
     assert error({"karpenterNamespace": "Karpenter"}) == [
-        'environments.prod.karpenterNamespace = "Karpenter": must be a Kubernetes name: lowercase a-z, 0-9 and '
-        "'-', at most 63 characters (from -c)",
+        'karpenterNamespace = "Karpenter": must be a Kubernetes name: lowercase a-z, 0-9 and '
+        "'-', at most 63 characters (from -c; environment prod)",
         'environments.prod.vpcCidr = "10.0.0.0/8": must be an IPv4 CIDR with a prefix length from /16 to /24 '
         "(from environments.prod)",
     ]
     assert error({"environments": {"prod": {}}}) == [
-        "environments.prod.nodePools 'system' refers to nodeClass 'default', which is not in nodeClasses (x) "
-        "(from profile production)",
-        "environments.prod.nodePools 'default' refers to nodeClass 'default', which is not in nodeClasses (x) "
-        "(from profile production)",
+        "nodePools 'system' refers to nodeClass 'default', which is not in nodeClasses (x) "
+        "(from profile production; environment prod)",
+        "nodePools 'default' refers to nodeClass 'default', which is not in nodeClasses (x) "
+        "(from profile production; environment prod)",
+    ]
+    # top-level values that fail in an environment (found by a newcomer trial: the paths named the environment)
+    ok = {**file_context, "environments": {"prod": {}}, "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}
+    assert error({}, {**ok, "nodePools": [{"name": "a", "capacityTypes": ["spott"]}]}) == [
+        "nodePools[0].capacityTypes[0] = \"spott\": Input should be 'spot', 'on-demand' or 'reserved' "
+        "(from cdk.json; environment prod)"
+    ]
+    assert error({}, {**ok, "clusterName": "my shop"}) == [
+        "clusterName = \"my shop-prod\": must start with a letter or digit and contain only letters, digits, '-' "
+        "and '_' (from cdk.json + suffix -prod; environment prod)"
     ]
     assert error({}, {"clusterName": "-c"}) == [
         "clusterName = \"-c\": must start with a letter or digit and contain only letters, digits, '-' and '_' "
@@ -545,3 +556,12 @@ def test_a_production_pool_list_without_the_system_pool_says_what_it_drops():
     assert [p.name for p in load_config(pinned, today=TODAY).node_pools] == ["system", "default"]
     assert load_config(pinned, today=TODAY).warnings == ()
     assert load_config({"nodePools": [{"name": "general"}]}, today=TODAY).warnings == ()  # no profile, no pool lost
+    # an environment's production profile with cdk.json's top-level list: named where the list was written
+    from karpenter_stack.config import load_environments
+
+    context = {**pinned, "profile": "standard", "nodePools": [{"name": "general"}]}
+    context["environments"] = {"prod": {"profile": "production"}}
+    (warning,) = load_environments(context, today=TODAY, file_context=context)["prod"].warnings
+    assert warning.startswith("nodePools: your list replaces") and warning.endswith(
+        "to nodePools (from cdk.json; environment prod)"
+    )

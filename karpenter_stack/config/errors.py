@@ -54,12 +54,18 @@ def with_origins(message: str, prefix: str, origins: Mapping[str, str]) -> str:
     setting came from: ``(from -c)``, ``(from cdk.json)``, ``(from environments.prod)``,
     ``(from profile production)`` or ``(from built-in default)``."""
     lines = []
+    layer = prefix.removesuffix(".")  # an environment's ("environments.prod"), or "" at the top level
     for line in message.split("\n"):
         body = line[len(prefix) :] if line.startswith(prefix) else line
         match = _LEADING_KEY.match(body)
         key = match.group() if match else next((k for k in origins if body.startswith(named(k) + ":")), None)
         if key and (key in origins or key in _SETTINGS):
-            line += f" (from {origins.get(key, BUILT_IN)})"
+            origin = origins.get(key, BUILT_IN)
+            if layer and line.startswith(prefix) and origin != layer:
+                # written outside the environment (cdk.json's top level, -c, ...): named where it was written
+                line = f"{body} (from {origin}; environment {layer.split('.', 1)[1]})"
+            else:
+                line += f" (from {origin})"
         lines.append(line)
     return "\n".join(lines)
 

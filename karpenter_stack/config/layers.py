@@ -168,7 +168,8 @@ def load_environments(
         }
         env_origins = {
             **origins,
-            "clusterName": layer,
+            # (unless the environment names its own: the shared name, with the environment's suffix)
+            "clusterName": f"{origins.get('clusterName', BUILT_IN)} + suffix -{name}",
             **{k: layer for k in overrides},
             **{k: FLAG for k in flags if k != "clusterName"},
         }
@@ -335,5 +336,19 @@ def _validate(raw: dict[str, Any], today: date | None, prefix: str, origins: Map
                 + json.dumps(SYSTEM_POOL, separators=(", ", ": "))
                 + f" to nodePools (from {origins.get('nodePools', BUILT_IN)})"
             )
-    config._warnings = tuple(prefix + w for w in warnings)
+    config._warnings = tuple(_placed(w, prefix, origins) for w in warnings)
     return config
+
+
+def _placed(warning: str, prefix: str, origins: Mapping[str, str]) -> str:
+    """A warning about a setting, named where the setting was written: in an environment, its path under
+    ``environments.<name>.``; written at the top level (or with -c), its own path and the environment."""
+    layer = prefix.removesuffix(".")
+    key = re.match(r"[A-Za-z]+", warning)
+    origin = origins.get(key.group()) if key else None
+    if not layer or origin is None or origin == layer:
+        return prefix + warning
+    environment = f"environment {layer.split('.', 1)[1]}"
+    if warning.endswith(")") and "(from " in warning:
+        return f"{warning[:-1]}; {environment})"
+    return f"{warning} ({environment})"
