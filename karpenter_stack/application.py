@@ -93,22 +93,30 @@ def build_deferred(
 def missing_lookups(assembly: cx_api.CloudAssembly) -> list[str]:
     """One line per lookup the synth needed that ``cdk.context.json`` does not hold: the CDK CLI would make it
     with credentials for that account; offline, nothing can."""
-    lines = []
     # (read from the manifest file: jsii cannot hand over a manifest whose stacks are not written yet)
     manifest = json.loads((Path(assembly.directory) / "manifest.json").read_text())
-    for missing in manifest.get("missing", []):
-        key, props = str(missing["key"]), missing.get("props", {})
-        account, region = props.get("account", "?"), props.get("region", "?")
-        zones = key.startswith("availability-zones:")
-        what = f"availability zones for account {account}, region {region}" if zones else f"cached lookup {key}"
-        hint = (
-            f" or add the key by hand with the zone names of `aws ec2 describe-availability-zones --region {region}`"
-            if zones
-            else ""
-        )
-        lines.append(
-            f"cdk.context.json has no {what} (key {json.dumps(key)}): run `make synth` once with "
-            f"credentials for account {account} (the CDK CLI caches the answer there){hint}, then commit "
-            "cdk.context.json"
-        )
-    return lines
+    return [
+        lookup_note(str(m["key"]), m.get("props", {}).get("account", "?"), m.get("props", {}).get("region", "?"))
+        for m in manifest.get("missing", [])
+    ]
+
+
+def zones_key(account: str, region: str) -> str:
+    """The key under which the CDK CLI caches an environment's availability zones in cdk.context.json."""
+    return f"availability-zones:account={account}:region={region}"
+
+
+def lookup_note(key: str, account: str, region: str) -> str:
+    """What to do about a lookup that cdk.context.json does not hold."""
+    zones = key.startswith("availability-zones:")
+    what = f"availability zones for account {account}, region {region}" if zones else f"cached lookup {key}"
+    hint = (
+        f" or add the key by hand with the zone names of `aws ec2 describe-availability-zones --region {region}`"
+        if zones
+        else ""
+    )
+    return (
+        f"cdk.context.json has no {what} (key {json.dumps(key)}): run `make synth` once with "
+        f"credentials for account {account} (the CDK CLI caches the answer there){hint}, then commit "
+        "cdk.context.json"
+    )

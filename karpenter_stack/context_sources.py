@@ -99,6 +99,11 @@ def _json_object(path: Path, key: str | None = None) -> dict[str, Any]:
     return dict(value)
 
 
+def cached_lookups(root: Path | None = None) -> dict[str, Any]:
+    """``cdk.context.json`` (in ``root``, by default :func:`project_dir`): the CLI's cache of lookups."""
+    return _json_object((root or project_dir()) / "cdk.context.json")
+
+
 def cdk_json_context(root: Path | None = None) -> dict[str, Any]:
     """The settings layer ``cdk.json`` holds (in ``root``, by default :func:`project_dir`)."""
     return _json_object((root or project_dir()) / "cdk.json", "context")
@@ -112,7 +117,7 @@ def working_context(
     root = root or project_dir()
     file_settings = read_context_file(context_file) if context_file else {}
     return {
-        **_json_object(root / "cdk.context.json"),
+        **cached_lookups(root),
         **cdk_json_context(root),
         **{key: flag_value(value) for key, value in file_settings.items()},
         **parse_flags(args),

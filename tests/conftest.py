@@ -108,14 +108,32 @@ def check_your_configuration() -> None:
     from tests.test_your_configuration import your_environments
 
     try:
-        your_environments()
+        configs = your_environments()
     except ConfigError as err:
         print(f"\nConfiguration error:\n{err}", file=sys.stderr)
     except ContextFileError as err:
         print(f"\n{err}", file=sys.stderr)
     else:
-        return
+        missing = _missing_zones(configs.values())
+        if not missing:
+            return
+        print("\n" + "\n".join(f"Note: {line}" for line in missing), file=sys.stderr)
+        raise pytest.UsageError(
+            "your configuration needs lookups cdk.context.json does not hold (above); nothing was tested"
+        )
     raise pytest.UsageError("your configuration is invalid (above); nothing was tested")
+
+
+def _missing_zones(configs: Any) -> list[str]:
+    """An environment with an account synthesizes offline only from the availability zones cached for it."""
+    from karpenter_stack.application import lookup_note, zones_key
+
+    cache = context_sources.cached_lookups(ROOT)
+    return [
+        lookup_note(zones_key(c.account, c.region), c.account, c.region)
+        for c in configs
+        if c.account and c.region and zones_key(c.account, c.region) not in cache
+    ]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

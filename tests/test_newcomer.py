@@ -18,12 +18,13 @@ from scripts.newcomer import their_cdk_json, their_lookups
 from tests import background, workspace
 
 
-def _their_copy(dest: Path, *, max_azs: int | None = None) -> None:
-    """Their copy of the repository; with ``max_azs``, after an invalid edit of prod's maxAzs."""
+def _their_copy(dest: Path, *, max_azs: int | None = None, lookups: bool = True) -> None:
+    """Their copy of the repository; with ``max_azs``, after an invalid edit of prod's maxAzs; without
+    ``lookups``, before they filled cdk.context.json."""
     cdk_json = their_cdk_json()
     if max_azs is not None:
         cdk_json["context"]["environments"]["prod"]["maxAzs"] = max_azs
-    workspace.copied(dest, cdk_json, their_lookups())
+    workspace.copied(dest, cdk_json, their_lookups() if lookups else {})
 
 
 SYNTH = background.command(
@@ -47,6 +48,32 @@ INVALID = background.command(
     env=background.clean_env(),
     prepare=lambda dest: _their_copy(dest, max_azs=7),
 )
+
+
+NO_LOOKUPS = background.command(
+    "newcomer-no-lookups",
+    ["make", "test"],
+    test="test_without_their_lookups_the_test_command_stops_at_once_and_says_what_to_fill",
+    env=background.clean_env(),
+    prepare=lambda dest: _their_copy(dest, lookups=False),
+)
+
+
+@pytest.mark.background
+def test_without_their_lookups_the_test_command_stops_at_once_and_says_what_to_fill():
+    """Found by a newcomer trial: the whole suite ran (76 s) and the gate failed inside assertion dumps."""
+    result = background.result(NO_LOOKUPS)
+    assert result.returncode == 2
+    notes = [line for line in result.stderr.splitlines() if line.startswith("Note: ")]
+    assert notes == [
+        f"Note: cdk.context.json has no availability zones for account {account}, region {region} (key "
+        f'"availability-zones:account={account}:region={region}"): run `make synth` once with credentials for '
+        f"account {account} (the CDK CLI caches the answer there) or add the key by hand with the zone names of "
+        f"`aws ec2 describe-availability-zones --region {region}`, then commit cdk.context.json"
+        for account, region in (("444455556666", "eu-west-1"), ("123456789012", "us-east-1"))
+    ]
+    assert "ERROR: your configuration needs lookups cdk.context.json does not hold (above)" in result.stderr
+    assert "passed" not in result.stdout
 
 
 @pytest.mark.background
