@@ -132,10 +132,11 @@ class Change:
     why: str = ""
     stateful: str | None = None  # what goes with it, when that is state or time
     effects: list[str] = field(default_factory=list)  # in plain words (Kubernetes, pods)
+    one_way: bool = False  # its rollback is refused: with anything else in the deploy it can wedge the stack
 
     @property
     def destructive(self) -> bool:
-        return self.stateful is not None and self.action in ("replaced", "removed")
+        return self.stateful is not None and (self.action in ("replaced", "removed") or self.one_way)
 
     @property
     def interrupts(self) -> bool:
@@ -326,6 +327,47 @@ def _version_step(old: Any, new: Any) -> str | None:
     return None
 
 
+# aws-cdk 2.275's cluster handler, onUpdate: the authentication mode moves one way only (unset/CONFIG_MAP ->
+# API_AND_CONFIG_MAP -> API, one step per deploy). It skips the call when the cluster is already at the new
+# mode; otherwise it refuses these (old, new) pairs, with its message.
+_AUTH_ORDER = {None: 0, "CONFIG_MAP": 0, "API_AND_CONFIG_MAP": 1, "API": 2}
+ONE_WAY = "one way: CloudFormation's rollback re-sends the old mode, which aws-cdk's handler refuses"
+
+
+def auth_mode_refusal(old: str | None, new: str | None) -> str | None:
+    """Why the handler refuses moving the cluster from authentication mode ``old`` to ``new`` (None: allowed)."""
+    if old == new:
+        return None
+    if old == "API":
+        return f"Cannot fallback authenticationMode from API to {new}"
+    if old == "API_AND_CONFIG_MAP" and new == "CONFIG_MAP":
+        return "Cannot fallback authenticationMode from API_AND_CONFIG_MAP to CONFIG_MAP"
+    if old is not None and new is None:
+        return "Cannot fallback authenticationMode from defined to undefined"
+    if old is None and new == "API":
+        return "Cannot update from undefined(CONFIG_MAP) to API"
+    if old == "CONFIG_MAP" and new == "API":
+        return "Cannot update from CONFIG_MAP to API"
+    return None
+
+
+def _auth_mode_change(old: str | None, new: str | None) -> tuple[str, str] | None:
+    refused = auth_mode_refusal(old, new)
+    if refused:
+        forward = _AUTH_ORDER.get(new, 0) > _AUTH_ORDER.get(old, 0)
+        return "fails", (
+            f"authenticationMode {old or 'unset'} → {new or 'unset'}: aws-cdk's handler refuses ({refused}); "
+            + (
+                "first deploy API_AND_CONFIG_MAP alone, then API"
+                if forward
+                else "EKS never moves a cluster back: keep the current mode"
+            )
+        )
+    if old != new:
+        return "updated", f"in place: updateAuthMode {old or 'unset'} → {new} ({ONE_WAY})"
+    return None
+
+
 def _cluster_change(
     old: dict[str, Any], new: dict[str, Any], replaced: set[str], vpc_replaced: bool
 ) -> tuple[str, str]:
@@ -352,6 +394,10 @@ def _cluster_change(
         return "fails", version
     if len(kinds) > 1:
         return "fails", f"{', '.join(kinds)} in one deploy: aws-cdk's handler allows one kind of update per deploy"
+    modes = [_at(c, ("accessConfig", "authenticationMode")) for c in (config_old, config_new)]
+    auth = _auth_mode_change(*(None if m is _MISSING else m for m in modes))
+    if auth:
+        return auth
     if kinds == ["updateDeletionProtection"] and config_new.get("deletionProtection") is None:
         # aws-cdk 2.275's handler sends the new value; an absent one is undefined, which changes nothing
         return "updated", (
@@ -803,6 +849,23 @@ def review(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]])
                 new[template],
             )
             reports.append(StackReport(names[template], changes))
+    return _one_way_alone(reports)
+
+
+def _one_way_alone(reports: list[StackReport]) -> list[StackReport]:
+    """A one-way change (its rollback is refused) is safe only in a deploy that changes nothing else: if anything
+    else fails, CloudFormation rolls the one-way change back too, the handler refuses, and the stack is left in
+    UPDATE_ROLLBACK_FAILED."""
+    changes = [c for r in reports for c in r.changes]
+    others = [c for c in changes if ONE_WAY not in c.why]
+    for change in changes:
+        if ONE_WAY in change.why and others:
+            change.one_way = True
+            change.stateful = (
+                f"its rollback is refused: with {len(others)} other change(s) in this deploy, any failure rolls it "
+                "back and leaves the stack in UPDATE_ROLLBACK_FAILED (recovery: continue-update-rollback skipping "
+                "the cluster); deploy the mode change with nothing else where you can, or acknowledge the risk"
+            )
     return reports
 
 
@@ -883,8 +946,8 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
             lines.append(f"| {flag} | `{c.logical_id}` | {c.type} | {_SYMBOL[c.action]} {what} | {c.why} |")
         loud = [c for c in report.changes if c.destructive]
         if loud:
-            lines += ["", "Stateful or slow resources replaced or deleted:"]
-            lines += [f"- `{c.logical_id}` ({c.action}): {c.stateful}" for c in loud]
+            lines += ["", "Stateful or slow resources replaced or deleted, or changes whose rollback is refused:"]
+            lines += [f"- `{c.logical_id}` ({'one way' if c.one_way else c.action}): {c.stateful}" for c in loud]
         effects = [e for c in report.changes for e in c.effects]
         if effects:
             lines += ["", "In the cluster:"] + [f"- {e}" for e in effects]

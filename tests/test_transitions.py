@@ -6,6 +6,7 @@ handler's onUpdate / analyzeUpdate), EKS's rules and the Karpenter 1.14.1 chart.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from scripts import review as rv
 from tests.cfn import only, resources
@@ -131,3 +132,48 @@ def test_renaming_a_cluster_with_environments_is_blocked_for_each_environment(de
     text, blocking, _ = rv.render(reports, {})
     assert blocking == ["payments-prod/*"]
     assert "`cdk destroy payments-prod` (with the app that still has it) removes it" in text
+
+
+# --- authentication mode: refused changes, and changes whose rollback is refused --------------------------
+
+
+def _config(mode=None, **more):
+    config = {"name": "a", "version": "1.36", **more}
+    if mode is not None:
+        config["accessConfig"] = {"authenticationMode": mode}
+    return {"Config": config}
+
+
+def test_refused_authentication_mode_changes_fail_the_review_with_the_safe_sequence():
+    """aws-cdk 2.275's onUpdate: unset -> API, back to a weaker mode, defined -> unset are refused -- and so is
+    the rollback of any allowed step, which re-sends the old mode."""
+    assert rv._cluster_change(_config(), _config("API"), set(), False) == (
+        "fails",
+        "authenticationMode unset → API: aws-cdk's handler refuses (Cannot update from undefined(CONFIG_MAP) to "
+        "API); first deploy API_AND_CONFIG_MAP alone, then API",
+    )
+    assert rv._cluster_change(_config("API"), _config("API_AND_CONFIG_MAP"), set(), False)[0] == "fails"
+    assert rv._cluster_change(_config("API_AND_CONFIG_MAP"), _config(), set(), False)[1].startswith(
+        "authenticationMode API_AND_CONFIG_MAP → unset: aws-cdk's handler refuses (Cannot fallback "
+        "authenticationMode from defined to undefined); EKS never moves a cluster back"
+    )
+    step = rv._cluster_change(_config(), _config("API_AND_CONFIG_MAP"), set(), False)
+    assert step == ("updated", f"in place: updateAuthMode unset → API_AND_CONFIG_MAP ({rv.ONE_WAY})")
+    # every allowed step's rollback (old and new swapped) is one the handler refuses
+    for old, new in ((None, "API_AND_CONFIG_MAP"), ("CONFIG_MAP", "API_AND_CONFIG_MAP"), ("API_AND_CONFIG_MAP", "API")):
+        assert rv.auth_mode_refusal(old, new) is None and rv.auth_mode_refusal(new, old) is not None
+
+
+def test_a_mode_step_deployed_with_other_changes_blocks_until_acknowledged(default, access_entries):
+    """The app's own API_AND_CONFIG_MAP adds access entries in the same deploy: if one fails, the rollback
+    re-sends the old mode and the stack is left in UPDATE_ROLLBACK_FAILED."""
+    reports = rv.review(
+        rv.synthesized_templates(Path(default.app.outdir)), rv.synthesized_templates(Path(access_entries.app.outdir))
+    )
+    text, blocking, failing = rv.render(reports, {})
+    (cluster,) = [c for r in reports for c in r.changes if c.type == "Custom::AWSCDK-EKS-Cluster"]
+    assert cluster.one_way and cluster.action == "updated"
+    assert "eks-karpenter/Cluster9EE0221C" in blocking and failing == []
+    assert "its rollback is refused: with" in text and "UPDATE_ROLLBACK_FAILED" in text
+    _, blocking, _ = rv.render(reports, {"eks-karpenter/Cluster9EE0221C": "entries first tested in staging"})
+    assert "eks-karpenter/Cluster9EE0221C" not in blocking
