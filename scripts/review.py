@@ -307,7 +307,41 @@ def _aws_change(resource_type: str, old: dict[str, Any], new: dict[str, Any], re
     if hits:
         return "replaced", f"create-only {', '.join(sorted(set(hits)))} changes"
     changed = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
-    return "updated", f"in place: {', '.join(changed)}"
+    return "updated", f"in place: {_deltas(old, new, changed)}"
+
+
+_SHOWN = 48  # characters of a value shown in a delta (the end of a longer one: hashes and names differ there)
+
+
+def _value(value: Any) -> str:
+    if value is _MISSING or value is None:
+        return "unset"
+    text = value if isinstance(value, str) else _render(value)
+    return text if len(text) <= _SHOWN else "…" + text[-(_SHOWN - 1) :]
+
+
+def _leaf_deltas(old: Any, new: Any, path: str) -> list[str]:
+    if (
+        isinstance(old, dict)
+        and isinstance(new, dict)
+        and not ({"Ref", "Fn::GetAtt", "Fn::Join"} & (old.keys() | new.keys()))
+    ):
+        return [
+            d
+            for k in sorted(old.keys() | new.keys())
+            for d in _leaf_deltas(old.get(k, _MISSING), new.get(k, _MISSING), f"{path}.{k}")
+        ]
+    return [] if old == new else [f"{path}: {_value(old)} → {_value(new)}"]
+
+
+def _deltas(old: dict[str, Any], new: dict[str, Any], keys: list[str]) -> str:
+    """``Key.sub: old → new`` for each changed property (at most two leaves of each; long values shortened),
+    or the property's name where its value only changes by what a replaced resource resolves to."""
+    shown = []
+    for key in keys:
+        leaves = _leaf_deltas(old.get(key, _MISSING), new.get(key, _MISSING), key)
+        shown += leaves[:2] + ([f"{key}: {len(leaves) - 2} more"] if len(leaves) > 2 else []) if leaves else [key]
+    return ", ".join(shown)
 
 
 def _version_step(old: Any, new: Any) -> str | None:

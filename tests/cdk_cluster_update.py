@@ -65,15 +65,9 @@ def update(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             "AuthModeUpdate can be allowed"
         )
     if changes["updateAuthMode"]:
-        before, after = _auth(old), _auth(new)
-        if before == "API" and after != "API":
-            raise UpdateRefused(f"Cannot fallback authenticationMode from API to {after}")
-        if before == "API_AND_CONFIG_MAP" and after == "CONFIG_MAP":
-            raise UpdateRefused("Cannot fallback authenticationMode from API_AND_CONFIG_MAP to CONFIG_MAP")
-        if before is not None and after is None:
-            raise UpdateRefused("Cannot fallback authenticationMode from defined to undefined")
-        if before is None and after == "API":
-            raise UpdateRefused("Cannot update from undefined(CONFIG_MAP) to API")
-        if before == "CONFIG_MAP" and after == "API":
-            raise UpdateRefused("Cannot update from CONFIG_MAP to API")
+        from scripts.review import auth_mode_refusal  # the review's mirror of the same handler rules
+
+        refused = auth_mode_refusal(_auth(old), _auth(new))
+        if refused:
+            raise UpdateRefused(refused)
     return kinds

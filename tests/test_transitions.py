@@ -177,3 +177,13 @@ def test_a_mode_step_deployed_with_other_changes_blocks_until_acknowledged(defau
     assert "its rollback is refused: with" in text and "UPDATE_ROLLBACK_FAILED" in text
     _, blocking, _ = rv.render(reports, {"eks-karpenter/Cluster9EE0221C": "entries first tested in staging"})
     assert "eks-karpenter/Cluster9EE0221C" not in blocking
+
+
+def test_in_place_updates_show_old_and_new_values():
+    action, why = rv._aws_change(
+        "AWS::EKS::Nodegroup",
+        {"ScalingConfig": {"MinSize": 2, "MaxSize": 2}, "Labels": {"a": "b"}},
+        {"ScalingConfig": {"MinSize": 2, "MaxSize": 3}, "Labels": {"a": "c"}},
+        set(),
+    )
+    assert (action, why) == ("updated", "in place: Labels.a: b → c, ScalingConfig.MaxSize: 2 → 3")
