@@ -639,6 +639,27 @@ def _stateful(logical_id: str, resource_type: str) -> str | None:
     return f"the {kind[0]}: {kind[1]}" if kind else None
 
 
+_PATH_HASH = re.compile(r"[0-9A-F]{8}$")
+FARGATE_PROFILES = ("Custom::AWSCDK-EKS-FargateProfile", "AWS::EKS::FargateProfile")
+
+
+def _stem(logical_id: str) -> str:
+    """A CDK logical id without its construct-path hash: the construct's name."""
+    return _PATH_HASH.sub("", logical_id)
+
+
+def _fargate_evicts(resource: dict[str, Any]) -> str:
+    """EKS deletes the pods a Fargate profile runs when the profile is deleted (EKS User Guide, "Delete a
+    Fargate profile"): they reschedule only where other capacity matches them."""
+    props = resource.get("Properties", {})
+    selectors = (props.get("Config") or props).get("selectors") or (props.get("Config") or props).get("Selectors") or []
+    namespaces = sorted({str(s.get("namespace") or s.get("Namespace")) for s in selectors if isinstance(s, dict)})
+    return (
+        f"the pods this Fargate profile runs (namespaces {', '.join(namespaces) or 'unknown'}) are deleted with it: "
+        "they restart only where other capacity matches them"
+    )
+
+
 def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: Iterable[str] = ()) -> list[Change]:
     """The changes deploying ``new`` over a stack running ``old`` makes, replacements propagated through
     references (a subnet whose VPC is replaced is replaced). ``changed_inputs``: parameters whose values
@@ -646,11 +667,12 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
     before, after = old.get("Resources", {}), new.get("Resources", {})
     changes: dict[str, Change] = {}
     removed, added = sorted(before.keys() - after.keys()), sorted(after.keys() - before.keys())
-    # A logical id that disappears while one of the same type appears: a replacement under a new id.
+    # A logical id that disappears while one of the same type and the same construct name appears (only its
+    # path hash differs): a replacement under a new id. Others of one type are unrelated: removed and added.
     for logical_id in removed:
         kind = before[logical_id]["Type"]
-        same = [a for a in added if after[a]["Type"] == kind]
-        olds = [r for r in removed if before[r]["Type"] == kind]
+        same = [a for a in added if after[a]["Type"] == kind and _stem(a) == _stem(logical_id)]
+        olds = [r for r in removed if before[r]["Type"] == kind and _stem(r) == _stem(logical_id)]
         if len(same) == 1 and len(olds) == 1:
             changes[logical_id] = Change(
                 logical_id,
@@ -666,6 +688,8 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
                 changes[logical_id].effects = kubernetes_effects(
                     before[logical_id]["Properties"].get("Manifest"), "[]", new
                 )
+            if kind in FARGATE_PROFILES:
+                changes[logical_id].effects = [_fargate_evicts(before[logical_id])]
     for logical_id in added:
         kind = after[logical_id]["Type"]
         change = Change(logical_id, kind, "added", "created")

@@ -187,3 +187,33 @@ def test_in_place_updates_show_old_and_new_values():
         set(),
     )
     assert (action, why) == ("updated", "in place: Labels.a: b → c, ScalingConfig.MaxSize: 2 → 3")
+
+
+def test_switching_controller_hosting_pairs_nothing_unrelated_and_names_the_evicted_pods(default, alternative):
+    """Fargate -> node group: the Fargate pod execution role and the node group's role are different things
+    (the review paired them as one role under a new logical id), and the deleted Fargate profile's pods --
+    the controller and CoreDNS -- are deleted with it."""
+    old = {"t": default.json}
+    new = {"t": {**default.json, "Resources": {**default.json["Resources"]}}}
+    resources_new = new["t"]["Resources"]
+    profile = "ClusterfargateprofileKarpenterAndCoreDns2C79EDD5"
+    fargate_role = "ClusterfargateprofileKarpenterAndCoreDnsPodExecutionRole61D3A264"
+    del resources_new[profile], resources_new[fargate_role]
+    node_role = "ControllerHostingNodeRoleB1C2D3E4"
+    resources_new[node_role] = alternative.json["Resources"][
+        only({k: v for k, v in alternative.json["Resources"].items() if k.startswith("ControllerHostingNodeRole")})[0]
+    ]
+    changes = {c.logical_id: c for c in rv.compare_template(old["t"], new["t"])}
+    assert (changes[fargate_role].action, changes[node_role].action) == ("removed", "added")
+    assert changes[profile].effects == [
+        "the pods this Fargate profile runs (namespaces kube-system) are deleted with it: they restart only where "
+        "other capacity matches them"
+    ]
+    assert changes[profile].interrupts
+    # the same construct under a new path hash is still one resource replaced
+    renamed = {"t": {**default.json, "Resources": {**default.json["Resources"]}}}
+    renamed["t"]["Resources"]["ClusterfargateprofileKarpenterAndCoreDnsPodExecutionRole0000AAAA"] = renamed["t"][
+        "Resources"
+    ].pop(fargate_role)
+    (change,) = [c for c in rv.compare_template(old["t"], renamed["t"]) if c.logical_id == fargate_role]
+    assert change.action == "replaced"
