@@ -11,6 +11,7 @@ from constructs import Construct
 from constructs_lib.destroy_policy import apply_destroy_policy
 from constructs_lib.karpenter import Karpenter
 from constructs_lib.kubectl_timeouts import bound_kubectl_operations
+from constructs_lib.stack_protection import TerminationProtection
 
 from . import versions
 from .config import AppConfig
@@ -32,6 +33,9 @@ class AppStack(Stack):
             **kwargs,
         )
         self.config = config
+        if config.termination_protection:
+            # CDK Pipelines ignores termination_protection: the stack protects itself (by hand, the CLI does too)
+            TerminationProtection(self, "TerminationProtection")
         for warning in config.warnings:
             Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
 

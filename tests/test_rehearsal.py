@@ -40,6 +40,15 @@ LEAVES = {
         "Custom::AWSCDK-EKS-KubernetesPatch",
         "/Cluster/CoreDnsComputeTypePatch/",
     ): "aws-cdk's retired CoreDNS patch, a no-op kept for its logical id: its delete changes nothing.",
+    (
+        "Custom::AWS",
+        "/TerminationProtection/",
+    ): "Termination protection: a stack deletion starts only once it is off, so turning it off on the way out "
+    "(and deleting the policy that allows that) changes nothing the cluster needs.",
+}
+# Not leaves themselves, but deleted early only because a reasoned leaf above goes first.
+WITH_A_LEAF = {
+    ("AWS::IAM::Policy", "/TerminationProtection/"): "the termination-protection call's policy",
 }
 
 
@@ -98,6 +107,7 @@ def test_nothing_the_running_cluster_needs_is_deleted_while_nodes_drain(configur
         for k in lifecycle.nodes
         if k not in draining
         and _leaf_reason(lifecycle, k) is None
+        and not any(lifecycle.nodes[k].type == t and p in lifecycle.nodes[k].path for t, p in WITH_A_LEAF)
         and not lifecycle.nodes[k].retained
         and destroy.start[k] < drained_at
     )

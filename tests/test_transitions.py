@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from scripts import review as rv
-from tests.cfn import only, resources
+from tests.cfn import only, render, resources
 
 
 def _cluster_config(synthesized) -> dict:
@@ -217,3 +217,40 @@ def test_switching_controller_hosting_pairs_nothing_unrelated_and_names_the_evic
     ].pop(fargate_role)
     (change,) = [c for c in rv.compare_template(old["t"], renamed["t"]) if c.logical_id == fargate_role]
     assert change.action == "replaced"
+
+
+# --- termination protection, however the stack is deployed ---------------------------------------------
+
+
+def test_production_stacks_protect_themselves_also_when_the_pipeline_deploys_them(production, default, delivery):
+    """CDK Pipelines' CloudFormation actions ignore a stack's termination_protection (the CLI applies it): the
+    stack turns it on itself, and off when protection leaves the configuration."""
+    (_, protection), *_ = [
+        (k, v) for k, v in production.json["Resources"].items() if k.startswith("TerminationProtection")
+    ] or [(None, None)]
+    assert protection is not None and protection["Type"] == "Custom::AWS"
+    create, delete = (json.loads(render(protection["Properties"][k])) for k in ("Create", "Delete"))
+    assert (create["service"], create["action"]) == ("CloudFormation", "updateTerminationProtection")
+    assert create["parameters"] == {"StackName": "${Ref:AWS::StackId}", "EnableTerminationProtection": True}
+    assert delete["parameters"]["EnableTerminationProtection"] is False
+    policy = only(
+        {
+            k: v
+            for k, v in production.json["Resources"].items()
+            if k.startswith("TerminationProtectionCustomResourcePolicy")
+        }
+    )[1]["Properties"]["PolicyDocument"]["Statement"]
+    assert policy == [
+        {"Action": "cloudformation:UpdateTerminationProtection", "Effect": "Allow", "Resource": {"Ref": "AWS::StackId"}}
+    ]
+    assert not [k for k in default.json["Resources"] if k.startswith("TerminationProtection")]
+    # the pipeline's prod stage (the production profile) carries it; its dev stage does not
+    stages = {
+        name: json.loads(path.read_text())
+        for name, path in delivery.templates().items()
+        if name.startswith(("devekskarpenterdev", "prodekskarpenterprod")) and ".nested." not in name
+    }
+    protected = {
+        name for name, t in stages.items() if any(k.startswith("TerminationProtection") for k in t["Resources"])
+    }
+    assert protected == {n for n in stages if "prod" in n} and len(stages) == 2

@@ -222,7 +222,9 @@ class AppConfig(CamelModel):
         "no change, so write false to turn protection off.",
     )
     termination_protection: bool = Field(
-        False, description="CloudFormation termination protection: refuses the whole stack deletion up front."
+        False,
+        description="CloudFormation termination protection: refuses the whole stack deletion up front. The stack "
+        "sets it itself too (a custom resource), since CDK Pipelines' deploy actions ignore it; false turns it off.",
     )
     retain_on_destroy: bool = Field(
         False,
