@@ -7,8 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from .discovery_tag import acknowledge_sdk_handler
-from .nag import acknowledge, registers
+from .sdk_resource import sdk_resource
 
 
 class TerminationProtection(Construct):
@@ -32,22 +31,15 @@ class TerminationProtection(Construct):
                 physical_resource_id=cr.PhysicalResourceId.of("termination-protection"),
             )
 
-        self.resource = cr.AwsCustomResource(
+        self.resource = sdk_resource(
             self,
             "Resource",
             on_create=call(True),
             on_update=call(True),
             on_delete=call(False),
-            policy=cr.AwsCustomResourcePolicy.from_statements(
-                [iam.PolicyStatement(actions=["cloudformation:UpdateTerminationProtection"], resources=[Aws.STACK_ID])]
-            ),
-            install_latest_aws_sdk=False,
+            statements=[
+                iam.PolicyStatement(actions=["cloudformation:UpdateTerminationProtection"], resources=[Aws.STACK_ID])
+            ],
+            policy_reason="Inline policy of the termination-protection custom resource: "
+            "cloudformation:UpdateTerminationProtection on this stack only.",
         )
-        acknowledge_sdk_handler(self.resource)
-        if registers("NIST80053R5"):
-            acknowledge(
-                self.resource.node.find_child("CustomResourcePolicy"),
-                "NIST.800.53.R5-IAMNoInlinePolicy",
-                "Inline policy of the termination-protection custom resource: "
-                "cloudformation:UpdateTerminationProtection on this stack only.",
-            )
