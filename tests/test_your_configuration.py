@@ -79,22 +79,27 @@ def test_your_templates_lint_clean(lint_findings):
     assert {name: found for name, found in yours.items() if found} == {}
 
 
+def object_problems(templates: dict[str, dict[str, Any]], configs: dict[str, AppConfig]) -> tuple[list[str], int]:
+    """Every CRD schema and CEL violation of the Kubernetes objects each environment's stack applies (templates
+    by file name), and how many Karpenter objects were checked."""
+    problems, checked = [], 0
+    for name, config in configs.items():
+        stack = config.cluster_name.replace("_", "-")
+        (template,) = [t for n, t in templates.items() if Path(n).name == f"{stack}.template.json"]
+        for key, obj in kubernetes_objects(Template.from_json(template)).items():
+            obj = {k: v for k, v in obj.items() if k != "_logicalId"}
+            found = object_violations(obj, config.karpenter_version, config.kubernetes_version)
+            if obj["kind"] in KINDS:
+                found += [f"{key}: {v}" for v in evaluate(obj, config.karpenter_version).violations]
+                checked += 1
+            problems += [f"environment {name or '(default)'}: {p}" for p in found]
+    return problems, checked
+
+
 @pytest.mark.background
 def test_every_kubernetes_object_you_apply_matches_the_crds_schema_and_cel_rules():
     result = background.result(SYNTH)
     assert result.returncode == 0
-    templates = _templates(result.outdir)
-    checked = 0
-    for name, config in your_environments().items():
-        stack = config.cluster_name.replace("_", "-")
-        (template,) = [t for n, t in templates.items() if Path(n).name == f"{stack}.template.json"]
-        objects = kubernetes_objects(Template.from_json(template))
-        problems = []
-        for key, obj in objects.items():
-            obj = {k: v for k, v in obj.items() if k != "_logicalId"}
-            problems += object_violations(obj, config.karpenter_version, config.kubernetes_version)
-            if obj["kind"] in KINDS:
-                problems += [f"{key}: {v}" for v in evaluate(obj, config.karpenter_version).violations]
-                checked += 1
-        assert problems == [], f"environment {name or '(default)'}"
+    problems, checked = object_problems(_templates(result.outdir), your_environments())
+    assert problems == []
     assert checked >= 2 * len(your_environments())  # each applies at least one EC2NodeClass and one NodePool
