@@ -50,10 +50,12 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 
 ## test: set up and run the whole test suite: the product's tests and the gate of your configuration
 test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
+	@$(CDK) --check-config $(ARGS)
 	KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' python -m pytest $(PYTEST_ARGS)
 
 ## check: only the gate of your configuration: synth of every environment, cdk-nag, cfn-lint, CRD schema and CEL
 check: $(DEV_STAMP) $(NODE_STAMP)
+	@$(CDK) --check-config $(ARGS)
 	KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' python -m pytest -q -p no:cacheprovider -p no:hypothesispytest tests/test_your_configuration.py
 
 ## setup: install the toolchain only (.venv/, node_modules/, .venv-checkov/)

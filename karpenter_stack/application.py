@@ -17,6 +17,7 @@ from . import context_sources
 from .cluster_stack import KarpenterClusterStack
 from .config import DEFAULT_CLUSTER_NAME, flag_settings, load_environments, load_pipeline
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
+from .preflight import lookup_note
 from .security import register_packs
 from .stacks import environment_stack
 
@@ -99,24 +100,3 @@ def missing_lookups(assembly: cx_api.CloudAssembly) -> list[str]:
         lookup_note(str(m["key"]), m.get("props", {}).get("account", "?"), m.get("props", {}).get("region", "?"))
         for m in manifest.get("missing", [])
     ]
-
-
-def zones_key(account: str, region: str) -> str:
-    """The key under which the CDK CLI caches an environment's availability zones in cdk.context.json."""
-    return f"availability-zones:account={account}:region={region}"
-
-
-def lookup_note(key: str, account: str, region: str) -> str:
-    """What to do about a lookup that cdk.context.json does not hold."""
-    zones = key.startswith("availability-zones:")
-    what = f"availability zones for account {account}, region {region}" if zones else f"cached lookup {key}"
-    hint = (
-        f" or add the key by hand with the zone names of `aws ec2 describe-availability-zones --region {region}`"
-        if zones
-        else ""
-    )
-    return (
-        f"cdk.context.json has no {what} (key {json.dumps(key)}): run `make synth` once with "
-        f"credentials for account {account} (the CDK CLI caches the answer there){hint}, then commit "
-        "cdk.context.json"
-    )

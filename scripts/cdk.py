@@ -3,6 +3,7 @@
 
     python scripts/cdk.py synth --quiet -c clusterName=payments-dev   # CONTEXT_FILE read from the environment
     python scripts/cdk.py --check                                      # only check CONTEXT_FILE
+    python scripts/cdk.py --check-config -c maxAzs=3                   # and the whole configuration (make test)
 
 A CONTEXT_FILE that is missing, unreadable or not a JSON object stops here with one line and exit code 2,
 before the CLI (and the app) runs.
@@ -27,7 +28,22 @@ def command(argv: list[str], context_file: str | None) -> list[str]:
     return ["cdk", "--no-notices", *as_flags(settings), *argv]
 
 
+def check_config(args: list[str]) -> int:
+    """Exit 2 with one message when the working configuration (cdk.json, CONTEXT_FILE, these -c flags) is
+    invalid or needs lookups cdk.context.json does not hold: `make test` and `make check` start nothing then."""
+    from karpenter_stack.preflight import stop_reason  # (loads the configuration model: only for this mode)
+
+    stop = stop_reason(os.environ.get("CONTEXT_FILE") or None, args, Path.cwd())
+    if stop is None:
+        return 0
+    message, summary = stop
+    print(f"{message}\n{summary}; nothing was tested", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--check-config"]:
+        return check_config(argv[1:])
     try:
         args = command(argv, os.environ.get("CONTEXT_FILE") or None)
     except ContextFileError as err:

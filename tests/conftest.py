@@ -102,38 +102,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def check_your_configuration() -> None:
-    """An invalid configuration of yours stops the run before any test, with the message `make synth` gives."""
-    from karpenter_stack.config import ConfigError
-    from karpenter_stack.context_sources import ContextFileError
-    from tests.test_your_configuration import your_environments
+    """An invalid configuration of yours stops the run before any test, with the message `make synth` gives
+    (`make test` asks scripts/cdk.py --check-config first; this covers pytest run by hand)."""
+    from karpenter_stack.preflight import stop_reason
+    from tests.test_your_configuration import ARGS, CONTEXT_FILE
 
-    try:
-        configs = your_environments()
-    except ConfigError as err:
-        print(f"\nConfiguration error:\n{err}", file=sys.stderr)
-    except ContextFileError as err:
-        print(f"\n{err}", file=sys.stderr)
-    else:
-        missing = _missing_zones(configs.values())
-        if not missing:
-            return
-        print("\n" + "\n".join(f"Note: {line}" for line in missing), file=sys.stderr)
-        raise pytest.UsageError(
-            "your configuration needs lookups cdk.context.json does not hold (above); nothing was tested"
-        )
-    raise pytest.UsageError("your configuration is invalid (above); nothing was tested")
-
-
-def _missing_zones(configs: Any) -> list[str]:
-    """An environment with an account synthesizes offline only from the availability zones cached for it."""
-    from karpenter_stack.application import lookup_note, zones_key
-
-    cache = context_sources.cached_lookups(ROOT)
-    return [
-        lookup_note(zones_key(c.account, c.region), c.account, c.region)
-        for c in configs
-        if c.account and c.region and zones_key(c.account, c.region) not in cache
-    ]
+    stop = stop_reason(CONTEXT_FILE, ARGS, ROOT)
+    if stop is not None:
+        print(f"\n{stop[0]}", file=sys.stderr)
+        raise pytest.UsageError(f"{stop[1]}; nothing was tested")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

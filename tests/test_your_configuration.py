@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from karpenter_stack.config import AppConfig, load_environments, load_pipeline
-from karpenter_stack.context_sources import cdk_json_context, working_context
+from karpenter_stack.config import AppConfig
+from karpenter_stack.preflight import working_environments
 from tests import background
 from tests.cel_rules import KINDS, evaluate
 from tests.cfn import kubernetes_objects
@@ -49,11 +49,7 @@ LINTED_BY_THE_SESSION = "test_your_templates_lint_clean"
 @cache
 def your_environments() -> dict[str, AppConfig]:
     """Your configuration, loaded as the app loads it (raises ConfigError when it is invalid)."""
-    context = working_context(CONTEXT_FILE, ARGS, root=ROOT)
-    file_context = cdk_json_context(ROOT)
-    configs = load_environments(context, file_context=file_context)
-    load_pipeline(context, configs, file_context=file_context)
-    return configs
+    return working_environments(CONTEXT_FILE, ARGS, ROOT)
 
 
 def _templates(outdir: Path) -> dict[str, dict[str, Any]]:
