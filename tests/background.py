@@ -10,6 +10,7 @@ a command with :func:`queued` (the session's cfn-lint and checkov runs).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import queue
 import shutil
@@ -64,14 +65,15 @@ class Job:
 
 _COMMANDS: dict[str, Command] = {}
 _JOBS: dict[str, tuple[Job, Path]] = {}
-_LANE: queue.Queue[Job | None] = queue.Queue()
+_LANE: queue.PriorityQueue[tuple[int, int, Job | None]] = queue.PriorityQueue()
+_ORDER = itertools.count()  # FIFO within a priority
 _WORKER: list[threading.Thread] = []
 _BASE: list[Path] = []
 _STOPPED = threading.Event()
 
 
 def _run_lane() -> None:
-    while (job := _LANE.get()) is not None:
+    while (job := _LANE.get()[2]) is not None:
         if job.after is not None:
             job.after.done.wait()
         try:
@@ -105,15 +107,16 @@ def queued(
     cwd: Path = ROOT,
     after: Job | None = None,
     prepare: Callable[[], object] | None = None,
+    first: bool = False,
 ) -> Job:
-    """Run ``args`` on the lane, in the order queued (``after``: not before that job is done; ``prepare``: called
-    on the lane first); returns at once."""
+    """Run ``args`` on the lane, in the order queued (``first``: ahead of every job not yet started; ``after``:
+    not before that job is done; ``prepare``: called on the lane first); returns at once."""
     if not _WORKER:
         for i in range(WORKERS):
             _WORKER.append(threading.Thread(target=_run_lane, name=f"suite-commands-{i}", daemon=True))
             _WORKER[-1].start()
     job = Job(list(args), env, cwd, after=after, prepare=prepare)
-    _LANE.put(job)
+    _LANE.put((0 if first else 1, next(_ORDER), job))
     return job
 
 
@@ -178,7 +181,7 @@ def stop() -> None:
             job.process.kill()
     if _WORKER:
         for _ in _WORKER:
-            _LANE.put(None)
+            _LANE.put((2, next(_ORDER), None))
         for worker in _WORKER:
             worker.join(timeout=60)
         _WORKER.clear()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -389,16 +390,18 @@ def _scans(request: pytest.FixtureRequest):
             *sorted((ROOT / "templates").glob("*.yaml")),
         ]
 
+    first = functools.partial(background.queued, first=True)
     lint = None
     if readers["lint_findings"]:
         linted = [*product(), BROKEN_TEMPLATE] if readers["lint_findings"] - {LINTED_BY_THE_SESSION} else []
         if LINTED_BY_THE_SESSION in readers["lint_findings"]:
             linted += _your_templates()
-        lint = LintRun(linted, start=background.queued) if linted else None  # (your synth failed: nothing to lint)
-    # on the background lane (tests/background.py), after the commands queued at collection
+        lint = LintRun(linted, start=first) if linted else None  # (your synth failed: nothing to lint)
+    # on the background lane (tests/background.py), ahead of the commands queued at collection: the longest
+    # runs, read by the tests that run last
     return {
         "lint": lint,
-        "checkov": CheckovRun(product(), start=background.queued) if readers["checkov_findings"] else None,
+        "checkov": CheckovRun(product(), start=first) if readers["checkov_findings"] else None,
     }
 
 
