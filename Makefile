@@ -44,8 +44,11 @@ help:
 ## synth: set up and synthesize your configuration into cdk.out/ (CONTEXT_FILE, ARGS)
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	@$(CDK) --check
-	rm -rf cdk.out  # the CLI never removes old templates; start from nothing
-	$(CDK) synth --quiet $(ARGS)
+	@# The CLI never removes old templates: synthesize into a folder of its own, and replace cdk.out/ with it
+	@# only when the synth succeeds (a failed one keeps the last good cdk.out/).
+	rm -rf cdk.out.next
+	$(CDK) synth --quiet --output cdk.out.next $(ARGS)
+	rm -rf cdk.out && mv cdk.out.next cdk.out
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
 ## test: set up and run the whole test suite: the product's tests and the gate of your configuration

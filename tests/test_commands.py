@@ -178,6 +178,36 @@ def test_a_cdk_json_that_is_not_json_stops_the_gate_with_one_line():
     assert "Traceback" not in result.stderr + result.stdout and "INTERNALERROR" not in result.stdout
 
 
+def _earlier_synth(dest: Path) -> None:
+    from tests import workspace
+
+    workspace.linked(dest)
+    (dest / "cdk.out").mkdir()
+    (dest / "cdk.out" / "kept").write_text("an earlier synth")
+
+
+INVALID_SYNTH = background.command(
+    "synth-invalid-setting",
+    ["make", "--no-print-directory", "-s", "synth", "ARGS=-c maxAzs=9"],
+    test="test_an_invalid_setting_stops_make_synth_before_it_removes_the_earlier_synth",
+    env=background.clean_env(),
+    prepare=_earlier_synth,
+)
+
+
+@pytest.mark.background
+def test_an_invalid_setting_stops_make_synth_before_it_removes_the_earlier_synth():
+    """Found by a newcomer trial: the earlier cdk.out/ was removed before the synth failed."""
+    result = background.result(INVALID_SYNTH)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[:2] == [
+        "Configuration error:",
+        'maxAzs = "9": Input should be less than or equal to 6 (from -c)',
+    ]
+    assert (result.outdir / "cdk.out" / "kept").read_text() == "an earlier synth"
+    assert sorted(p.name for p in result.outdir.glob("cdk.out*")) == ["cdk.out", "cdk.out.next"]
+
+
 def test_the_cdk_command_passes_the_context_file_as_flags_before_the_arguments(tmp_path):
     from scripts.cdk import command
 

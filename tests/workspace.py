@@ -17,7 +17,7 @@ PRODUCT = ROOT / "tests" / "fixtures" / "product"
 # copies keep the files' modification times, so make's stamps stay newer than the requirements).
 TOOLCHAIN = (".venv", "node_modules", ".venv-checkov")
 # What a project folder holds that is the user's (or the CLI's) rather than the product's.
-OWN = {"cdk.json", "cdk.context.json", "baseline", "cdk.out", ".git", *TOOLCHAIN}
+OWN = {"cdk.json", "cdk.context.json", "baseline", "cdk.out", "cdk.out.next", ".git", *TOOLCHAIN}
 
 
 def project_files() -> list[str]:
