@@ -38,17 +38,20 @@ def read_context_file(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
         raise ContextFileError(f"CONTEXT_FILE={name}: cannot be read ({reason})") from None
-    try:
-        settings = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ContextFileError(
-            f"CONTEXT_FILE={name}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})"
-        ) from None
+    settings = _parsed(text, f"CONTEXT_FILE={name}")
     if not isinstance(settings, dict):
         raise ContextFileError(
             f'CONTEXT_FILE={name}: expected a JSON object of settings, e.g. {{"clusterName": "payments-dev"}}'
         )
     return settings
+
+
+def _parsed(text: str, name: str) -> Any:
+    """``text`` as JSON, or ContextFileError: ``<name>: not valid JSON (<why> at line L, column C)``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ContextFileError(f"{name}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
 
 
 def flag_value(value: Any) -> str:
@@ -85,13 +88,10 @@ def _json_object(path: Path, key: str | None = None) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ContextFileError(
-            f"{path.name}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})"
-        ) from None
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ContextFileError(f"{path.name}: cannot be read ({type(err).__name__})") from None
+    data = _parsed(text, path.name)
     value = data.get(key, {}) if key and isinstance(data, dict) else data
     if not isinstance(value, dict):
         where = f'"{key}" of {path.name}' if key else path.name
