@@ -28,7 +28,9 @@ What it builds, and the order CloudFormation creates and deletes it in:
   the capacity it runs on and the DNS it resolves AWS endpoints with);
 * the discovery tags: on the subnets it is given and, unless security groups are selected by id, on
   the cluster security group;
-* the teardown safety net (deleted after Karpenter's objects, before the controller);
+* the teardown safety net (deleted after Karpenter's objects, before the controller) and its drain
+  bound (deleted after the NodePools, before the EC2NodeClasses: a destroy's drains end in bounded
+  time whatever the pools' ``terminationGracePeriod``);
 * one EC2NodeClass and one NodePool per spec, after the charts, the node authorization, the safety
   net and ``node_networking`` (deleted before all of them, so nodes drain while their controller,
   authorization, pod networking and security group still exist);
@@ -234,6 +236,7 @@ class Karpenter(Construct):
             # that lets their nodes stay in the cluster while they drain, the pod networking and the
             # security group those nodes use.
             depends_on=[*self.release.charts, self.node_access, self.teardown.resource, *node_needs],
+            drain_bound=self.teardown.drain_bound,
             feature_gates=controller.feature_gates,
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,

@@ -16,7 +16,9 @@ class KarpenterNodes(Construct):
 
     Dependencies: every object on the charts (the CRDs must exist, and on delete the objects go
     before the controller that runs their finalizers); every NodePool on its EC2NodeClass (on delete
-    pools drain their nodes before the class removes instance profiles and launch templates).
+    pools drain their nodes before the class removes instance profiles and launch templates); with a
+    ``drain_bound``, every NodePool on it and it on every EC2NodeClass (on delete it runs between the
+    two: the pools' drains end before any class waits for them).
     """
 
     def __init__(
@@ -32,6 +34,7 @@ class KarpenterNodes(Construct):
         node_pools: Sequence[NodePoolSpec],
         node_overlays: Sequence[NodeOverlaySpec],
         depends_on: Sequence[IDependable],
+        drain_bound: Construct | None = None,
         feature_gates: Mapping[FeatureGate, bool],
         subnet_ids: Sequence[str] = (),
         security_group_ids: Sequence[str] = (),
@@ -55,9 +58,13 @@ class KarpenterNodes(Construct):
             manifest = cluster.add_manifest(f"EC2NodeClass-{name}", obj)
             manifest.node.add_dependency(*depends_on)  # one call into jsii, not one per dependency
             self.node_classes[name] = manifest
+        pools_after = list(depends_on)
+        if drain_bound is not None:
+            drain_bound.node.add_dependency(*self.node_classes.values())
+            pools_after.append(drain_bound)
         for spec in node_pools:
             manifest = cluster.add_manifest(f"NodePool-{spec.name}", pool_objects[spec.name])
-            manifest.node.add_dependency(*depends_on, self.node_classes[spec.node_class])
+            manifest.node.add_dependency(*pools_after, self.node_classes[spec.node_class])
             self.node_pools[spec.name] = manifest
         for name, obj in overlay_objects.items():
             # Read by the controller when it simulates launches; no finalizer, no node depends on it.

@@ -153,9 +153,8 @@ def node_pool(spec: NodePoolSpec, *, os: str = "linux") -> dict[str, Any]:
             "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": spec.node_class},
             "requirements": requirements,
             "expireAfter": spec.expire_after,
-            # Bounds every drain, so a PodDisruptionBudget that can never be met cannot wedge a destroy,
-            # an expiry or a drift replacement.
-            "terminationGracePeriod": spec.termination_grace_period,
+            # The user's bound on every drain of a running cluster (a destroy bounds its own, see teardown).
+            **({"terminationGracePeriod": tgp} if (tgp := spec.termination_grace_period) is not None else {}),
         }
     }
     if spec.taints:

@@ -50,11 +50,12 @@ _STRUCTURED_REQUIREMENTS = {
     "karpenter.k8s.aws/instance-category": "instanceCategories",
     "karpenter.k8s.aws/instance-generation": "minInstanceGeneration",
 }
-# NodePool spec.template.spec.terminationGracePeriod (CRD pattern: no Never).
+# NodePool spec.template.spec.terminationGracePeriod (Karpenter 1.14.1 CRD karpenter.sh_nodepools.yaml:
+# pattern ^([0-9]+(s|m|h))+$, optional; unset = drains wait for every PodDisruptionBudget, indefinitely).
 _GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
-# aws-cdk's kubectl handler Lambda runs 15 minutes; kubectl delete of an EC2NodeClass waits for its
-# finalizer, i.e. for every node to drain (bounded by this) and its instance to terminate (~2 min).
-MAX_TERMINATION_GRACE_PERIOD_S = 12 * 60
+# The default: EKS Auto Mode's built-in NodePools bound every drain at 24h. A destroy does not depend on
+# it: the teardown safety net's drain bound terminates what is left of this stack's nodes after 8 minutes.
+DEFAULT_TERMINATION_GRACE_PERIOD = "24h"
 
 
 # What each AMI family boots from (Karpenter 1.14's amifamily defaults): the device of the volume that
@@ -823,13 +824,14 @@ class NodePoolSpec(CamelModel):
         "cannot switch between static and dynamic in place (the CRD refuses it): rename it to switch.",
     )
     expire_after: str = Field("720h", description="Replace nodes older than this (duration or Never).")
-    termination_grace_period: str = Field(
-        "10m",
+    termination_grace_period: str | None = Field(
+        DEFAULT_TERMINATION_GRACE_PERIOD,
         description=(
-            "Longest drain of a node (also expired or drifted ones): after it, Karpenter deletes the remaining "
-            "pods even past PodDisruptionBudgets. At most 12m, so that a destroy's node-class deletion "
-            "(drain + ~2 min instance termination) fits the 15-minute kubectl handler. Part of the node "
-            "template: changing it replaces the pool's nodes by drift."
+            "Longest drain of a node (drift, expiry, consolidation, a deleted pool): after it, Karpenter deletes "
+            "the remaining pods even past PodDisruptionBudgets and do-not-disrupt. Any duration the CRD accepts "
+            "(30s, 90m, 1h30m); null leaves it unset, so drains wait for every budget indefinitely (upstream's "
+            "default). A destroy bounds its own drains whatever this is. Part of the node template: changing it "
+            "replaces the pool's nodes by drift."
         ),
     )
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
@@ -912,14 +914,10 @@ class NodePoolSpec(CamelModel):
 
     @field_validator("termination_grace_period")
     @classmethod
-    def _grace(cls, value: str) -> str:
-        if value == "Never" or not _GRACE_PERIOD.fullmatch(value):
-            raise ValueError("must be a duration like 30s, 5m or 1m30s (no 'Never': a drain must end)")
-        seconds = parse_duration(value) or 0  # (never None: 'Never' is refused above)
-        if seconds > MAX_TERMINATION_GRACE_PERIOD_S:
+    def _grace(cls, value: str | None) -> str | None:
+        if value is not None and not _GRACE_PERIOD.fullmatch(value):
             raise ValueError(
-                f"is {seconds} s; at most {MAX_TERMINATION_GRACE_PERIOD_S // 60}m, so that deleting a node class "
-                "(drain, then instance termination) fits the 15-minute kubectl handler on destroy"
+                "must be a duration like 30s, 5m or 1h30m (the CRD's pattern; no 'Never': null leaves it unset)"
             )
         return value
 

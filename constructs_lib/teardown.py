@@ -26,10 +26,22 @@ TIMEOUT = Duration.minutes(14)
 SERVICE_TIMEOUT = Duration.minutes(15)
 
 
+# The Phase property of the drain bound: its delete handles instances only.
+INSTANCES_PHASE = "Instances"
+
+
 class TeardownSafetyNet(Construct):
-    """A custom resource whose delete -- when the stack itself is being deleted, never on an update
-    rollback or a replacement -- waits for Karpenter's instances of this cluster to drain, then
-    terminates leftovers and deletes the cluster's Karpenter launch templates and instance profiles.
+    """Two custom resources of one function, acting only when the stack itself is being deleted (never on
+    an update rollback or a replacement):
+
+    * ``drain_bound``, deleted after the NodePools and before the EC2NodeClasses: waits up to 8 minutes
+      for the pools' nodes to drain (Karpenter deletes a pool's NodeClaims when the pool goes), then
+      terminates the instances still running. So a destroy's drains end in bounded time whatever the
+      pools' ``terminationGracePeriod`` (none: every PodDisruptionBudget waited for), and each class's
+      finalizer finds its nodes gone (Karpenter releases a NotReady node whose instance no longer
+      exists: kubernetes-sigs/karpenter, node termination controller).
+    * ``resource``, deleted after the EC2NodeClasses: terminates any instance left, deletes the
+      cluster's Karpenter launch templates and instance profiles.
 
     Permissions are scoped to this cluster: instances and launch templates tagged
     ``kubernetes.io/cluster/<cluster>=owned`` and ``karpenter.sh/nodepool``, instance profiles under
@@ -37,8 +49,8 @@ class TeardownSafetyNet(Construct):
     ``node_classes`` (a cluster this app did not create, where other teams may run Karpenter pools of
     their own), only what those pools and classes launched: instances by their ``karpenter.sh/nodepool``
     tag, launch templates and instance profiles by their ``karpenter.k8s.aws/ec2nodeclass`` tag. Order:
-    add dependencies to ``resource`` only (the function, role and log group need no order and are
-    created early).
+    add dependencies to ``resource`` and ``drain_bound`` only (the function, role and log group need no
+    order and are created early).
     """
 
     def __init__(
@@ -146,20 +158,22 @@ class TeardownSafetyNet(Construct):
             environment={"CLUSTER_NAME": cluster_name},
             description=f"Deletes what Karpenter left behind for EKS cluster {cluster_name} on stack deletion",
         )
+        # (a Delete carries the resource's latest properties: the pools and classes at that time)
+        ours = {} if node_pools is None else {"NodePools": list(node_pools), "NodeClasses": list(node_classes or [])}
         self.resource = CustomResource(
             self,
             "Resource",
             service_token=self.function.function_arn,
             resource_type="Custom::KarpenterTeardown",
-            properties={
-                "ClusterName": cluster_name,
-                # (a Delete carries the resource's latest properties: the pools and classes at that time)
-                **(
-                    {}
-                    if node_pools is None
-                    else {"NodePools": list(node_pools), "NodeClasses": list(node_classes or [])}
-                ),
-            },
+            properties={"ClusterName": cluster_name, **ours},
+            service_timeout=SERVICE_TIMEOUT,
+        )
+        self.drain_bound = CustomResource(
+            self,
+            "DrainBound",
+            service_token=self.function.function_arn,
+            resource_type="Custom::KarpenterTeardown",
+            properties={"ClusterName": cluster_name, "Phase": INSTANCES_PHASE, **ours},
             service_timeout=SERVICE_TIMEOUT,
         )
         self._acknowledge(cluster_name)

@@ -54,6 +54,15 @@ def only(items: dict[str, Any]) -> tuple[str, Any]:
     return next(iter(items.items()))
 
 
+def teardown(template: Template) -> tuple[tuple[str, Any], tuple[str, Any]]:
+    """The teardown safety net's two custom resources: (safety net, drain bound), each (logical id, resource)."""
+    found = resources(template, "Custom::KarpenterTeardown")
+    net = only({k: v for k, v in found.items() if "Phase" not in v["Properties"]})
+    bound = only({k: v for k, v in found.items() if v["Properties"].get("Phase") == "Instances"})
+    assert len(found) == 2, sorted(found)
+    return net, bound
+
+
 def _without_prune_label(obj: dict[str, Any]) -> dict[str, Any]:
     """CDK labels every object it applies for `kubectl apply --prune`; that label is CDK's
     bookkeeping, not part of the object under test."""

@@ -41,16 +41,15 @@ CASES = {
         "karpenterVersion '1.15.0' has no CloudFormation template "
         "(templates/karpenter-1.15.0.yaml); versions with a template: 1.14.1 (from -c)",
     ),
-    "unbounded drain": (
+    "drain bound that is not a duration": (
         {"nodePools": [{"terminationGracePeriod": "Never"}]},
-        'nodePools[0].terminationGracePeriod = "Never": must be a duration like 30s, 5m or 1m30s '
-        "(no 'Never': a drain must end) (from -c)",
+        'nodePools[0].terminationGracePeriod = "Never": must be a duration like 30s, 5m or 1h30m '
+        "(the CRD's pattern; no 'Never': null leaves it unset) (from -c)",
     ),
-    "drain longer than a destroy can wait": (
-        {"nodePools": [{"terminationGracePeriod": "1h"}]},
-        'nodePools[0].terminationGracePeriod = "1h": is 3600 s; at most 12m, so '
-        "that deleting a node class (drain, then instance termination) fits the "
-        "15-minute kubectl handler on destroy (from -c)",
+    "drain bound in days (the CRD allows s, m and h)": (
+        {"nodePools": [{"terminationGracePeriod": "2d"}]},
+        'nodePools[0].terminationGracePeriod = "2d": must be a duration like 30s, 5m or 1h30m '
+        "(the CRD's pattern; no 'Never': null leaves it unset) (from -c)",
     ),
     "pinned AMI older than the Kubernetes version": (
         {"nodeClasses": [{"amiAlias": "al2023@v20260301"}]},

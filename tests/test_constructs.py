@@ -12,7 +12,7 @@ from constructs_lib.network import ClusterVpc
 from constructs_lib.queue_alarms import InterruptionQueueAlarms
 from constructs_lib.teardown import TeardownSafetyNet
 from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
-from tests.cfn import depends_on, only, render_json, resources
+from tests.cfn import depends_on, only, render_json, resources, teardown
 
 TOPIC = "arn:aws:sns:eu-west-1:111122223333:karpenter-alerts"
 
@@ -63,9 +63,11 @@ def test_teardown_safety_net_writes_only_to_this_clusters_karpenter_resources():
             "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
         }
     assert statements["ReadOwnStackStatus"]["Resource"] == {"Ref": "AWS::StackId"}
-    _, resource = only(resources(template, "Custom::KarpenterTeardown"))
-    assert resource["Properties"]["ServiceTimeout"] == "900"
-    assert depends_on(template.to_json(), logical_id_of(net.resource)) == []  # the user orders it
+    (net_id, resource), (bound_id, bound) = teardown(template)
+    assert (resource["Properties"]["ServiceTimeout"], bound["Properties"]["ServiceTimeout"]) == ("900", "900")
+    assert (net_id, bound_id) == (logical_id_of(net.resource), logical_id_of(net.drain_bound))
+    assert bound["Properties"]["ServiceToken"] == resource["Properties"]["ServiceToken"]  # one function
+    assert depends_on(template.to_json(), net_id) == depends_on(template.to_json(), bound_id) == []  # the user orders
 
 
 def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_given_values():

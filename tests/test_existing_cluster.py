@@ -8,7 +8,7 @@ from pathlib import Path
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import load_config
-from tests.cfn import controller_values, depends_on, kubernetes_objects, only, resources
+from tests.cfn import controller_values, depends_on, kubernetes_objects, only, resources, teardown
 from tests.conftest import EXISTING, PRODUCT_CONTEXT, ROOT, TODAY
 
 CLUSTER = EXISTING["existingCluster"]
@@ -70,11 +70,13 @@ def test_the_controller_runs_on_the_clusters_own_nodes_and_trusts_its_oidc_provi
 
 def test_delete_order_keeps_the_access_entry_until_the_nodes_are_gone(existing):
     entry, _ = only(resources(existing.template, "AWS::EKS::AccessEntry"))
-    teardown, _ = only(resources(existing.template, "Custom::KarpenterTeardown"))
+    (net, _), (bound, _) = teardown(existing.template)
     objects = kubernetes_objects(existing.template)
-    for key in ("EC2NodeClass/default", "NodePool/default"):
-        assert {entry, teardown} <= set(depends_on(existing.json, objects[key]["_logicalId"]))
-    assert entry in depends_on(existing.json, teardown)
+    node_class, pool = (objects[key]["_logicalId"] for key in ("EC2NodeClass/default", "NodePool/default"))
+    assert {entry, net} <= set(depends_on(existing.json, node_class))
+    assert {entry, net, bound, node_class} <= set(depends_on(existing.json, pool))
+    assert node_class in depends_on(existing.json, bound)  # pools, then the drain bound, then classes go
+    assert entry in depends_on(existing.json, net)
 
 
 def test_the_production_profile_protects_the_stack_and_leaves_the_cluster_alone():

@@ -38,6 +38,7 @@ POOL_SHAPES = [
         "architectures": ["amd64"],
         "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
         "labels": {"accelerator": "nvidia"},
+        "terminationGracePeriod": None,  # unset: drains wait for every budget (upstream's default)
         "requirements": [
             {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Gte", "values": ["1"]},
             {
@@ -50,7 +51,7 @@ POOL_SHAPES = [
     {
         "name": "batch",
         "expireAfter": "Never",
-        "terminationGracePeriod": "12m",
+        "terminationGracePeriod": "72h30m",
         "consolidationPolicy": "WhenEmpty",
         "consolidateAfter": "30s",
         "budgets": [

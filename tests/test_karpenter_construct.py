@@ -110,9 +110,12 @@ def test_order_objects_after_the_charts_authorization_and_safety_net(built):
     crd, controller = (logical_id_of(c) for c in (karpenter.crd_chart, karpenter.controller_chart))
     entry = logical_id_of(karpenter.node_access)
     teardown = logical_id_of(karpenter.teardown.resource)
+    bound = logical_id_of(karpenter.teardown.drain_bound)
     assert set(depends_on(json_, teardown)) == {controller, entry}
     for manifest in each(karpenter.node_classes.values()):
         assert set(depends_on(json_, logical_id_of(manifest))) == {crd, controller, entry, teardown}
+    # The drain bound, between every class and every pool.
+    assert set(depends_on(json_, bound)) == {logical_id_of(m) for m in karpenter.node_classes.values()}
     general = logical_id_of(karpenter.node_classes["general"])
     slr = logical_id_of(karpenter.spot_service_linked_role)
     assert set(depends_on(json_, logical_id_of(karpenter.node_pools["spot"]))) == {
@@ -120,6 +123,7 @@ def test_order_objects_after_the_charts_authorization_and_safety_net(built):
         controller,
         entry,
         teardown,
+        bound,
         general,
         slr,
     }
@@ -128,6 +132,7 @@ def test_order_objects_after_the_charts_authorization_and_safety_net(built):
         controller,
         entry,
         teardown,
+        bound,
         general,
     }
     assert json_["Resources"][slr]["DeletionPolicy"] == "Retain"

@@ -139,7 +139,7 @@ def test_default_node_pool(default):
                         {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["2"]},
                     ],
                     "expireAfter": "720h",
-                    "terminationGracePeriod": "10m",
+                    "terminationGracePeriod": "24h",
                 }
             },
             "limits": {"cpu": "1000", "memory": "1000Gi"},

@@ -177,12 +177,13 @@ def test_an_update_rollback_deletes_what_the_update_created_and_the_safety_net_d
         lifecycle.nodes[k].path.removeprefix("eks-karpenter/").removeprefix("Default/")
         for k in _rollback_events(lifecycle, before)
     ]
-    assert order[:3] == [
+    assert order[:4] == [
         "Cluster/manifest-NodePool-default/Resource/Default",
-        "TeardownSafetyNet/Resource/Default",
-        "TeardownSafetyNet/Handler/Resource",
+        "TeardownSafetyNet/Resource/Default",  # nothing the rollback deletes depends on it
+        "TeardownSafetyNet/DrainBound/Default",  # after the pool
+        "TeardownSafetyNet/Handler/Resource",  # after both of its custom resources
     ]
-    assert sorted(order[3:]) == [
+    assert sorted(order[4:]) == [
         "TeardownSafetyNet/Logs/Resource",
         "TeardownSafetyNet/Policy/Resource",
         "TeardownSafetyNet/Role/Resource",
@@ -212,9 +213,10 @@ def test_critical_paths(lifecycles):
         report += [f"== {name}", create.describe(), destroy.describe()]
         milestones = [lifecycle.nodes[k].type for k in destroy.critical_path()]
         karpenter = [
-            "Custom::AWSCDK-EKS-KubernetesResource",
-            "Custom::AWSCDK-EKS-KubernetesResource",
-            "Custom::KarpenterTeardown",
+            "Custom::AWSCDK-EKS-KubernetesResource",  # a NodePool
+            "Custom::KarpenterTeardown",  # the drain bound
+            "Custom::AWSCDK-EKS-KubernetesResource",  # an EC2NodeClass
+            "Custom::KarpenterTeardown",  # the safety net
             "Custom::AWSCDK-EKS-HelmChart",
         ]
         if name == "existing":  # then the CRD chart and Karpenter's own AWS resources; the cluster stays
@@ -234,11 +236,11 @@ def test_critical_paths(lifecycles):
         name: (lc.schedule("create").total // 60, lc.schedule("delete").total // 60) for name, lc in lifecycles.items()
     }
     assert totals == {
-        "default": (175, 215),
-        "alternative": (145, 185),
-        "production": (175, 215),
-        "existing": (31, 69),
-        "pod_identity": (145, 185),
-        "example_windows": (175, 215),
-        "example_baseline_and_burst": (175, 215),
+        "default": (176, 210),
+        "alternative": (146, 180),
+        "production": (176, 210),
+        "existing": (32, 64),
+        "pod_identity": (146, 180),
+        "example_windows": (176, 210),
+        "example_baseline_and_burst": (176, 210),
     }

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from tests.cfn import kubernetes_objects, only, render, resources
+from tests.cfn import kubernetes_objects, only, render, resources, teardown
 from tests.conftest import ROOT
 from tests.lifecycle_model import depends_transitively
 from tests.test_lifecycle import dependency_graph
@@ -247,10 +247,10 @@ def lambda_env(monkeypatch):
     monkeypatch.setenv("AWS_REGION", REGION)
 
 
-def _run_handler(request_type, clients, fake, **options):
+def _run_handler(request_type, clients, fake, properties=None, **options):
     responses = []
     index.handler(
-        {**EVENT, "RequestType": request_type},
+        {**EVENT, "RequestType": request_type, "ResourceProperties": properties or {}},
         Context(fake),
         clients=lambda: clients,
         respond=lambda e, c, status, reason="", data=None: responses.append((status, reason, fake.now)),
@@ -368,6 +368,30 @@ def test_a_stack_deletion_or_a_failed_create_cleans_up(status, lambda_env):
         fake = FakeTime()
         responses = _run_handler("Delete", {"cloudformation": cloudformation, "ec2": ec2, "iam": iam}, fake)
     assert responses == [("SUCCESS", "", 0)]
+
+
+def test_the_drain_bound_terminates_what_has_not_drained_and_leaves_templates_and_profiles(lambda_env):
+    """Deleted between the NodePools and the EC2NodeClasses: it bounds the drains (whatever the pools'
+    terminationGracePeriod) and leaves the launch templates and instance profiles to the classes'
+    finalizers and to the safety net after them (no DescribeLaunchTemplates, no IAM call at all)."""
+    cloudformation, _ = _status_client("DELETE_IN_PROGRESS")
+    ec2 = _client("ec2")
+    with Stubber(ec2) as ec2_stub:
+        for _ in range(5):  # t = 0 .. 60: the drain deadline
+            ec2_stub.add_response("describe_instances", _instances("i-0aaa"), {"Filters": INSTANCE_FILTERS})
+        ec2_stub.add_response("terminate_instances", {"TerminatingInstances": []}, {"InstanceIds": ["i-0aaa"]})
+        ec2_stub.add_response("describe_instances", _instances(), {"Filters": INSTANCE_FILTERS})
+        fake = FakeTime()
+        responses = _run_handler(
+            "Delete",
+            {"cloudformation": cloudformation, "ec2": ec2, "iam": Untouchable()},
+            fake,
+            properties={"ClusterName": CLUSTER, "Phase": "Instances"},
+            drain_timeout=60,
+            terminate_timeout=30,
+        )
+        ec2_stub.assert_no_pending_responses()
+    assert responses == [("SUCCESS", "", 60)]
 
 
 def test_delete_reports_failure_with_the_reason(lambda_env):
@@ -506,8 +530,8 @@ def test_handler_is_bounded_below_the_lambda_limit_and_cloudformation_waits_no_h
     props = only(functions)[1]["Properties"]
     assert props["Timeout"] == 840 and props["Runtime"] == "python3.14"
     assert props["Environment"] == {"Variables": {"CLUSTER_NAME": "eks-karpenter"}}
-    (teardown,) = resources(default.template, "Custom::KarpenterTeardown").values()
-    assert teardown["Properties"]["ServiceTimeout"] == "900"  # > the Lambda's 840 s, << CloudFormation's 3600 s
+    for _, resource in teardown(default.template):
+        assert resource["Properties"]["ServiceTimeout"] == "900"  # > the Lambda's 840 s, << CloudFormation's 3600 s
 
 
 def test_only_the_custom_resource_waits_for_the_charts(default):
@@ -515,18 +539,18 @@ def test_only_the_custom_resource_waits_for_the_charts(default):
     resource (whose delete must come before the controller's) is ordered after them."""
     graph = dependency_graph(default.json)
     charts = set(resources(default.template, "Custom::AWSCDK-EKS-HelmChart"))
-    (teardown,) = resources(default.template, "Custom::KarpenterTeardown")
-    helpers = [k for k in default.json["Resources"] if k.startswith("TeardownSafetyNet") and k != teardown]
+    ordered = [logical_id for logical_id, _ in teardown(default.template)]
+    helpers = [k for k in default.json["Resources"] if k.startswith("TeardownSafetyNet") and k not in ordered]
     assert len(helpers) == 4  # log group, policy, role, function
     assert all(not depends_transitively(graph, h, c) for h in helpers for c in charts)
-    assert all(depends_transitively(graph, teardown, c) for c in charts)
+    assert all(depends_transitively(graph, resource, c) for resource in ordered for c in charts)
 
 
 @pytest.mark.parametrize("configuration", ["default", "alternative"])
 def test_teardown_runs_after_the_manifests_and_before_the_controller_and_aws_auth(configuration, request):
     synthesized = request.getfixturevalue(configuration)
     graph = dependency_graph(synthesized.json)
-    (teardown,) = resources(synthesized.template, "Custom::KarpenterTeardown")
+    (net, _), (bound, _) = teardown(synthesized.template)
     karpenter_objects = [
         o["_logicalId"]
         for o in kubernetes_objects(synthesized.template).values()
@@ -537,10 +561,17 @@ def test_teardown_runs_after_the_manifests_and_before_the_controller_and_aws_aut
         for k, r in resources(synthesized.template, "Custom::AWSCDK-EKS-HelmChart").items()
     }
     aws_auth = kubernetes_objects(synthesized.template)["ConfigMap/aws-auth"]["_logicalId"]
-    assert karpenter_objects and all(depends_transitively(graph, o, teardown) for o in karpenter_objects)
-    assert depends_transitively(graph, teardown, charts["karpenter"])
-    assert depends_transitively(graph, teardown, aws_auth)
+    assert karpenter_objects and all(depends_transitively(graph, o, net) for o in karpenter_objects)
+    assert depends_transitively(graph, net, charts["karpenter"])
+    assert depends_transitively(graph, net, aws_auth)
     policy = next(
         k for k in resources(synthesized.template, "AWS::IAM::ManagedPolicy") if k.startswith("TeardownSafetyNet")
     )
-    assert depends_transitively(graph, teardown, policy)
+    assert depends_transitively(graph, net, policy)
+    # The drain bound goes after every NodePool and before every EC2NodeClass.
+    objects = kubernetes_objects(synthesized.template).values()
+    pools = [o["_logicalId"] for o in objects if o["kind"] == "NodePool"]
+    classes = [o["_logicalId"] for o in objects if o["kind"] == "EC2NodeClass"]
+    assert pools and all(depends_transitively(graph, p, bound) for p in pools)
+    assert classes and all(depends_transitively(graph, bound, c) for c in classes)
+    assert depends_transitively(graph, bound, net)

@@ -156,6 +156,24 @@ def test_rollbacks_touch_nothing_then_the_stack_deletion_removes_exactly_this_cl
     assert (status, data) == ("SUCCESS", {"terminated": "0", "launch_templates": "0", "instance_profiles": "0"})
 
 
+def test_a_destroy_bounds_the_drains_first_then_removes_what_the_classes_left(world):
+    """The destroy order: the drain bound (after the NodePools) terminates the nodes that have not drained
+    and nothing else; the safety net (after the EC2NodeClasses) then finds no instance and removes the
+    launch templates and instance profiles."""
+    ec2, iam = world["ec2"], world["iam"]
+    templates, profiles = _templates(ec2), _profiles(iam)
+    ((status, data, answered_at),) = _delete(world, "DELETE_IN_PROGRESS", properties={"Phase": "Instances"})
+    assert (status, data) == ("SUCCESS", {"terminated": "3", "launch_templates": "0", "instance_profiles": "0"})
+    assert answered_at == 60  # the drain timeout: the nodes had not gone on their own
+    states = _states(ec2, world["ours"] + world["nodegroup"] + world["theirs"])
+    assert sorted(i for i, state in states.items() if state == "terminated") == world["ours"]
+    assert (_templates(ec2), _profiles(iam)) == (templates, profiles)
+
+    ((status, data, answered_at),) = _delete(world, "DELETE_IN_PROGRESS")
+    assert (status, data) == ("SUCCESS", {"terminated": "0", "launch_templates": "16", "instance_profiles": "2"})
+    assert answered_at == 0  # no wait: nothing left to drain
+
+
 def test_on_a_shared_cluster_only_this_stacks_pools_and_classes_are_touched(world):
     """An existing cluster (existingCluster): other teams run Karpenter pools on it too, with the same cluster
     tag. The resource's properties name this stack's pools and classes, and nothing else is touched -- on the

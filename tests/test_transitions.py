@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from scripts import review as rv
-from tests.cfn import only, render, resources
+from tests.cfn import only, render, resources, teardown
 
 
 def _cluster_config(synthesized) -> dict:
@@ -61,9 +61,9 @@ def test_the_system_node_group_follows_the_kubernetes_version_after_the_control_
 def test_on_an_existing_cluster_the_safety_net_is_scoped_to_this_stacks_pools_and_classes(existing, default):
     """Other teams' Karpenter nodes carry the same cluster tag: the safety net's properties and permissions
     name this stack's pools and classes (the handler against moto: tests/test_teardown_moto.py)."""
-    (_, resource), (_, ours) = (only(resources(s.template, "Custom::KarpenterTeardown")) for s in (existing, default))
-    assert resource["Properties"]["NodePools"] == ["default"]
-    assert resource["Properties"]["NodeClasses"] == ["default"]
+    ((_, resource), (_, bound)), ((_, ours), _) = (teardown(s.template) for s in (existing, default))
+    for scoped in (resource, bound):  # the safety net and its drain bound
+        assert (scoped["Properties"]["NodePools"], scoped["Properties"]["NodeClasses"]) == (["default"], ["default"])
     assert "NodePools" not in ours["Properties"]  # a cluster of ours: every pool on it is this stack's
     (_, policy), *_ = (
         (k, v) for k, v in resources(existing.template, "AWS::IAM::ManagedPolicy").items() if "TeardownSafetyNet" in k

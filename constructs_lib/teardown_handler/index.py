@@ -1,8 +1,14 @@
 """Teardown safety net (Lambda custom resource handler).
 
-On stack deletion, after the NodePools and EC2NodeClasses are gone, make sure nothing Karpenter
-launched for this cluster outlives the stack: wait (bounded) for its instances to drain, terminate
-any that remain, delete its launch templates and its instance profiles. Only resources carrying this
+On stack deletion, make sure nothing Karpenter launched for this cluster outlives the stack. Two
+resources share this handler:
+
+- the drain bound (``Phase: Instances``), deleted after the NodePools and before the EC2NodeClasses:
+  wait (bounded) for the pools' instances to drain, terminate any that remain. A destroy's drains so
+  end in bounded time, whatever the pools' ``terminationGracePeriod``;
+- the safety net itself (no ``Phase``), deleted after the EC2NodeClasses: terminate any instance still
+  there, delete the launch templates and instance profiles Karpenter left.
+ Only resources carrying this
 cluster's tags (or, for instance profiles, Karpenter's path for this cluster) are touched; when the
 resource's properties name ``NodePools`` and ``NodeClasses`` (a cluster the stack did not create, shared
 with other teams), only what those pools and classes launched.
@@ -38,6 +44,7 @@ LIVE_STATES = ["pending", "running", "stopping", "stopped", "shutting-down"]
 STACK_GOING_AWAY = {"DELETE_IN_PROGRESS", "ROLLBACK_IN_PROGRESS"}
 NODEPOOL_TAG = "karpenter.sh/nodepool"
 NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
+INSTANCES_PHASE = "Instances"  # the drain bound: instances only
 
 # Kept back from the invocation's remaining time: answering CloudFormation (one HTTPS PUT, bounded by
 # RESPONSE_TIMEOUT) plus the slowest single AWS call (CLIENT_CONNECT_TIMEOUT + CLIENT_READ_TIMEOUT).
@@ -155,10 +162,10 @@ class Teardown:
             self.sleep(self.poll_interval)
 
     # --- the steps ------------------------------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self, instances_only: bool = False) -> dict:
         summary: dict[str, list[str]] = {"terminated": [], "launch_templates": [], "instance_profiles": []}
         start = self.clock()
-        cleanup_start = self.deadline - CLEANUP_RESERVE
+        cleanup_start = self.deadline - (0 if instances_only else CLEANUP_RESERVE)
         drain_until = min(start + self.drain_timeout, cleanup_start - self.terminate_timeout)
         leftovers = self.wait_until_no_instances(drain_until)
         if leftovers:
@@ -170,6 +177,8 @@ class Teardown:
             if still:
                 # Terminating instances finish on their own; only their ENIs may delay the VPC.
                 LOG.warning("instances still shutting down: %s", still)
+        if instances_only:
+            return summary
         summary["launch_templates"] = self.delete_launch_templates()
         summary["instance_profiles"] = self.delete_instance_profiles()
         return summary
@@ -290,7 +299,7 @@ def handler(event: dict, context: Any, clients: Optional[Callable[[], dict[str, 
                             region=os.environ["AWS_REGION"], deadline=deadline, sleep=sleep, clock=clock,
                             node_pools=properties.get("NodePools"), node_classes=properties.get("NodeClasses"),
                             **teardown_options)
-        summary = teardown.run()
+        summary = teardown.run(instances_only=properties.get("Phase") == INSTANCES_PHASE)
         LOG.info("teardown summary: %s", json.dumps(summary))
         respond(event, context, "SUCCESS", data={k: str(len(v)) for k, v in summary.items()})
     except OutOfTime as err:
