@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 
-from aws_cdk import Aws, RemovalPolicy, Tags
+from aws_cdk import Aws, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -347,7 +347,25 @@ class Karpenter(Construct):
         # with the charts (nothing on the create path is there only for the delete order). While it
         # waits for the last instances, their networking and security group stay.
         teardown.resource.node.add_dependency(self.controller_chart, self.node_access, *node_needs)
+        if isinstance(self.cluster, eks.Cluster):
+            self._clean_load_balancers(teardown, self.cluster)
         return teardown
+
+    @staticmethod
+    def _clean_load_balancers(teardown: TeardownSafetyNet, cluster: eks.Cluster) -> None:
+        """A cluster this app creates: its Services' load balancers go after it, before its VPC's subnets.
+        (On a cluster this app did not create they belong to its owners and stay.)"""
+        vpc = cluster.vpc
+        cleanup = teardown.clean_load_balancers(
+            vpc.vpc_id, Stack.of(cluster).format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
+        )
+        # The cluster's own resource only (not the manifests and charts under the construct): created after
+        # the cleanup's no-op, deleted before it, so nothing recreates what it deletes.
+        cluster.node.find_child("Resource").node.add_dependency(cleanup)
+        if isinstance(vpc, ec2.Vpc):  # a VPC of this stack: the cleanup goes before its subnets and gateway
+            subnets = [s.node.default_child for s in (*vpc.public_subnets, *vpc.private_subnets, *vpc.isolated_subnets)]
+            gateway = vpc.node.try_find_child("VPCGW")
+            cleanup.node.add_dependency(*[d for d in (*subnets, gateway) if d is not None])
 
     def _acknowledge_template(self) -> None:
         node_role = self.infra.template.get_resource(NODE_ROLE)

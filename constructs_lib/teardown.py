@@ -26,8 +26,11 @@ TIMEOUT = Duration.minutes(14)
 SERVICE_TIMEOUT = Duration.minutes(15)
 
 
-# The Phase property of the drain bound: its delete handles instances only.
+# The Phase property of the drain bound (its delete handles instances only) and of the load-balancer
+# cleanup (see the handler).
 INSTANCES_PHASE = "Instances"
+LOAD_BALANCERS_PHASE = "LoadBalancers"
+LBC_CLUSTER_TAG = "elbv2.k8s.aws/cluster"  # the AWS Load Balancer Controller's tag on what it creates
 
 
 class TeardownSafetyNet(Construct):
@@ -41,7 +44,10 @@ class TeardownSafetyNet(Construct):
       finalizer finds its nodes gone (Karpenter releases a NotReady node whose instance no longer
       exists: kubernetes-sigs/karpenter, node termination controller).
     * ``resource``, deleted after the EC2NodeClasses: terminates any instance left, deletes the
-      cluster's Karpenter launch templates and instance profiles.
+      cluster's Karpenter launch templates and instance profiles;
+    * with :meth:`clean_load_balancers` (a cluster the stack created), ``load_balancers``, deleted after
+      the cluster and before the VPC's subnets: deletes the load balancers and security groups that the
+      cluster's Services left in its VPC.
 
     Permissions are scoped to this cluster: instances and launch templates tagged
     ``kubernetes.io/cluster/<cluster>=owned`` and ``karpenter.sh/nodepool``, instance profiles under
@@ -63,6 +69,8 @@ class TeardownSafetyNet(Construct):
         node_classes: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
+        self.cluster_name = cluster_name
+        self.load_balancers: CustomResource | None = None
         if (node_pools is None) != (node_classes is None):
             raise ValueError("node_pools and node_classes scope the safety net together")
         stack = Stack.of(self)
@@ -177,6 +185,68 @@ class TeardownSafetyNet(Construct):
             service_timeout=SERVICE_TIMEOUT,
         )
         self._acknowledge(cluster_name)
+
+    def clean_load_balancers(self, vpc_id: str, vpc_arn: str) -> CustomResource:
+        """A third custom resource: on stack deletion, the load balancers and their security groups that
+        this cluster's Services and Ingresses left in the VPC (tagged for this cluster by the in-tree AWS
+        cloud provider or the AWS Load Balancer Controller). The caller orders it after the cluster and
+        before the subnets (their network interfaces and security groups block the VPC's deletion)."""
+        cluster_name = self.cluster_name
+        by_cluster = (
+            ("InTree", {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}),
+            ("Controller", {f"aws:ResourceTag/{LBC_CLUSTER_TAG}": cluster_name}),
+        )
+        stack = Stack.of(self)
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="FindLoadBalancersAndTheirSecurityGroups",  # Describe calls have no resource-level permissions
+                actions=[
+                    "elasticloadbalancing:DescribeLoadBalancers",
+                    "elasticloadbalancing:DescribeTags",
+                    "ec2:DescribeSecurityGroups",
+                ],
+                resources=["*"],
+            ),
+            *(
+                iam.PolicyStatement(
+                    sid=f"DeleteThisClusters{who}LoadBalancers",
+                    actions=["elasticloadbalancing:DeleteLoadBalancer"],
+                    resources=[
+                        stack.format_arn(service="elasticloadbalancing", resource="loadbalancer", resource_name="*")
+                    ],
+                    conditions={"StringEquals": tag},
+                )
+                for who, tag in by_cluster
+            ),
+            *(
+                iam.PolicyStatement(
+                    sid=f"DeleteThisClusters{who}LoadBalancerSecurityGroups",
+                    actions=["ec2:DeleteSecurityGroup"],
+                    resources=[stack.format_arn(service="ec2", resource="security-group", resource_name="*")],
+                    conditions={"StringEquals": tag, "ArnEquals": {"ec2:Vpc": vpc_arn}},
+                )
+                for who, tag in by_cluster
+            ),
+        )
+        self.load_balancers = CustomResource(
+            self,
+            "LoadBalancers",
+            service_token=self.function.function_arn,
+            resource_type="Custom::KarpenterTeardown",
+            properties={"ClusterName": cluster_name, "Phase": LOAD_BALANCERS_PHASE, "VpcId": vpc_id},
+            service_timeout=SERVICE_TIMEOUT,
+        )
+        pseudo = pseudo_values(stack)
+        for kind in ("elasticloadbalancing", "ec2"):
+            resource = "loadbalancer/*" if kind == "elasticloadbalancing" else "security-group/*"
+            acknowledge(
+                self.policy,
+                f"AwsSolutions-IAM5[Resource::{arn_prefix(pseudo, kind)}:{resource}]",
+                "Kubernetes creates these load balancers and security groups at run time, so their names are "
+                f"unknown to the template; the statements' conditions limit them to those tagged for cluster "
+                f"{cluster_name} (and, for security groups, its VPC).",
+            )
+        return self.load_balancers
 
     def _acknowledge(self, cluster_name: str) -> None:
         pseudo = pseudo_values(Stack.of(self))

@@ -148,9 +148,9 @@ def test_security_report_command(capsys, monkeypatch, tmp_path, default, lint_fi
     assert len(scanned) == 51
     logs = {p.name: json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.sarif"))}
     assert sorted(logs) == ["cdk-nag.sarif", "checkov.sarif"]
-    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [38, 51]
+    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [40, 51]
     assert all("suppressions" in r for log in logs.values() for r in log["runs"][0]["results"])
-    assert "cdk-nag (AwsSolutions): 38 findings before acknowledgments, 38 acknowledged, 0 unacknowledged" in ok
+    assert "cdk-nag (AwsSolutions): 40 findings before acknowledgments, 40 acknowledged, 0 unacknowledged" in ok
     assert re.search(
         r"AwsSolutions-SQS3 +eks-karpenter/Default/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok
     )

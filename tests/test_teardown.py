@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from tests.cfn import kubernetes_objects, only, render, resources, teardown
+from tests.cfn import kubernetes_objects, load_balancer_cleanups, only, render, resources, teardown
 from tests.conftest import ROOT
 from tests.lifecycle_model import depends_transitively
 from tests.test_lifecycle import dependency_graph
@@ -511,14 +511,49 @@ def test_teardown_permissions_are_scoped_to_this_cluster(default):
         a
         for s in statements.values()
         for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
-        if not a.startswith(("ec2:Describe", "iam:List", "logs:", "cloudformation:Describe"))
+        if not a.startswith(
+            ("ec2:Describe", "iam:List", "logs:", "cloudformation:Describe", "elasticloadbalancing:Describe")
+        )
     }
     assert writes == {
         "ec2:TerminateInstances",
         "ec2:DeleteLaunchTemplate",
         "iam:RemoveRoleFromInstanceProfile",
         "iam:DeleteInstanceProfile",
+        "elasticloadbalancing:DeleteLoadBalancer",
+        "ec2:DeleteSecurityGroup",
     }
+    # Load balancers and security groups: only those tagged for this cluster (by the in-tree cloud provider
+    # or the AWS Load Balancer Controller), security groups only in its VPC.
+    vpc = {
+        "ArnEquals": {
+            "ec2:Vpc": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":ec2:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":vpc/",
+                        {"Ref": "NetworkVpc7FB7348F"},
+                    ],
+                ]
+            }
+        }
+    }
+    for who, tag in (
+        ("InTree", {"aws:ResourceTag/kubernetes.io/cluster/eks-karpenter": "owned"}),
+        ("Controller", {"aws:ResourceTag/elbv2.k8s.aws/cluster": "eks-karpenter"}),
+    ):
+        assert statements[f"DeleteThisClusters{who}LoadBalancers"]["Condition"] == {"StringEquals": tag}
+        assert render(statements[f"DeleteThisClusters{who}LoadBalancers"]["Resource"]).endswith(":loadbalancer/*")
+        assert statements[f"DeleteThisClusters{who}LoadBalancerSecurityGroups"]["Condition"] == {
+            "StringEquals": tag,
+            **vpc,
+        }
 
 
 def test_handler_is_bounded_below_the_lambda_limit_and_cloudformation_waits_no_hour(default):
@@ -540,7 +575,10 @@ def test_only_the_custom_resource_waits_for_the_charts(default):
     graph = dependency_graph(default.json)
     charts = set(resources(default.template, "Custom::AWSCDK-EKS-HelmChart"))
     ordered = [logical_id for logical_id, _ in teardown(default.template)]
-    helpers = [k for k in default.json["Resources"] if k.startswith("TeardownSafetyNet") and k not in ordered]
+    lb_cleanup = list(load_balancer_cleanups(default.template))  # ordered by the cluster, below
+    helpers = [
+        k for k in default.json["Resources"] if k.startswith("TeardownSafetyNet") and k not in ordered + lb_cleanup
+    ]
     assert len(helpers) == 4  # log group, policy, role, function
     assert all(not depends_transitively(graph, h, c) for h in helpers for c in charts)
     assert all(depends_transitively(graph, resource, c) for resource in ordered for c in charts)
@@ -575,3 +613,80 @@ def test_teardown_runs_after_the_manifests_and_before_the_controller_and_aws_aut
     assert pools and all(depends_transitively(graph, p, bound) for p in pools)
     assert classes and all(depends_transitively(graph, bound, c) for c in classes)
     assert depends_transitively(graph, bound, net)
+
+
+# --- the load-balancer cleanup's wait for released network interfaces --------------------------------
+
+VPC = "vpc-0123456789abcdef0"
+
+
+def _cleanup(aws, security_group_answers):
+    """The cleanup with one classic ELB of this cluster (security group sg-1); ``security_group_answers``:
+    what each DeleteSecurityGroup answers in turn (an error code, or None for success)."""
+    teardown, ec2_stub, _, fake = aws
+    elb, elbv2 = _client("elb"), _client("elbv2")
+    elb_stub, elbv2_stub = Stubber(elb), Stubber(elbv2)
+    elb_stub.add_response(
+        "describe_load_balancers",
+        {"LoadBalancerDescriptions": [{"LoadBalancerName": "a1b2", "VPCId": VPC, "SecurityGroups": ["sg-1"]}]},
+        {},
+    )
+    elbv2_stub.add_response("describe_load_balancers", {"LoadBalancers": []}, {})
+    elb_stub.add_response(
+        "describe_tags",
+        {
+            "TagDescriptions": [
+                {"LoadBalancerName": "a1b2", "Tags": [{"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"}]}
+            ]
+        },
+        {"LoadBalancerNames": ["a1b2"]},
+    )
+    elb_stub.add_response("delete_load_balancer", {}, {"LoadBalancerName": "a1b2"})
+    group = {
+        "GroupId": "sg-1",
+        "GroupName": "k8s-elb-a1b2",
+        "Tags": [{"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"}],
+    }
+    ec2_stub.add_response(
+        "describe_security_groups", {"SecurityGroups": [group]}, {"Filters": [{"Name": "vpc-id", "Values": [VPC]}]}
+    )
+    for answer in security_group_answers:
+        if answer is None:
+            ec2_stub.add_response("delete_security_group", {}, {"GroupId": "sg-1"})
+        else:
+            ec2_stub.add_client_error("delete_security_group", service_error_code=answer, http_status_code=400)
+    elb_stub.activate()
+    elbv2_stub.activate()
+    return index.LoadBalancerCleanup(teardown, elb=elb, elbv2=elbv2, vpc_id=VPC), fake
+
+
+def test_a_security_group_still_used_by_a_load_balancers_interfaces_is_retried_until_released(aws):
+    cleanup, fake = _cleanup(aws, ["DependencyViolation", "DependencyViolation", None])
+    assert cleanup.run() == {"load_balancers": ["a1b2"], "security_groups": ["sg-1"]}
+    assert fake.sleeps == [15, 15]
+
+
+def test_a_security_group_that_outlives_the_budget_fails_the_deletion_naming_it(aws):
+    """Deadline 600 s, polls every 15 s: 40 refusals, then the stack deletion stops with the group's id
+    (a retried deletion continues: the load balancer is gone by then)."""
+    cleanup, fake = _cleanup(aws, ["DependencyViolation"] * 40)
+    with pytest.raises(index.OutOfTime, match="security groups still in use: sg-1"):
+        cleanup.run()
+    assert fake.now == 585
+
+
+def test_the_load_balancer_cleanup_runs_after_the_cluster_and_before_the_subnets_and_gateway(default, existing):
+    """Deleted once the cluster is gone (nothing recreates the load balancers) and before the subnets and the
+    internet gateway's attachment (load balancers' interfaces and public addresses block their deletion).
+    Created early, beside the NAT gateways, so it is not on the create path. On an existing cluster, none."""
+    graph = dependency_graph(default.json)
+    ((cleanup, resource),) = load_balancer_cleanups(default.template).items()
+    assert resource["Properties"]["VpcId"] == {"Ref": "NetworkVpc7FB7348F"}
+    (cluster,) = resources(default.template, "Custom::AWSCDK-EKS-Cluster")
+    assert cleanup in default.json["Resources"][cluster]["DependsOn"]
+    subnets = set(resources(default.template, "AWS::EC2::Subnet"))
+    (gateway,) = resources(default.template, "AWS::EC2::VPCGatewayAttachment")
+    assert len(subnets) == 4 and set(graph[cleanup]) >= subnets | {gateway}
+    nat = set(resources(default.template, "AWS::EC2::NatGateway"))
+    assert nat and not any(depends_transitively(graph, cleanup, n) for n in nat)
+    assert load_balancer_cleanups(existing.template) == {}

@@ -229,3 +229,141 @@ def test_on_a_shared_cluster_only_this_stacks_pools_and_classes_are_touched(worl
         assert set(world["our_templates"]) <= set(templates)
         assert f"{CLUSTER}_pay" not in _profiles(iam)
         assert {f"{CLUSTER}_search", f"{CLUSTER}_1111", f"{CLUSTER}_2222"} <= set(_profiles(iam))
+
+
+# --- load balancers that the cluster's Services left (a cluster the stack created) -----------------------
+
+
+@pytest.fixture
+def services(world):
+    """A VPC with what Kubernetes made for this cluster's Services -- a classic ELB and its k8s-elb-*
+    security group (in-tree cloud provider), an NLB and its security group (AWS Load Balancer Controller) --
+    next to what must stay: another cluster's load balancer, an untagged one, this cluster's EKS-style
+    security group (cluster tag, not a load balancer's), and this cluster's load balancer in another VPC."""
+    ec2 = world["ec2"]
+    elb, elbv2 = boto3.client("elb", region_name=REGION), boto3.client("elbv2", region_name=REGION)
+
+    def network(cidr):
+        vpc = ec2.create_vpc(CidrBlock=cidr)["Vpc"]["VpcId"]
+        subnets = [
+            ec2.create_subnet(
+                VpcId=vpc, CidrBlock=cidr.replace("0.0/16", f"{i}.0/24"), AvailabilityZone=f"{REGION}{z}"
+            )["Subnet"]["SubnetId"]
+            for i, z in ((1, "a"), (2, "b"))
+        ]
+        return vpc, subnets
+
+    def group(vpc, name, tags):
+        return ec2.create_security_group(
+            GroupName=name,
+            Description=name,
+            VpcId=vpc,
+            TagSpecifications=[
+                {"ResourceType": "security-group", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+            ],
+        )["GroupId"]
+
+    def classic(name, subnets, groups, tags):
+        elb.create_load_balancer(
+            LoadBalancerName=name,
+            Listeners=[{"Protocol": "TCP", "LoadBalancerPort": 80, "InstancePort": 30080}],
+            Subnets=subnets,
+            SecurityGroups=groups,
+            Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+        )
+        return name
+
+    def nlb(name, subnets, groups, tags):
+        return elbv2.create_load_balancer(
+            Name=name,
+            Subnets=subnets,
+            SecurityGroups=groups,
+            Type="network",
+            Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+        )["LoadBalancers"][0]["LoadBalancerName"]
+
+    owned = {f"kubernetes.io/cluster/{CLUSTER}": "owned"}
+    controller = {"elbv2.k8s.aws/cluster": CLUSTER, "service.k8s.aws/stack": "web/api"}
+    vpc, subnets = network("10.20.0.0/16")
+    other_vpc, other_subnets = network("10.30.0.0/16")
+    in_tree_group = group(vpc, "k8s-elb-a1b2c3", {**owned, "kubernetes.io/service-name": "web/front"})
+    controller_group = group(vpc, "k8s-web-api-0f1e2d", controller)
+    cluster_group = group(vpc, "eks-cluster-sg-eks-karpenter", owned)
+    other_cluster_group = group(vpc, "k8s-elb-d4e5f6", {f"kubernetes.io/cluster/{OTHER}": "owned"})
+    return {
+        **world,
+        "elb": elb,
+        "elbv2": elbv2,
+        "vpc": vpc,
+        "our_load_balancers": sorted(
+            [
+                classic("a1b2c3", subnets, [in_tree_group], {**owned, "kubernetes.io/service-name": "web/front"}),
+                nlb("k8s-web-api-0f1e2d", subnets, [controller_group], controller),
+            ]
+        ),
+        "our_groups": sorted([in_tree_group, controller_group]),
+        "other_load_balancers": sorted(
+            [
+                classic("d4e5f6", subnets, [other_cluster_group], {f"kubernetes.io/cluster/{OTHER}": "owned"}),
+                nlb("hand-made", subnets, [], {"team": "web"}),
+                classic("elsewhere", other_subnets, [], owned),
+            ]
+        ),
+        "stay_groups": sorted([cluster_group, other_cluster_group]),
+    }
+
+
+def _load_balancers(services):
+    classic = [lb["LoadBalancerName"] for lb in services["elb"].describe_load_balancers()["LoadBalancerDescriptions"]]
+    current = [lb["LoadBalancerName"] for lb in services["elbv2"].describe_load_balancers()["LoadBalancers"]]
+    return sorted(classic + current)
+
+
+def _groups(services):
+    found = services["ec2"].describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [services["vpc"]]}])
+    return sorted(g["GroupId"] for g in found["SecurityGroups"] if g["GroupName"] != "default")
+
+
+def _clean(services, status):
+    cloudformation, _ = _status_client(status)
+    fake = FakeTime()
+    responses = []
+    index.handler(
+        {
+            "RequestType": "Delete",
+            "StackId": STACK_ID,
+            "RequestId": "r",
+            "LogicalResourceId": "TeardownSafetyNetLoadBalancers",
+            "ResponseURL": "https://example.invalid",
+            "ResourceProperties": {"ClusterName": CLUSTER, "Phase": "LoadBalancers", "VpcId": services["vpc"]},
+        },
+        Context(fake),
+        clients=lambda: {
+            "cloudformation": cloudformation,
+            **{k: services[k] for k in ("ec2", "iam", "elb", "elbv2")},
+        },
+        respond=lambda e, c, status, reason="", data=None: responses.append((status, reason, data)),
+        sleep=fake.sleep,
+        clock=fake.clock,
+    )
+    return responses
+
+
+def test_the_stack_deletion_removes_this_clusters_service_load_balancers_and_their_security_groups(services):
+    """After the cluster, before the subnets: exactly the load balancers and security groups tagged for this
+    cluster in its VPC go; an update rollback or replacement touches nothing; a retry finds nothing."""
+    before = (_load_balancers(services), _groups(services))
+    assert before == (
+        sorted(services["our_load_balancers"] + services["other_load_balancers"]),
+        sorted(services["our_groups"] + services["stay_groups"]),
+    )
+    for status in ("UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS"):
+        assert [r[0] for r in _clean(services, status)] == ["SUCCESS"]
+        assert (_load_balancers(services), _groups(services)) == before
+    assert _clean(services, "DELETE_IN_PROGRESS") == [("SUCCESS", "", {"load_balancers": "2", "security_groups": "2"})]
+    assert _load_balancers(services) == services["other_load_balancers"]
+    assert _groups(services) == services["stay_groups"]
+    assert _clean(services, "DELETE_IN_PROGRESS") == [("SUCCESS", "", {"load_balancers": "0", "security_groups": "0"})]
+    # The instances, launch templates and instance profiles are the other phases' business.
+    assert set(_states(services["ec2"], services["ours"] + services["theirs"]).values()) == {"running"}
+    assert len(_templates(services["ec2"])) == 18

@@ -7,7 +7,12 @@ resources share this handler:
   wait (bounded) for the pools' instances to drain, terminate any that remain. A destroy's drains so
   end in bounded time, whatever the pools' ``terminationGracePeriod``;
 - the safety net itself (no ``Phase``), deleted after the EC2NodeClasses: terminate any instance still
-  there, delete the launch templates and instance profiles Karpenter left.
+  there, delete the launch templates and instance profiles Karpenter left;
+- the load-balancer cleanup (``Phase: LoadBalancers``, only on a cluster the stack created), deleted after
+  the cluster and before the VPC's subnets: delete the load balancers that Kubernetes Services and
+  Ingresses of this cluster left (the in-tree AWS cloud provider tags them
+  ``kubernetes.io/cluster/<cluster>=owned``, the AWS Load Balancer Controller ``elbv2.k8s.aws/cluster=<cluster>``)
+  and their security groups, which would otherwise block deleting the subnets and the VPC.
  Only resources carrying this
 cluster's tags (or, for instance profiles, Karpenter's path for this cluster) are touched; when the
 resource's properties name ``NodePools`` and ``NodeClasses`` (a cluster the stack did not create, shared
@@ -45,6 +50,9 @@ STACK_GOING_AWAY = {"DELETE_IN_PROGRESS", "ROLLBACK_IN_PROGRESS"}
 NODEPOOL_TAG = "karpenter.sh/nodepool"
 NODECLASS_TAG = "karpenter.k8s.aws/ec2nodeclass"
 INSTANCES_PHASE = "Instances"  # the drain bound: instances only
+LOAD_BALANCERS_PHASE = "LoadBalancers"  # after the cluster: its Services' load balancers and security groups
+LBC_CLUSTER_TAG = "elbv2.k8s.aws/cluster"  # the AWS Load Balancer Controller's tag (value: the cluster name)
+IN_TREE_GROUP_PREFIX = "k8s-elb-"  # the in-tree cloud provider's security groups: k8s-elb-<load balancer name>
 
 # Kept back from the invocation's remaining time: answering CloudFormation (one HTTPS PUT, bounded by
 # RESPONSE_TIMEOUT) plus the slowest single AWS call (CLIENT_CONNECT_TIMEOUT + CLIENT_READ_TIMEOUT).
@@ -232,6 +240,98 @@ class Teardown:
             marker = page.get("Marker")
 
 
+class LoadBalancerCleanup:
+    """The load balancers and security groups Kubernetes made for this cluster's Services, in its VPC.
+
+    Theirs when tagged ``kubernetes.io/cluster/<cluster>=owned`` (the in-tree cloud provider; its security
+    groups are named ``k8s-elb-...``) or ``elbv2.k8s.aws/cluster=<cluster>`` (the AWS Load Balancer
+    Controller). Runs after the cluster is deleted, so nothing recreates them; a security group is deleted
+    once the load balancer's network interfaces are released (EC2 answers DependencyViolation until then).
+    """
+
+    def __init__(self, teardown: Teardown, *, elb: Any, elbv2: Any, vpc_id: str) -> None:
+        self.t, self.elb, self.elbv2, self.vpc_id = teardown, elb, elbv2, vpc_id
+
+    def ours(self, tags: list[dict]) -> bool:
+        found = {t["Key"]: t.get("Value") for t in tags}
+        return (found.get(f"kubernetes.io/cluster/{self.t.cluster}") == "owned"
+                or found.get(LBC_CLUSTER_TAG) == self.t.cluster)
+
+    def _pages(self, client: Any, key: str) -> list[dict]:
+        found: list[dict] = []
+        marker: Optional[str] = None
+        while True:
+            page = self.t.call(client.describe_load_balancers, **({"Marker": marker} if marker else {}))
+            found += page.get(key, [])
+            marker = page.get("NextMarker")
+            if not marker:
+                return found
+
+    def load_balancers(self) -> tuple[list[dict], list[dict]]:
+        """(classic, v2) load balancers of this cluster in its VPC, with their security groups."""
+        classic = [lb for lb in self._pages(self.elb, "LoadBalancerDescriptions") if lb.get("VPCId") == self.vpc_id]
+        current = [lb for lb in self._pages(self.elbv2, "LoadBalancers") if lb.get("VpcId") == self.vpc_id]
+        tagged_classic: list[dict] = []
+        for first in range(0, len(classic), 20):
+            names = [lb["LoadBalancerName"] for lb in classic[first:first + 20]]
+            for d in self.t.call(self.elb.describe_tags, LoadBalancerNames=names)["TagDescriptions"]:
+                if self.ours(d.get("Tags", [])):
+                    tagged_classic += [lb for lb in classic if lb["LoadBalancerName"] == d["LoadBalancerName"]]
+        tagged_v2: list[dict] = []
+        for first in range(0, len(current), 20):
+            arns = [lb["LoadBalancerArn"] for lb in current[first:first + 20]]
+            for d in self.t.call(self.elbv2.describe_tags, ResourceArns=arns)["TagDescriptions"]:
+                if self.ours(d.get("Tags", [])):
+                    tagged_v2 += [lb for lb in current if lb["LoadBalancerArn"] == d["ResourceArn"]]
+        return tagged_classic, tagged_v2
+
+    def security_groups(self, attached: set[str]) -> list[str]:
+        """This cluster's load-balancer security groups in its VPC: the in-tree provider's k8s-elb-*, the
+        controller's tagged ones, and any group a deleted load balancer used that carries either tag."""
+        page = self.t.call(self.t.ec2.describe_security_groups, Filters=[{"Name": "vpc-id", "Values": [self.vpc_id]}])
+        found = []
+        for group in page.get("SecurityGroups", []):
+            tags = {t["Key"]: t.get("Value") for t in group.get("Tags", [])}
+            in_tree = (group["GroupName"].startswith(IN_TREE_GROUP_PREFIX)
+                       and tags.get(f"kubernetes.io/cluster/{self.t.cluster}") == "owned")
+            controller = tags.get(LBC_CLUSTER_TAG) == self.t.cluster
+            if in_tree or controller or (group["GroupId"] in attached and self.ours(group.get("Tags", []))):
+                found.append(group["GroupId"])
+        return sorted(found)
+
+    def run(self) -> dict:
+        classic, current = self.load_balancers()
+        attached = {g for lb in classic + current for g in lb.get("SecurityGroups", [])}
+        for lb in classic:
+            self.t.call(self.elb.delete_load_balancer, LoadBalancerName=lb["LoadBalancerName"])
+        for lb in current:
+            self.t.call(self.elbv2.delete_load_balancer, LoadBalancerArn=lb["LoadBalancerArn"])
+        if classic or current:
+            LOG.info("deleted load balancers: %s", [lb["LoadBalancerName"] for lb in classic + current])
+        remaining = self.security_groups(attached)
+        deleted: list[str] = []
+        while True:
+            for group_id in list(remaining):
+                try:
+                    self.t.call(self.t.ec2.delete_security_group, GroupId=group_id)
+                except Exception as err:
+                    code = getattr(err, "response", {}).get("Error", {}).get("Code", "")
+                    if code == "InvalidGroup.NotFound":
+                        remaining.remove(group_id)
+                        continue
+                    if code != "DependencyViolation":
+                        raise
+                    continue  # still used by a load balancer's network interface, or referenced by a group
+                remaining.remove(group_id)
+                deleted.append(group_id)
+            if not remaining:
+                break
+            if self.t.clock() + self.t.poll_interval >= self.t.deadline:
+                raise OutOfTime(f"security groups still in use: {', '.join(remaining)}")
+            self.t.sleep(self.t.poll_interval)
+        return {"load_balancers": [lb["LoadBalancerName"] for lb in classic + current], "security_groups": deleted}
+
+
 def stack_status(cloudformation: Any, stack_id: str, sleep: Callable[[float], None] = time.sleep,
                  attempts: int = 3) -> Optional[str]:
     """The status of the stack that holds this resource, or None when it cannot be read."""
@@ -271,7 +371,7 @@ def aws_clients() -> dict[str, Any]:
     # Bounded per call: a hung connection cannot eat the budget; throttling is retried by Teardown.
     config = Config(connect_timeout=CLIENT_CONNECT_TIMEOUT, read_timeout=CLIENT_READ_TIMEOUT,
                     retries={"mode": "standard", "max_attempts": 1})
-    return {name: boto3.client(name, config=config) for name in ("ec2", "iam", "cloudformation")}
+    return {name: boto3.client(name, config=config) for name in ("ec2", "iam", "cloudformation", "elb", "elbv2")}
 
 
 def handler(event: dict, context: Any, clients: Optional[Callable[[], dict[str, Any]]] = None,
@@ -299,7 +399,10 @@ def handler(event: dict, context: Any, clients: Optional[Callable[[], dict[str, 
                             region=os.environ["AWS_REGION"], deadline=deadline, sleep=sleep, clock=clock,
                             node_pools=properties.get("NodePools"), node_classes=properties.get("NodeClasses"),
                             **teardown_options)
-        summary = teardown.run(instances_only=properties.get("Phase") == INSTANCES_PHASE)
+        if properties.get("Phase") == LOAD_BALANCERS_PHASE:
+            summary = LoadBalancerCleanup(teardown, elb=aws["elb"], elbv2=aws["elbv2"], vpc_id=properties["VpcId"]).run()
+        else:
+            summary = teardown.run(instances_only=properties.get("Phase") == INSTANCES_PHASE)
         LOG.info("teardown summary: %s", json.dumps(summary))
         respond(event, context, "SUCCESS", data={k: str(len(v)) for k, v in summary.items()})
     except OutOfTime as err:
