@@ -9,7 +9,9 @@ from typing import Any, cast
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
-# Strategic-merge patch that changes nothing: see ``retire_coredns_compute_type_patch``.
+from .names import KUBERNETES_VERSION_POD_ANNOTATION
+
+# Strategic-merge patch that changes nothing: see ``coredns_follows_kubernetes``.
 _NO_CHANGE: dict[str, Any] = {}
 
 
@@ -68,21 +70,29 @@ class ManagedAddons(Construct):
         return self.addons["coredns"]
 
 
-def retire_coredns_compute_type_patch(cluster: eks.Cluster) -> eks.KubernetesPatch:
-    """Keeps aws-cdk's CoreDNS patch resource (same construct id, so the same logical id) as a no-op.
+def coredns_follows_kubernetes(
+    cluster: eks.Cluster, kubernetes_version: str, coredns: eks.CfnAddon
+) -> eks.KubernetesPatch:
+    """CoreDNS on Fargate: annotates its pod template with the Kubernetes minor, so an upgrade re-creates its
+    pods on Fargate nodes of the new minor (names.py) -- the CoreDNS add-on's version may stay the same from one
+    minor to the next (1.35 and 1.36 list one version), and then EKS would not roll them.
 
-    Earlier versions of this app ran CoreDNS on Fargate with aws-cdk's ``core_dns_compute_type`` patch,
-    whose *delete* re-applies ``eks.amazonaws.com/compute-type: ec2``. Dropping the resource would make
-    CloudFormation delete it after the update -- after the CoreDNS add-on took over -- and CoreDNS would
-    roll off Fargate onto nodes a Karpenter cluster may not have: a DNS outage. As a no-op patch, its
-    update and its delete leave the deployment alone.
+    It is aws-cdk's CoreDNS patch resource (same construct id, so the same logical id). Earlier versions of this
+    app ran CoreDNS on Fargate with aws-cdk's ``core_dns_compute_type`` patch, whose *delete* re-applies
+    ``eks.amazonaws.com/compute-type: ec2``: dropping the resource would roll CoreDNS off Fargate onto nodes a
+    Karpenter cluster may not have (a DNS outage). Its delete restores nothing; applied after the add-on
+    (``OVERWRITE`` manages the add-on's own fields, not this annotation).
     """
-    return eks.KubernetesPatch(
+    patch = eks.KubernetesPatch(
         cluster,
         "CoreDnsComputeTypePatch",
         cluster=cast(eks.ICluster, cluster),  # (jsii's typing: Cluster lacks ICluster.kubectl_provider)
         resource_name="deployment/coredns",
         resource_namespace="kube-system",
-        apply_patch=_NO_CHANGE,
+        apply_patch={
+            "spec": {"template": {"metadata": {"annotations": {KUBERNETES_VERSION_POD_ANNOTATION: kubernetes_version}}}}
+        },
         restore_patch=_NO_CHANGE,
     )
+    patch.node.add_dependency(coredns)
+    return patch

@@ -12,7 +12,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
-from .names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS, NODE_MANAGED_POLICIES
+from .names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS, KUBERNETES_VERSION_POD_ANNOTATION, NODE_MANAGED_POLICIES
 
 # Karpenter's chart and EKS's CoreDNS both tolerate this taint, and ordinary workloads do not, so
 # the system node group stays reserved for them.
@@ -39,10 +39,13 @@ class FargateControllerHosting(Construct):
         id: str,
         *,
         cluster: eks.Cluster,
+        kubernetes_version: str,
         karpenter_namespace: str,
         subnets: ec2.SubnetSelection,
     ) -> None:
         super().__init__(scope, id)
+        # A Kubernetes upgrade re-creates the controller's pods on Fargate nodes of the new minor (names.py).
+        self.controller_pod_annotations = {KUBERNETES_VERSION_POD_ANNOTATION: kubernetes_version}
         self.profile = cluster.add_fargate_profile(
             "KarpenterAndCoreDns",
             selectors=[
@@ -67,6 +70,8 @@ class SystemNodeGroupHosting(Construct):
 
     controller_dns_policy = "ClusterFirst"
     controller_tolerations: tuple[dict[str, str], ...] = ({"key": SYSTEM_TAINT_KEY, "operator": "Exists"},)
+    # An upgrade replaces the node group's nodes, and their pods with them.
+    controller_pod_annotations: dict[str, str] = {}
 
     def __init__(
         self,

@@ -98,6 +98,7 @@ class Karpenter(Construct):
         controller_after: Sequence[IDependable] = (),
         controller_dns_policy: str = "ClusterFirst",
         controller_tolerations: Sequence[Mapping[str, str]] = (),
+        controller_pod_annotations: Mapping[str, str] | None = None,
         node_networking: Sequence[IDependable] = (),
         discovery_subnets: Sequence[ec2.ISubnet] = (),
         subnet_ids: Sequence[str] = (),
@@ -193,6 +194,7 @@ class Karpenter(Construct):
                 tolerations=[dict(t) for t in controller_tolerations] or None,
                 service_monitor=service_monitor,
                 controller=controller,
+                pod_annotations=controller_pod_annotations,
             ),
         )
         self.crd_chart = self.release.crd_chart

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import Aws, Duration
@@ -29,6 +29,7 @@ def controller_values(
     tolerations: Sequence[dict[str, str]] | None = None,
     service_monitor: bool = False,
     controller: ControllerSpec = ControllerSpec(),
+    pod_annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Values for the ``karpenter`` chart. Every key here exists in the 1.14 chart's values.yaml.
     ``role_arn``: the IRSA annotation of the service account (None with EKS Pod Identity, whose
@@ -45,7 +46,10 @@ def controller_values(
             **controller.settings(),
         },
         # A switch between IRSA and Pod Identity rolls the pods in the same helm upgrade (names.py).
-        "podAnnotations": {CREDENTIALS_POD_ANNOTATION: "irsa" if role_arn is not None else "pod-identity"},
+        "podAnnotations": {
+            CREDENTIALS_POD_ANNOTATION: "irsa" if role_arn is not None else "pod-identity",
+            **(pod_annotations or {}),
+        },
         "replicas": CONTROLLER_REPLICAS,
         # Voluntary disruptions (node drains, Fargate patching) take down at most one replica, and the
         # controller is scheduled ahead of workloads.

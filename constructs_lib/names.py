@@ -101,6 +101,11 @@ IRSA_ROLE_ANNOTATION = "eks.amazonaws.com/role-arn"
 # endpoint when a pod is created, and the chart's Deployment reads neither the service account's annotation
 # nor a checksum of it: this annotation changes the pod template, so a switch rolls the pods.
 CREDENTIALS_POD_ANNOTATION = "karpenter-stack.cdk/controller-credentials"
+# On the pods this app runs on Fargate (the controller, CoreDNS): the cluster's Kubernetes minor. A Fargate
+# node runs the kubelet of the cluster's version when its pod was created, and EKS requires Fargate nodes at
+# the control plane's minor before the next upgrade (EKS User Guide, "Update existing cluster to new Kubernetes
+# version"): a bump changes this annotation, so the pods are re-created on nodes of the new minor.
+KUBERNETES_VERSION_POD_ANNOTATION = "karpenter-stack.cdk/kubernetes-version"
 # EKS Pod Identity: the service principal that assumes the role, and the add-on whose agent hands pods
 # their credentials.
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"

@@ -13,7 +13,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from constructs_lib import manifests
-from constructs_lib.cluster_addons import ManagedAddons, retire_coredns_compute_type_patch
+from constructs_lib.cluster_addons import ManagedAddons, coredns_follows_kubernetes
 from constructs_lib.controller_hosting import FargateControllerHosting, SystemNodeGroupHosting
 from constructs_lib.controller_role import ControllerCredentials
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
@@ -213,10 +213,10 @@ class KarpenterClusterStack(AppStack):
                 self,
                 "ControllerHosting",
                 cluster=self.cluster,
+                kubernetes_version=config.kubernetes_version,
                 karpenter_namespace=config.karpenter_namespace,
                 subnets=self.network.private_subnets,
             )
-            retire_coredns_compute_type_patch(self.cluster)
         else:
             hosting = SystemNodeGroupHosting(
                 self,
@@ -239,6 +239,8 @@ class KarpenterClusterStack(AppStack):
             windows_ipam=self.windows,
             coredns_after=[hosting.capacity],
         )
+        if fargate:
+            coredns_follows_kubernetes(self.cluster, config.kubernetes_version, addons.coredns)
         return hosting, addons
 
     def _karpenter(self) -> Karpenter:
@@ -258,6 +260,7 @@ class KarpenterClusterStack(AppStack):
             controller_credentials=ControllerCredentials(self.config.controller_credentials),
             controller_dns_policy=self.hosting.controller_dns_policy,
             controller_tolerations=self.hosting.controller_tolerations,
+            controller_pod_annotations=self.hosting.controller_pod_annotations,
             node_networking=list(self.addons.addons.values()),
             discovery_subnets=self.network.vpc.private_subnets if self.network.created else (),
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,

@@ -179,13 +179,17 @@ def test_pinned_addon_versions_win_and_kube_proxy_must_match_the_minor():
 
 
 def test_the_old_coredns_patch_keeps_its_logical_id_and_its_delete_changes_nothing(default):
-    """Running clusters deployed with aws-cdk's Fargate patch: the resource is updated into a no-op
-    instead of being deleted, whose restore would push CoreDNS off Fargate (compute-type ec2)."""
+    """Running clusters deployed with aws-cdk's Fargate patch: the resource is kept (its delete would push
+    CoreDNS off Fargate, compute-type ec2) and now names the Kubernetes minor on CoreDNS's pod template, so an
+    upgrade re-creates CoreDNS's Fargate pods (tests/test_upgrades.py); its delete restores nothing."""
     patches = resources(default.template, "Custom::AWSCDK-EKS-KubernetesPatch")
     assert list(patches) == ["ClusterCoreDnsComputeTypePatch37F4F125"]
     props = patches["ClusterCoreDnsComputeTypePatch37F4F125"]["Properties"]
     assert (props["ResourceName"], props["ResourceNamespace"]) == ("deployment/coredns", "kube-system")
-    assert (props["ApplyPatchJson"], props["RestorePatchJson"]) == ("{}", "{}")
+    assert (props["ApplyPatchJson"], props["RestorePatchJson"]) == (
+        '{"spec":{"template":{"metadata":{"annotations":{"karpenter-stack.cdk/kubernetes-version":"1.36"}}}}}',
+        "{}",
+    )
 
 
 def test_nodegroup_hosting_is_two_small_tainted_nodes_and_no_fargate(alternative):

@@ -70,7 +70,10 @@ def test_controller_values(default):
             "annotations": {"eks.amazonaws.com/role-arn": f"${{GetAtt:{controller_role}.Arn}}"},
         },
         "settings": {"clusterName": "eks-karpenter"},
-        "podAnnotations": {"karpenter-stack.cdk/controller-credentials": "irsa"},  # a switch rolls the pods
+        "podAnnotations": {
+            "karpenter-stack.cdk/controller-credentials": "irsa",  # a switch rolls the pods
+            "karpenter-stack.cdk/kubernetes-version": "1.36",  # on Fargate, an upgrade rolls them
+        },
         "replicas": 2,
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         "priorityClassName": "system-cluster-critical",
