@@ -275,16 +275,19 @@ def _at(value: Any, path: Iterable[str]) -> Any:
 
 
 _SCHEMAS: dict[str, list[tuple[str, ...]] | None] = {}
+_PROVIDER: list[tuple[Path, dict[str, str]]] = []  # (schemas folder, type -> schema file), read once
 
 
 def create_only_paths(resource_type: str) -> list[tuple[str, ...]] | None:
     """The create-only property paths of an AWS resource type (cfn-lint's resource schemas); ``None``
     when the type has no schema there."""
     if resource_type not in _SCHEMAS:
-        import cfnlint
+        if not _PROVIDER:
+            import cfnlint
 
-        schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
-        provider = json.loads((schemas / "providers" / "us-east-1.json").read_text())
+            folder = Path(cfnlint.__file__).parent / "data" / "schemas"
+            _PROVIDER.append((folder, json.loads((folder / "providers" / "us-east-1.json").read_text())))
+        schemas, provider = _PROVIDER[0]
         if resource_type not in provider:
             _SCHEMAS[resource_type] = None
         else:

@@ -26,8 +26,12 @@ def schema(karpenter_version: str, name: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def _violations(document: Any, schema_doc: dict[str, Any], subject: str) -> list[str]:
-    validator = Draft202012Validator(schema_doc)
+@cache
+def _validator(karpenter_version: str, name: str) -> Draft202012Validator:
+    return Draft202012Validator(schema(karpenter_version, name))
+
+
+def _violations(document: Any, validator: Draft202012Validator, subject: str) -> list[str]:
     problems = []
     for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):
         problems.append(f"{subject}: {_path(error.absolute_path)}: {error.validator} rule: {error.message}")
@@ -37,15 +41,21 @@ def _violations(document: Any, schema_doc: dict[str, Any], subject: str) -> list
 def object_violations(obj: dict[str, Any], karpenter_version: str, kubernetes_version: str) -> list[str]:
     """Karpenter kinds against the mirrored CRD schemas; core kinds against the Kubernetes API schema
     of the cluster's version (kubernetes-validate, strict: unknown fields rejected)."""
+    return list(_object_violations(json.dumps(obj, sort_keys=True), karpenter_version, kubernetes_version))
+
+
+@cache  # the suite validates the same objects in many configurations and tests
+def _object_violations(document: str, karpenter_version: str, kubernetes_version: str) -> tuple[str, ...]:
+    obj = json.loads(document)
     kind = obj.get("kind")
     subject = f"{kind}/{obj.get('metadata', {}).get('name')}"
     if kind in BY_KIND:
-        return _violations(obj, schema(karpenter_version, BY_KIND[kind]), subject)
+        return tuple(_violations(obj, _validator(karpenter_version, BY_KIND[kind]), subject))
     try:
         kubernetes_validate.validate(obj, f"{kubernetes_version}.0", strict=True)
     except kubernetes_validate.ValidationError as error:
-        return [f"{subject}: {_path(error.absolute_path)}: {error.validator} rule: {error.message}"]
-    return []
+        return (f"{subject}: {_path(error.absolute_path)}: {error.validator} rule: {error.message}",)
+    return ()
 
 
 def _path(parts) -> str:
@@ -53,7 +63,7 @@ def _path(parts) -> str:
 
 
 def values_violations(values: dict[str, Any], karpenter_version: str) -> list[str]:
-    return _violations(values, schema(karpenter_version, "controller-values"), "karpenter chart values")
+    return _violations(values, _validator(karpenter_version, "controller-values"), "karpenter chart values")
 
 
 def config_objects(config: Any) -> list[dict[str, Any]]:

@@ -13,7 +13,8 @@ from tests.cfn import each
 
 
 def test_every_checkov_finding_is_skipped_with_a_reason(checkov_findings):
-    unexplained = [f for f in each(checkov_findings) if skip_reason(f, checkov_skips()) is None]
+    skips = checkov_skips()
+    unexplained = [f for f in each(checkov_findings) if skip_reason(f, skips) is None]
     assert unexplained == []
     # what is skipped, by check: CDK's and the safety net's custom-resource handlers and their logs,
     # the interruption queue's SQS-managed encryption, CDK's cluster creation role, the delivery pipeline's
