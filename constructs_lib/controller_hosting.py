@@ -28,8 +28,10 @@ class FargateControllerHosting(Construct):
     Karpenter launches nodes while DNS (and so the controller's AWS API calls) works.
     """
 
-    # Where CoreDNS runs decides the controller's dnsPolicy: here CoreDNS is up before any node.
-    controller_dns_policy = "ClusterFirst"
+    # The controller resolves only AWS endpoints (the API server by IP): through the VPC's resolver it neither
+    # waits for CoreDNS on create nor needs it while it drains nodes on delete (Karpenter's docs recommend
+    # dnsPolicy Default wherever CoreDNS may not be up first).
+    controller_dns_policy = "Default"
     # Fargate schedules by profile selector, not by taints.
     controller_tolerations: tuple[dict[str, str], ...] = ()
 
@@ -68,7 +70,7 @@ class FargateControllerHosting(Construct):
 class SystemNodeGroupHosting(Construct):
     """A managed node group of two small nodes in two AZs, tainted for system pods only."""
 
-    controller_dns_policy = "ClusterFirst"
+    controller_dns_policy = "Default"  # as on Fargate: no wait for CoreDNS
     controller_tolerations: tuple[dict[str, str], ...] = ({"key": SYSTEM_TAINT_KEY, "operator": "Exists"},)
     # An upgrade replaces the node group's nodes, and their pods with them.
     controller_pod_annotations: dict[str, str] = {}

@@ -363,7 +363,7 @@ class Karpenter(Construct):
         )
         # The cluster's own resource only (not the manifests and charts under the construct): created after
         # the cleanup's no-op, deleted before it, so nothing recreates what it deletes.
-        cluster.node.find_child("Resource").node.add_dependency(cleanup)
+        cluster.node.find_child("Resource").node.find_child("Resource").node.add_dependency(cleanup)
         if isinstance(vpc, ec2.Vpc):  # a VPC of this stack: the cleanup goes before its subnets and gateway
             subnets = [s.node.default_child for s in (*vpc.public_subnets, *vpc.private_subnets, *vpc.isolated_subnets)]
             gateway = vpc.node.try_find_child("VPCGW")

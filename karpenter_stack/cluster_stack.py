@@ -252,16 +252,18 @@ class KarpenterClusterStack(AppStack):
             "Default",
             cluster=cast(eks.ICluster, self.cluster),  # (jsii's typing: Cluster lacks ICluster.kubectl_provider)
             node_authorization=NODE_AUTHORIZATION[self.config.authentication_mode],
+            # (not CoreDNS: the controller resolves through the VPC's resolver, dnsPolicy Default)
             controller_after=[
                 self.hosting.capacity,
-                self.addons.coredns,
                 *([self.addons.addons[POD_IDENTITY_AGENT]] if POD_IDENTITY_AGENT in self.addons.addons else []),
             ],
             controller_credentials=ControllerCredentials(self.config.controller_credentials),
             controller_dns_policy=self.hosting.controller_dns_policy,
             controller_tolerations=self.hosting.controller_tolerations,
             controller_pod_annotations=self.hosting.controller_pod_annotations,
-            node_networking=list(self.addons.addons.values()),
+            # Pod networking before the nodes (Windows IPAM is the vpc-cni add-on's setting). Not CoreDNS: nodes
+            # join without it, and every add-on is preserved on delete (its deletion changes nothing running).
+            node_networking=[a for name, a in self.addons.addons.items() if name != "coredns"],
             discovery_subnets=self.network.vpc.private_subnets if self.network.created else (),
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
             **self.karpenter_options(),

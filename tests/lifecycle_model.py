@@ -185,15 +185,16 @@ class Lifecycle:
             return helm
         if node.type == "Custom::AWSCDK-EKS-KubernetesResource" and operation == "delete":
             kinds = set(re.findall(r'"kind":"([A-Za-z0-9]+)"', _text(props.get("Manifest", ""))))
+            if "NodePool" in kinds:
+                # No finalizer: kubectl returns once the pool is gone; its NodeClaims (owner references)
+                # are deleted in the background, and the drain bound waits for their drains. (Checked
+                # first: a pool's manifest names its EC2NodeClass too.)
+                return 2 * MIN
             if "EC2NodeClass" in kinds:
                 # kubectl delete waits for the class's finalizer: its NodeClaims, whose instances the drain
                 # bound has terminated (nodes NotReady after the node-monitor grace period, ~1 min), then
                 # the deletion of its instance profiles and launch templates.
                 return 5 * MIN
-            if "NodePool" in kinds:
-                # No finalizer: kubectl returns once the pool is gone; its NodeClaims (owner references)
-                # are deleted in the background, and the drain bound waits for their drains.
-                return 2 * MIN
             return 2 * MIN  # objects without finalizers
         return create if operation == "create" else delete
 

@@ -77,7 +77,7 @@ def test_controller_values(default):
         "replicas": 2,
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         "priorityClassName": "system-cluster-critical",
-        "dnsPolicy": "ClusterFirst",
+        "dnsPolicy": "Default",  # the VPC's resolver: the controller never waits for CoreDNS
         "controller": {
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
             "env": [{"name": "AWS_REGION", "value": "${Ref:AWS::Region}"}],
@@ -93,7 +93,7 @@ def test_nodegroup_hosting_tolerates_the_system_taint(alternative):
         {"key": "CriticalAddonsOnly", "operator": "Exists"}
     ]
     assert taint_keys == {"CriticalAddonsOnly"}
-    assert controller_values(alternative.template)["dnsPolicy"] == "ClusterFirst"
+    assert controller_values(alternative.template)["dnsPolicy"] == "Default"
 
 
 # --- manifests ---------------------------------------------------------------------------------

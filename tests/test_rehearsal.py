@@ -39,7 +39,13 @@ LEAVES = {
     (
         "Custom::AWSCDK-EKS-KubernetesPatch",
         "/Cluster/CoreDnsComputeTypePatch/",
-    ): "aws-cdk's retired CoreDNS patch, a no-op kept for its logical id: its delete changes nothing.",
+    ): "aws-cdk's former CoreDNS patch, kept for its logical id (it annotates CoreDNS's pods with the Kubernetes "
+    "minor): its delete restores nothing.",
+    (
+        "AWS::EKS::Addon",
+        "/Addons/coredns",
+    ): "CoreDNS's add-on is preserved on delete (PreserveOnDelete): deleting the resource leaves CoreDNS running, "
+    "and neither the controller (dnsPolicy Default) nor a node joining or draining resolves through it.",
     (
         "Custom::AWS",
         "/TerminationProtection/",
@@ -128,7 +134,6 @@ def test_nothing_the_running_cluster_needs_is_deleted_while_nodes_drain(configur
     else:
         needed.update(
             {
-                "CoreDNS add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/coredns"),
                 "vpc-cni add-on": lifecycle.find("AWS::EKS::Addon", path="/Addons/vpc-cni"),
                 "security-group discovery tag": lifecycle.find(
                     "Custom::AWS", path="/ClusterSecurityGroupDiscoveryTag/"
@@ -232,23 +237,59 @@ def test_critical_paths(lifecycles):
         else:
             expected = [
                 *karpenter,
-                "AWS::EKS::Addon",
-                "AWS::EKS::Nodegroup"
-                if name in ("alternative", "pod_identity")
-                else "Custom::AWSCDK-EKS-FargateProfile",
+                *(
+                    ["AWS::EKS::Nodegroup"]
+                    if name in ("alternative", "pod_identity")
+                    # the CRD chart, then aws-cdk's kubectl barrier, outlive the controller chart
+                    else ["Custom::AWSCDK-EKS-HelmChart", "AWS::SSM::Parameter", "Custom::AWSCDK-EKS-FargateProfile"]
+                ),
                 "Custom::AWSCDK-EKS-Cluster",
+                "Custom::KarpenterTeardown",  # the load-balancer cleanup, after the cluster
             ]
-        assert milestones[: len(expected)] == expected
+        assert milestones[: len(expected)] == expected, (name, milestones)
     print("\n" + "\n".join(report))
     totals = {
         name: (lc.schedule("create").total // 60, lc.schedule("delete").total // 60) for name, lc in lifecycles.items()
     }
     assert totals == {
-        "default": (176, 215),
-        "alternative": (146, 185),
-        "production": (176, 215),
-        "existing": (32, 64),
-        "pod_identity": (146, 185),
-        "example_windows": (176, 215),
-        "example_baseline_and_burst": (176, 215),
+        "default": (160, 194),
+        "alternative": (126, 160),
+        "production": (160, 194),
+        "existing": (32, 61),
+        "pod_identity": (126, 160),
+        "example_windows": (160, 194),
+        "example_baseline_and_burst": (160, 194),
     }
+
+
+# What a plain aws_eks + Karpenter app creates on its way to a NodePool: the network, aws-cdk's cluster (with
+# its creation role and kubectl barrier), the controller's capacity, the two charts, the node class and pool.
+PLAIN_APP_PATH = {
+    "AWS::EC2::VPC",
+    "AWS::EC2::Subnet",
+    "AWS::EC2::RouteTable",
+    "AWS::EC2::SubnetRouteTableAssociation",
+    "AWS::EC2::NatGateway",
+    "AWS::EC2::Route",
+    "AWS::IAM::Role",
+    "AWS::IAM::Policy",
+    "Custom::AWSCDK-EKS-Cluster",
+    "Custom::AWSCDK-EKS-FargateProfile",
+    "AWS::EKS::Nodegroup",
+    "AWS::SSM::Parameter",
+    "Custom::AWSCDK-EKS-HelmChart",
+    "Custom::AWSCDK-EKS-KubernetesResource",
+}
+
+
+@pytest.mark.parametrize("configuration", ["default", "alternative", "pod_identity"])
+def test_the_create_path_holds_nothing_a_plain_karpenter_app_lacks_but_two_no_op_answers(configuration, lifecycles):
+    """No order-only dependency that no delete order needs: the controller waits for its capacity (and, with Pod
+    Identity, the agent that hands it credentials), never for CoreDNS (dnsPolicy Default); node classes wait for
+    pod networking, not CoreDNS. The only additions to a plain app's path are the safety net's two custom
+    resources, whose create is one Lambda answer each and whose place the destroy order needs."""
+    create = lifecycles[configuration].schedule("create")
+    nodes = [lifecycles[configuration].nodes[k] for k in create.critical_path()]
+    extra = [n.path.split("/", 1)[1] for n in nodes if n.type not in PLAIN_APP_PATH]
+    assert extra == ["Default/TeardownSafetyNet/Resource/Default", "Default/TeardownSafetyNet/DrainBound/Default"]
+    assert "AWS::EKS::Addon" not in {n.type for n in nodes}
