@@ -13,7 +13,7 @@ from aws_cdk import cx_api
 
 from constructs_lib.nag import acknowledging
 
-from . import context_sources
+from . import baseline, context_sources
 from .cluster_stack import KarpenterClusterStack
 from .config import DEFAULT_CLUSTER_NAME, flag_settings, load_environments, load_pipeline
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
@@ -66,6 +66,7 @@ def build_deferred(
         file_context = context_sources.cdk_json_context()
     configs = load_environments(context, today=today, file_context=file_context)
     pipeline = load_pipeline(context, configs, file_context=file_context)
+    baseline.check(configs)  # what the deployed cluster (your accepted baseline) cannot take
     # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
     # for) every pack any environment enables.
     packs = register_packs(app, sorted({p for c in configs.values() for p in c.additional_nag_packs}))

@@ -64,11 +64,6 @@ def check_controller_placement(private_subnets: Sequence[ec2.ISubnet], hosting: 
         )
 
 
-def stack_name_for(cluster_name: str) -> str:
-    """The stack is named after its cluster; stack names allow no '_'."""
-    return cluster_name.replace("_", "-")
-
-
 class KarpenterClusterStack(AppStack):
     """An EKS cluster with no default capacity, autoscaled by Karpenter: network -> cluster ->
     controller hosting (and the add-ons that run there) -> Karpenter."""

@@ -17,8 +17,7 @@ from constructs import Construct
 from constructs_lib.delivery_pipeline import DeliveryPipeline, RepositorySource
 
 from . import versions
-from .cluster_stack import stack_name_for
-from .config import AppConfig, PipelineConfig
+from .config import AppConfig, PipelineConfig, stack_name_for
 from .stacks import environment_stack
 
 # What the pipeline's synth step runs in the repository checkout: the README's test command, the

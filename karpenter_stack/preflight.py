@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from . import baseline
 from .config import AppConfig, ConfigError, load_environments, load_pipeline
 from .context_sources import ContextFileError, cached_lookups, cdk_json_context, working_context
 
@@ -40,6 +41,7 @@ def working_environments(context_file: str | None, args: Sequence[str], root: Pa
     file_context = cdk_json_context(root)
     configs = load_environments(context, file_context=file_context)
     load_pipeline(context, configs, file_context=file_context)
+    baseline.check(configs, root)  # what the deployed cluster (your accepted baseline) cannot take
     return configs
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from constructs import Construct
 
-from .cluster_stack import KarpenterClusterStack, stack_name_for
-from .config import AppConfig
+from .cluster_stack import KarpenterClusterStack
+from .config import AppConfig, stack_name_for
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
 
 

@@ -40,6 +40,11 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from karpenter_stack.cluster_updates import (  # noqa: E402
+    auth_mode_refusal,
+    auth_mode_sequence,
+    version_step_refusal,
+)
 from tests.lifecycle_model import references as _references  # noqa: E402
 
 BASELINE = "baseline"
@@ -347,58 +352,16 @@ def _deltas(old: dict[str, Any], new: dict[str, Any], keys: list[str]) -> str:
     return ", ".join(shown)
 
 
-def _version_step(old: Any, new: Any) -> str | None:
-    """Why EKS refuses a version change (``None`` when it does not): one minor up at a time, never down."""
-    if not (isinstance(old, str) and isinstance(new, str)) or old == new:
-        return None
-    try:
-        (a_major, a_minor), (b_major, b_minor) = (tuple(int(x) for x in v.split(".")[:2]) for v in (old, new))
-    except ValueError:
-        return None
-    if (b_major, b_minor) < (a_major, a_minor):
-        return f"version {old} → {new}: EKS never downgrades a cluster"
-    if b_major == a_major and b_minor > a_minor + 1:
-        return (
-            f"version {old} → {new}: EKS upgrades one minor version at a time ({old} → {a_major}.{a_minor + 1} first)"
-        )
-    return None
-
-
-# aws-cdk 2.275's cluster handler, onUpdate: the authentication mode moves one way only (unset/CONFIG_MAP ->
-# API_AND_CONFIG_MAP -> API, one step per deploy). It skips the call when the cluster is already at the new
-# mode; otherwise it refuses these (old, new) pairs, with its message.
-_AUTH_ORDER = {None: 0, "CONFIG_MAP": 0, "API_AND_CONFIG_MAP": 1, "API": 2}
+_version_step = version_step_refusal  # (the rules live in karpenter_stack/cluster_updates.py)
 ONE_WAY = "one way: CloudFormation's rollback re-sends the old mode, which aws-cdk's handler refuses"
-
-
-def auth_mode_refusal(old: str | None, new: str | None) -> str | None:
-    """Why the handler refuses moving the cluster from authentication mode ``old`` to ``new`` (None: allowed)."""
-    if old == new:
-        return None
-    if old == "API":
-        return f"Cannot fallback authenticationMode from API to {new}"
-    if old == "API_AND_CONFIG_MAP" and new == "CONFIG_MAP":
-        return "Cannot fallback authenticationMode from API_AND_CONFIG_MAP to CONFIG_MAP"
-    if old is not None and new is None:
-        return "Cannot fallback authenticationMode from defined to undefined"
-    if old is None and new == "API":
-        return "Cannot update from undefined(CONFIG_MAP) to API"
-    if old == "CONFIG_MAP" and new == "API":
-        return "Cannot update from CONFIG_MAP to API"
-    return None
 
 
 def _auth_mode_change(old: str | None, new: str | None) -> tuple[str, str] | None:
     refused = auth_mode_refusal(old, new)
     if refused:
-        forward = _AUTH_ORDER.get(new, 0) > _AUTH_ORDER.get(old, 0)
         return "fails", (
             f"authenticationMode {old or 'unset'} → {new or 'unset'}: aws-cdk's handler refuses ({refused}); "
-            + (
-                "first deploy API_AND_CONFIG_MAP alone, then API"
-                if forward
-                else "EKS never moves a cluster back: keep the current mode"
-            )
+            + auth_mode_sequence(old, new)
         )
     if old != new:
         return "updated", f"in place: updateAuthMode {old or 'unset'} → {new} ({ONE_WAY})"

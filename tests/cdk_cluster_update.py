@@ -65,7 +65,7 @@ def update(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             "AuthModeUpdate can be allowed"
         )
     if changes["updateAuthMode"]:
-        from scripts.review import auth_mode_refusal  # the review's mirror of the same handler rules
+        from karpenter_stack.cluster_updates import auth_mode_refusal  # the one mirror of these rules
 
         refused = auth_mode_refusal(_auth(old), _auth(new))
         if refused:

@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from karpenter_stack.config import load_config, stack_name_for
 from scripts import review as rv
+from tests import background
 from tests.cfn import only, render, resources, teardown
 
 
@@ -254,3 +258,119 @@ def test_production_stacks_protect_themselves_also_when_the_pipeline_deploys_the
         name for name, t in stages.items() if any(k.startswith("TerminationProtection") for k in t["Resources"])
     }
     assert protected == {n for n in stages if "prod" in n} and len(stages) == 2
+
+
+# --- refused at synth against your deployed baseline ---------------------------------------------------------
+
+
+def _deployed(root, config: dict, stack: str = "eks-karpenter") -> None:
+    """A baseline (as `make accept` writes it) whose cluster resource has this ``Config``."""
+    folder = root / "baseline"
+    folder.mkdir(exist_ok=True)
+    template = {
+        "Resources": {"Cluster9EE0221C": {"Type": "Custom::AWSCDK-EKS-Cluster", "Properties": {"Config": config}}}
+    }
+    (folder / f"{stack}.template.json").write_text(json.dumps(template))
+
+
+DEPLOYED = {
+    "name": "eks-karpenter",
+    "version": "1.36",
+    "accessConfig": {},
+    "resourcesVpcConfig": {"endpointPublicAccess": False},
+}
+
+
+@pytest.mark.parametrize(
+    ("deployed", "settings", "refused"),
+    [
+        (
+            {},
+            {"authenticationMode": "API"},
+            'authenticationMode "API": the deployed cluster (baseline/eks-karpenter.template.json) is unset (CONFIG_MAP), '
+            "and aws-cdk's handler refuses unset (CONFIG_MAP) → API (Cannot update from undefined(CONFIG_MAP) to API), on "
+            "the deploy and again on its rollback; first deploy API_AND_CONFIG_MAP alone, then API",
+        ),
+        (
+            {"accessConfig": {"authenticationMode": "API"}},
+            {"authenticationMode": "API_AND_CONFIG_MAP"},
+            'authenticationMode "API_AND_CONFIG_MAP": the deployed cluster (baseline/eks-karpenter.template.json) is API, '
+            "and aws-cdk's handler refuses API → API_AND_CONFIG_MAP (Cannot fallback authenticationMode from API to "
+            "API_AND_CONFIG_MAP), on the deploy and again on its rollback; EKS never moves a cluster back: keep the "
+            "current mode",
+        ),
+        (
+            {"version": "1.34"},
+            {},
+            'kubernetesVersion "1.36": the deployed cluster (baseline/eks-karpenter.template.json) runs version 1.34 → '
+            "1.36: EKS upgrades one minor version at a time (1.34 → 1.35 first)",
+        ),
+        (
+            {"version": "1.35"},
+            {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]},
+            "kubernetesVersion and endpointAccess change together against the deployed cluster "
+            "(baseline/eks-karpenter.template.json): aws-cdk's handler allows one kind of cluster update per deploy, "
+            'and refuses the rollback\'s too; deploy one at a time: first kubernetesVersion "1.36"; then endpointAccess '
+            '"public-and-private"',
+        ),
+    ],
+    ids=["unset to API", "API back", "two minors", "two kinds"],
+)
+def test_what_the_deployed_cluster_cannot_take_is_refused_at_synth_with_the_safe_sequence(
+    tmp_path, deployed, settings, refused
+):
+    from karpenter_stack import baseline
+
+    _deployed(tmp_path, {**DEPLOYED, **deployed})
+    assert baseline.refusals(load_config(settings), "eks-karpenter", tmp_path) == [refused]
+
+
+@pytest.mark.parametrize(
+    ("deployed", "settings"),
+    [
+        ({}, {"authenticationMode": "API_AND_CONFIG_MAP"}),  # one step along the one-way path
+        ({"accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP"}}, {"authenticationMode": "API"}),
+        ({"version": "1.35"}, {}),  # one minor up
+        ({"deletionProtection": True}, {"deletionProtection": False}),  # written out: reaches EKS
+        ({}, {"clusterName": "other"}),  # another stack: no baseline of its own (the review blocks the rename)
+    ],
+)
+def test_what_the_deployed_cluster_can_take_passes(tmp_path, deployed, settings):
+    from karpenter_stack import baseline
+
+    _deployed(tmp_path, {**DEPLOYED, **deployed})
+    config = load_config(settings)
+    assert baseline.refusals(config, stack_name_for(config.cluster_name), tmp_path) == []
+
+
+def _deployed_with_api(dest) -> None:
+    from tests import workspace
+
+    cdk_json = json.loads((workspace.PRODUCT / "cdk.json").read_text())
+    cdk_json["context"]["authenticationMode"] = "API"
+    workspace.copied(dest, cdk_json)
+    _deployed(dest, DEPLOYED)
+
+
+AGAINST_BASELINE = background.command(
+    "test-against-baseline",
+    ["make", "--no-print-directory", "test"],
+    test="test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_take",
+    env=background.clean_env(),
+    prepare=_deployed_with_api,
+)
+
+
+@pytest.mark.background
+def test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_take():
+    """Through the README's command, in a copy whose accepted baseline is an unset-mode cluster: cdk.json asks
+    for API. The preflight stops it at once (the same check runs in every synth)."""
+    result = background.result(AGAINST_BASELINE)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[:2] == [
+        "Configuration error:",
+        'authenticationMode "API": the deployed cluster (baseline/eks-karpenter.template.json) is unset (CONFIG_MAP), '
+        "and aws-cdk's handler refuses unset (CONFIG_MAP) → API (Cannot update from undefined(CONFIG_MAP) to API), on "
+        "the deploy and again on its rollback; first deploy API_AND_CONFIG_MAP alone, then API",
+    ]
+    assert "nothing was tested" in result.stderr and "passed" not in result.stdout

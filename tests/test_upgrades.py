@@ -3,7 +3,7 @@ the controller: after each bump the data plane satisfies EKS's skew rules, and t
 
 The rules, mirrored with their sources (read 2026-11):
 - EKS User Guide, "Update existing cluster to new Kubernetes version": the control plane moves one minor at a
-  time and never down (the review's ``_version_step``); before an update, managed node groups and Fargate
+  time and never down (``karpenter_stack.cluster_updates``); before an update, managed node groups and Fargate
   nodes must run the control plane's minor;
 - EKS API ``UpdateNodegroupVersion``: a node group's version is never above the cluster's;
 - Kubernetes version-skew policy: kube-proxy never newer than the API server; EKS lists one kube-proxy add-on
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from karpenter_stack import versions
-from scripts.review import _version_step
+from karpenter_stack.cluster_updates import version_step_refusal as _version_step
 from tests.cdk_cluster_update import update
 from tests.cfn import controller_values, only, resources
 from tests.conftest import ALTERNATIVE, Synthesized, synth

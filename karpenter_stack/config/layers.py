@@ -24,7 +24,7 @@ from constructs_lib.node_specs import quoted
 
 from .. import versions
 from .errors import BUILT_IN, CDK_JSON, FLAG, ConfigError, format_errors, unknown_key, with_origins
-from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig
+from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig, stack_name_for
 from .pipeline import PipelineConfig
 
 # Context keys the CDK itself may put in context without a prefix.
@@ -254,7 +254,7 @@ def load_pipeline(
         if name in wave_of and not (config.account and config.region)
     ]
     shared_name = str(ours.get("clusterName", DEFAULT_CLUSTER_NAME))
-    taken = {c.cluster_name.replace("_", "-") for c in configs.values()}
+    taken = {stack_name_for(c.cluster_name) for c in configs.values()}
     if pipeline.pipeline_name(shared_name) in taken:
         problems.append(
             f"pipeline.name: {quoted(pipeline.pipeline_name(shared_name))} is an environment's stack name; choose another"

@@ -31,6 +31,12 @@ from constructs_lib.node_specs import (
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 
+
+def stack_name_for(cluster_name: str) -> str:
+    """The stack is named after its cluster; stack names allow no '_'."""
+    return cluster_name.replace("_", "-")
+
+
 # IAM role names are at most 64 characters and the template names the node role
 # KarpenterNodeRole-<cluster>.
 MAX_CLUSTER_NAME_LENGTH = 64 - len("KarpenterNodeRole-")

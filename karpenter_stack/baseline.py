@@ -1,0 +1,91 @@
+"""Your deployed cluster as your accepted baseline records it (``baseline/``, written by ``make accept`` and
+committed with your configuration): the synth refuses a configuration that the running cluster cannot be
+updated to -- a deploy that aws-cdk's handler or EKS would refuse, and whose CloudFormation rollback (the
+Update re-sent with old and new swapped) the handler would refuse again, leaving the stack in
+UPDATE_ROLLBACK_FAILED. The message names the safe sequence. Without a baseline nothing is checked.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from . import context_sources
+from .cluster_updates import auth_mode_refusal, auth_mode_sequence, version_step_refusal
+from .config import AppConfig, ConfigError, stack_name_for
+
+BASELINE_DIR = "baseline"
+CLUSTER_TYPE = "Custom::AWSCDK-EKS-Cluster"
+
+
+def deployed_cluster(stack_name: str, root: Path | None = None) -> tuple[str, dict[str, Any]] | None:
+    """(the baseline file, the cluster resource's ``Config``) of the stack, or None: nothing accepted for it, or
+    no cluster of its own in it (an existing cluster)."""
+    path = (root or context_sources.project_dir()) / BASELINE_DIR / f"{stack_name}.template.json"
+    if not path.is_file():
+        return None
+    resources = json.loads(path.read_text()).get("Resources", {})
+    configs = [r.get("Properties", {}).get("Config", {}) for r in resources.values() if r.get("Type") == CLUSTER_TYPE]
+    return (f"{BASELINE_DIR}/{path.name}", configs[0]) if configs else None
+
+
+def _mode(value: str | None) -> str:
+    return "unset (CONFIG_MAP)" if value is None else value
+
+
+def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> list[str]:
+    """Why deploying ``config`` over the baseline's cluster would fail (empty: it would not, or no baseline)."""
+    deployed = deployed_cluster(stack_name, root)
+    if deployed is None or config.existing_cluster is not None:
+        return []
+    source, old = deployed
+    problems: list[str] = []
+    # Each kind of cluster update the handler counts: setting -> (old, new) when it changes.
+    kinds: dict[str, tuple[Any, Any]] = {}
+    old_mode, new_mode = (old.get("accessConfig") or {}).get("authenticationMode"), config.authentication_mode
+    if old_mode != new_mode:
+        kinds["authenticationMode"] = (_mode(old_mode), _mode(new_mode))
+        refused = auth_mode_refusal(old_mode, new_mode)
+        if refused:
+            problems.append(
+                f"authenticationMode {json.dumps(new_mode)}: the deployed cluster ({source}) is {_mode(old_mode)}, "
+                f"and aws-cdk's handler refuses {_mode(old_mode)} → {_mode(new_mode)} ({refused}), on the deploy and "
+                f"again on its rollback; {auth_mode_sequence(old_mode, new_mode)}"
+            )
+    old_version, new_version = old.get("version"), config.kubernetes_version
+    if old_version != new_version:
+        kinds["kubernetesVersion"] = (old_version, new_version)
+        refused = version_step_refusal(old_version, new_version)
+        if refused:
+            problems.append(
+                f"kubernetesVersion {json.dumps(new_version)}: the deployed cluster ({source}) runs {refused}"
+            )
+    old_public = (old.get("resourcesVpcConfig") or {}).get("endpointPublicAccess")
+    new_public = config.endpoint_access == "public-and-private"
+    if isinstance(old_public, bool) and old_public != new_public:
+        kinds["endpointAccess"] = ("public-and-private" if old_public else "private", config.endpoint_access)
+    old_protection = old.get("deletionProtection")
+    if old_protection != config.deletion_protection and not (
+        old_protection is None and config.deletion_protection is None
+    ):
+        kinds["deletionProtection"] = (old_protection, config.deletion_protection)
+    if len(kinds) > 1:
+        steps = "; then ".join(f"{name} {json.dumps(new)}" for name, (_, new) in kinds.items())
+        problems.append(
+            f"{' and '.join(kinds)} change together against the deployed cluster ({source}): aws-cdk's handler "
+            "allows one kind of cluster update per deploy, and refuses the rollback's too; deploy one at a time: "
+            f"first {steps}"
+        )
+    return problems
+
+
+def check(configs: dict[str, AppConfig], root: Path | None = None) -> None:
+    """Raise ConfigError naming every environment whose configuration its deployed cluster cannot take."""
+    problems = [
+        f"{p}{'' if name == '' else f' (environment {name})'}"
+        for name, config in configs.items()
+        for p in refusals(config, stack_name_for(config.cluster_name), root)
+    ]
+    if problems:
+        raise ConfigError("\n".join(problems))
