@@ -31,7 +31,7 @@ DEV_STAMP := $(VENV)/.dev-installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal \
+.PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal transitions \
 	release-ids clean
 
 ## help: list the targets
@@ -89,6 +89,12 @@ snapshots: $(DEV_STAMP) $(NODE_STAMP)
 # templates.
 rehearsal: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_rehearsal.py -q -s -k critical_paths
+
+### transitions: every setting moved from its default and back, reviewed as a deploy and as its rollback
+# The transition matrix (scripts/transitions.py): each setting of the configuration model changed on a running
+# stack -- modes: every pair -- synthesized, reviewed, and the verdict checked against the mirrored rules.
+transitions: $(DEV_STAMP) $(NODE_STAMP)
+	python scripts/transitions.py
 
 ### release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must

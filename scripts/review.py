@@ -353,7 +353,14 @@ def _deltas(old: dict[str, Any], new: dict[str, Any], keys: list[str]) -> str:
 
 
 _version_step = version_step_refusal  # (the rules live in karpenter_stack/cluster_updates.py)
-ONE_WAY = "one way: CloudFormation's rollback re-sends the old mode, which aws-cdk's handler refuses"
+# A change whose CloudFormation rollback (the Update re-sent with old and new swapped) is refused: its reason
+# starts with this marker. Safe only in a deploy that changes nothing else (see _one_way_alone).
+ONE_WAY_MARK = "one way: "
+ONE_WAY = ONE_WAY_MARK + "CloudFormation's rollback re-sends the old mode, which aws-cdk's handler refuses"
+ONE_WAY_VERSION = (
+    ONE_WAY_MARK + "CloudFormation's rollback would send the old version, a downgrade EKS refuses (aws-cdk's handler "
+    "calls UpdateClusterVersion unless the cluster already runs it)"
+)
 
 
 def _auth_mode_change(old: str | None, new: str | None) -> tuple[str, str] | None:
@@ -404,6 +411,8 @@ def _cluster_change(
             f"deletionProtection {json.dumps(config_old.get('deletionProtection'))} → unset: aws-cdk's handler "
             "sends no value, so EKS keeps the cluster's deletion protection as it is (write false to turn it off)"
         )
+    if kinds and kinds[0].startswith("updateVersion") and config_old.get("version") != config_new.get("version"):
+        return "updated", f"in place: {kinds[0]} ({ONE_WAY_VERSION})"
     if kinds:
         return "updated", f"in place: {kinds[0]}"
     return "updated", "in place: " + ", ".join(
@@ -533,8 +542,9 @@ def kubernetes_effects(old: Any, new: Any, new_template: dict[str, Any]) -> list
 def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) -> tuple[str, str, list[str]]:
     release = new.get("Release")
     if old.get("Release") != release or old.get("Namespace") != new.get("Namespace"):
+        # (reported as a replacement whose old half stays: see _helm_moves)
         return (
-            "updated",
+            "replaced",
             "Release or Namespace changes: aws-cdk's handler installs a second release and leaves the old one installed",
             [f"Helm release `{old.get('Release')}` stays installed next to `{release}`: two copies run"],
         )
@@ -713,6 +723,13 @@ def _kept_change(
         )
     if kind == HELM:
         action, why, effects = _helm_effects(props_old, props_new, replaced)
+        if action == "replaced":  # a moved release: the old one keeps running, never uninstalled
+            stateful = (
+                f"the release `{props_old.get('Release')}` in `{props_old.get('Namespace')}` keeps running next to the "
+                "new one (for Karpenter: two controllers, each its own leader, reconciling the same NodePools); "
+                f"uninstall it right after the deploy (`helm uninstall {props_old.get('Release')} -n "
+                f"{props_old.get('Namespace')}`), or acknowledge"
+            )
         return Change(logical_id, kind, action, why, stateful, effects)
     if kind == MANIFEST:
         effects = kubernetes_effects(props_old.get("Manifest"), props_new.get("Manifest"), new_template)
@@ -881,14 +898,15 @@ def _one_way_alone(reports: list[StackReport]) -> list[StackReport]:
     else fails, CloudFormation rolls the one-way change back too, the handler refuses, and the stack is left in
     UPDATE_ROLLBACK_FAILED."""
     changes = [c for r in reports for c in r.changes]
-    others = [c for c in changes if ONE_WAY not in c.why]
+    others = [c for c in changes if ONE_WAY_MARK not in c.why]
     for change in changes:
-        if ONE_WAY in change.why and others:
+        if ONE_WAY_MARK in change.why and others:
             change.one_way = True
             change.stateful = (
                 f"its rollback is refused: with {len(others)} other change(s) in this deploy, any failure rolls it "
                 "back and leaves the stack in UPDATE_ROLLBACK_FAILED (recovery: continue-update-rollback skipping "
-                "the cluster); deploy the mode change with nothing else where you can, or acknowledge the risk"
+                "the cluster); deploy it with nothing else where you can (a Kubernetes upgrade cannot: its add-ons "
+                "and node group follow in the same deploy), or acknowledge the risk"
             )
     return reports
 

@@ -213,7 +213,7 @@ class Lifecycle:
             assert ready, f"dependency cycle among {sorted(pending)[:5]}"
             for key in ready:
                 before = [w for w in waits_for[key] if w in members]
-                last = max(before, key=lambda w: end[w], default=None)
+                last = max(before, key=lambda w: (end[w], w), default=None)  # ties: by key, every run alike
                 start[key] = end[last] if last else 0
                 end[key] = start[key] + self.duration(self.nodes[key], operation)
                 cause[key] = last

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.cdk_cluster_update import UpdateRefused, update
+from karpenter_stack.cluster_updates import UpdateRefused, update
 from tests.cfn import depends_on, kubernetes_objects, only, render, resources, template_change
 from tests.conftest import ACCESS_ENTRIES, ADMINISTRATOR, synth
 

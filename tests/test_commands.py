@@ -250,6 +250,7 @@ def test_make_help_lists_every_target():
         "docs",
         "snapshots",
         "rehearsal",
+        "transitions",
         "release-ids",
         "bench",
         "newcomer",

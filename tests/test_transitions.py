@@ -5,6 +5,7 @@ handler's onUpdate / analyzeUpdate), EKS's rules and the Karpenter 1.14.1 chart.
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -374,3 +375,80 @@ def test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_ta
         "the deploy and again on its rollback; first deploy API_AND_CONFIG_MAP alone, then API",
     ]
     assert "nothing was tested" in result.stderr and "passed" not in result.stdout
+
+
+# --- the transition matrix (scripts/transitions.py; `make transitions` runs all of it) ------------------------
+
+
+def test_the_matrix_is_generated_from_the_configuration_model():
+    """Every top-level setting gives transitions by its type (modes: every ordered pair) or a sample, or says why
+    it is not a transition of one stack; a setting with neither stops the generation, naming it."""
+    from karpenter_stack.config import AppConfig
+    from scripts import transitions as tr
+
+    found, not_one = tr.transitions()
+    settings = {t.setting for t in found}
+    assert settings | set(not_one) == {f.alias for f in AppConfig.model_fields.values()}
+    assert not settings & set(not_one)
+    pairs = {s: sum(t.setting == s for t in found) for s in ("authenticationMode", "deletionProtection", "profile")}
+    assert pairs == {"authenticationMode": 12, "deletionProtection": 6, "profile": 2}  # 4 and 3 modes, 2 values
+    assert len(found) == 64
+    fields = dict(AppConfig.model_fields)
+    fields["node_magic"] = copy.copy(fields["cluster_name"])
+    fields["node_magic"].alias = "nodeMagic"
+    with pytest.raises(KeyError, match="nodeMagic: no sample value and no reason it is not a transition"):
+        tr.transitions(fields)
+
+
+def test_a_wrong_verdict_is_caught_by_the_mirrored_rules():
+    """A create-only change the review called an update, and a cluster update whose rollback the handler refuses
+    that the review did not call one way: both are reported."""
+    from scripts import transitions as tr
+
+    group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"InstanceTypes": ["t3.medium"], "ClusterName": "c"}}
+    cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"name": "c", "version": "1.36", "accessConfig": {}}}}
+    old = {"s.template": {"Resources": {"Group": group, "Cluster": cluster}}}
+    moved = {
+        "Group": {**group, "Properties": {**group["Properties"], "InstanceTypes": ["t3.large"]}},
+        "Cluster": {
+            "Type": rv.CLUSTER,
+            "Properties": {
+                "Config": {"name": "c", "version": "1.36", "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP"}}
+            },
+        },
+    }
+    new = {"s.template": {"Resources": moved}}
+    careless = [
+        rv.StackReport(
+            "s", [rv.Change("Group", group["Type"], "updated"), rv.Change("Cluster", rv.CLUSTER, "updated", "in place")]
+        )
+    ]
+    assert tr.mirrored_problems(old, new, careless) == [
+        "s/Group: create-only InstanceTypes changes, review says updated",
+        "s/Cluster: its rollback is refused (Cannot fallback authenticationMode from defined to undefined), review "
+        "does not say one way",
+    ]
+    assert tr.mirrored_problems(old, new, rv.review(old, new)) == []
+
+
+def _templates_of(overrides):
+    from tests.conftest import synth
+
+    return rv.synthesized_templates(Path(synth(**overrides).app.outdir))
+
+
+def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
+    """From the matrix, on the suite's own synths: 1.35 → 1.36 is allowed, but its rollback would ask EKS for a
+    downgrade (aws-cdk's handler calls UpdateClusterVersion unless the cluster already runs that version), and the
+    add-ons and patches that follow in the same deploy can fail: the review blocks until acknowledged."""
+    from scripts import transitions as tr
+
+    outcome = tr.assess(tr.Transition("kubernetesVersion", {}, "1.35", tr.DEFAULT), _templates_of)
+    assert (outcome.category, outcome.rollback, outcome.problems) == ("blocked", "refused", [])
+    reports = rv.review(_templates_of({"kubernetesVersion": "1.35"}), _templates_of({}))
+    (cluster,) = [c for r in reports for c in r.changes if c.type == rv.CLUSTER]
+    assert (
+        cluster.one_way
+        and cluster.why
+        == f"in place: updateVersion (a Kubernetes upgrade, ~10 min; add-ons follow) ({rv.ONE_WAY_VERSION})"
+    )

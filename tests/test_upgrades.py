@@ -8,7 +8,7 @@ The rules, mirrored with their sources (read 2026-11):
 - EKS API ``UpdateNodegroupVersion``: a node group's version is never above the cluster's;
 - Kubernetes version-skew policy: kube-proxy never newer than the API server; EKS lists one kube-proxy add-on
   version line per minor (v1.<minor>.x) and CoreDNS versions per minor (``karpenter_stack.versions``);
-- aws-cdk 2.275's cluster handler: a version change is an update of its own (``tests/cdk_cluster_update.py``);
+- aws-cdk 2.275's cluster handler: a version change is an update of its own (``karpenter_stack/cluster_updates.py``);
 - EKS-optimized AMIs per minor: a pinned alias must be dated on or after the minor's EKS release
   (``versions.check_ami_alias``).
 """
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from karpenter_stack import versions
+from karpenter_stack.cluster_updates import update
 from karpenter_stack.cluster_updates import version_step_refusal as _version_step
-from tests.cdk_cluster_update import update
 from tests.cfn import controller_values, only, resources
 from tests.conftest import ALTERNATIVE, Synthesized, synth
 from tests.test_lifecycle import dependency_graph

@@ -1,0 +1,331 @@
+"""The transition matrix: every setting of the configuration model moved from its default to another valid value
+and back -- for settings with modes (Literal or boolean types: authentication, credentials, hosting, ...), every
+ordered pair of modes -- each synthesized, reviewed (``scripts/review.py``) as a deploy and as CloudFormation's
+rollback of it (the reverse update), and the review's verdict checked against the mirrored rules:
+
+- CloudFormation: a changed create-only property (the resource schemas cfn-lint ships) replaces the resource;
+- aws-cdk 2.275's cluster handler and EKS (``karpenter_stack.cluster_updates``): what the update refuses fails,
+  and an update whose rollback the handler refuses is reported one way;
+- Helm (Karpenter 1.14.1's chart): values rendered into the controller's pod template restart its pods;
+- EKS: a deleted or replaced Fargate profile deletes the pods it scheduled.
+
+The settings come from ``AppConfig``'s fields: Literal and boolean types give their values, bounded integers the
+next value; other types need a sample (``SAMPLES``) or a reason they are not a transition of one stack
+(``NOT_A_TRANSITION``) -- a new field with neither fails ``tests/test_transitions.py``.
+
+    make transitions            # every transition; prints the matrix and its counts; exit 1 on a wrong verdict
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import tempfile
+import typing
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from karpenter_stack.cluster_updates import UpdateRefused, update, version_step_refusal  # noqa: E402
+from karpenter_stack.config import AppConfig, ConfigError, load_config  # noqa: E402
+from scripts import review as rv  # noqa: E402
+
+# Another valid value for settings whose type names none (strings, lists, maps).
+SAMPLES: dict[str, Any] = {
+    "clusterName": "eks-karpenter-b",
+    "kubernetesVersion": "1.35",
+    "karpenterNamespace": "karpenter",
+    "karpenterServiceAccount": "karpenter-controller",
+    "vpcCidr": "10.1.0.0/16",
+    "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.0/24"],
+    "additionalNagPacks": ["NIST80053R5"],  # (the app acknowledges its findings; HIPAA's stop the synth)
+    "systemNodeInstanceType": "t3.large",
+    "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:platform-alerts",
+    "addonVersions": {"vpc-cni": "v1.20.1-eksbuild.3"},
+    "administrators": ["arn:aws:iam::111122223333:role/platform-admins"],
+}
+# Settings a value of which needs others (the model refuses it alone): the base of that setting's transitions.
+COMPANIONS: dict[str, dict[str, Any]] = {
+    "controllerCredentials": {"controllerHosting": "nodegroup"},  # EKS Pod Identity does not work on Fargate
+    "publicAccessCidrs": {"endpointAccess": "public-and-private", "publicAccessCidrs": ["198.51.100.0/24"]},
+    "alarmTopicArn": {"interruptionQueueAlarms": True},
+    "systemNodeInstanceType": {"controllerHosting": "nodegroup"},
+    "profile": {"nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]},  # production pins AMIs
+    # more zones than an environment-agnostic stack knows: an account whose zones the product's cdk.context.json holds
+    "maxAzs": {"account": "444455556666", "region": "eu-west-1"},
+}
+# ... and values that need others on their side only.
+VALUE_COMPANIONS: dict[tuple[str, Any], dict[str, Any]] = {
+    ("endpointAccess", '"public-and-private"'): {"publicAccessCidrs": ["203.0.113.0/24"]},
+}
+# Settings that are not a setting of one running stack, with the reason (reported, never silently skipped).
+NOT_A_TRANSITION: dict[str, str] = {
+    "account": "names the account the stack is deployed to: another account is another stack",
+    "region": "names the region the stack is deployed to: another region is another stack",
+    "vpcId": "an existing VPC needs its lookups in cdk.context.json; a new VPC id replaces the network "
+    "(tests/test_existing_vpc.py)",
+    "existingCluster": "Karpenter on a cluster this app did not create is another kind of stack",
+    "karpenterVersion": "one release has a template (templates/); a bump is reviewed by tests/test_review.py",
+    "controller": "the controller's settings: chart values (tests/test_karpenter_release.py)",
+    "nodeClasses": "node classes: Karpenter drift rules per field (tests/test_transitions.py, node objects)",
+    "nodePools": "node pools: Karpenter drift rules per field (tests/test_transitions.py, node objects)",
+    "nodeOverlays": "node overlays: read by the controller only, no node drifts",
+}
+# refused: the deploy fails (or the synth refuses it); blocked: it would work, but replaces or deletes something
+# stateful, or its rollback would wedge the stack -- the review fails until it is acknowledged.
+CATEGORIES = ("in place", "replace", "interrupt", "blocked", "refused", "not decided", "no change")
+
+
+@dataclass(frozen=True)
+class Transition:
+    setting: str
+    base: Mapping[str, Any]  # the other settings of both configurations (companions)
+    old: Any  # a value, or DEFAULT: the setting left out
+    new: Any
+
+    @property
+    def label(self) -> str:
+        return f"{self.setting}: {_show(self.old)} → {_show(self.new)}"
+
+    def overrides(self, which: str) -> dict[str, Any]:
+        value = self.old if which == "old" else self.new
+        companions = {} if value is DEFAULT else VALUE_COMPANIONS.get((self.setting, json.dumps(value)), {})
+        return {**self.base, **companions, **({} if value is DEFAULT else {self.setting: value})}
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "default"
+
+
+DEFAULT: Any = _Default()
+
+
+def _show(value: Any) -> str:
+    return "default" if value is DEFAULT else json.dumps(value)
+
+
+def _literal_values(annotation: Any) -> list[Any] | None:
+    """The values a Literal (or an Optional of one, or a bool) allows, None included when optional."""
+    args = typing.get_args(annotation)
+    if annotation is bool:
+        return [False, True]
+    if typing.get_origin(annotation) is typing.Literal:
+        return list(args)
+    if type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        values = _literal_values(inner[0]) if len(inner) == 1 else None
+        return None if values is None else [*values, None]
+    return None
+
+
+def transitions(fields: Mapping[str, Any] | None = None) -> tuple[list[Transition], dict[str, str]]:
+    """Every transition the model's top-level settings allow, and the settings that are not one (with why)."""
+    found: list[Transition] = []
+    not_one: dict[str, str] = {}
+    for name, info in (fields or AppConfig.model_fields).items():
+        key = info.alias or name
+        if key in NOT_A_TRANSITION:
+            not_one[key] = NOT_A_TRANSITION[key]
+            continue
+        base = COMPANIONS.get(key, {})
+        modes = _literal_values(info.annotation)
+        if modes is not None:  # every ordered pair of modes
+            found += [Transition(key, base, a, b) for a, b in itertools.permutations(modes, 2)]
+            continue
+        if info.annotation is int:
+            bound = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
+            value = info.default + 1 if bound is None or info.default + 1 <= bound else info.default - 1
+        elif key in SAMPLES:
+            value = SAMPLES[key]
+        else:
+            raise KeyError(f"{key}: no sample value and no reason it is not a transition (scripts/transitions.py)")
+        found += [Transition(key, base, DEFAULT, value), Transition(key, base, value, DEFAULT)]
+    return found, not_one
+
+
+@dataclass
+class Outcome:
+    transition: Transition
+    category: str
+    rollback: str  # the category of CloudFormation's rollback (the reverse update)
+    summary: str  # the changes, briefly
+    problems: list[str] = field(default_factory=list)  # where the review disagrees with a mirrored rule
+
+
+def _category(reports: list[rv.StackReport], failing: list[str], blocking: list[str]) -> str:
+    changes = [c for r in reports for c in r.changes]
+    if failing:
+        return "refused"
+    if blocking:
+        return "blocked"
+    if any(c.why.startswith("its handler decides") for c in changes):
+        return "not decided"
+    if any(c.action in ("replaced", "removed") for c in changes):
+        return "replace"
+    if any(c.interrupts for c in changes):
+        return "interrupt"
+    return "in place" if changes else "no change"
+
+
+def _summary(reports: list[rv.StackReport]) -> str:
+    counts = Counter(c.action for r in reports for c in r.changes)
+    return ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing"
+
+
+def mirrored_problems(
+    old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]], reports: list[rv.StackReport]
+) -> list[str]:
+    """Where the review's verdict on deploying ``new`` over ``old`` disagrees with a mirrored rule."""
+    problems: list[str] = []
+    by_id = {(r.name, c.logical_id): c for r in reports for c in r.changes}
+    names = rv.stack_names(new)
+    for template_name in old.keys() & new.keys():
+        stack = names[template_name]
+        before, after = old[template_name].get("Resources", {}), new[template_name].get("Resources", {})
+        for logical_id in before.keys() & after.keys():
+            kind = after[logical_id]["Type"]
+            props_old, props_new = before[logical_id].get("Properties", {}), after[logical_id].get("Properties", {})
+            change = by_id.get((stack, logical_id))
+            paths = None if kind.startswith("Custom::") else rv.create_only_paths(kind)
+            # CloudFormation: a changed create-only property replaces the resource.
+            moved = [p for p in paths or [] if rv._at(props_old, p) != rv._at(props_new, p)]
+            if moved and (change is None or change.action not in ("replaced", "fails")):
+                problems.append(
+                    f"{stack}/{logical_id}: create-only {'.'.join(moved[0])} changes, review says "
+                    f"{change.action if change else 'no change'}"
+                )
+            if kind == rv.CLUSTER:
+                problems += _cluster_problems(stack, logical_id, props_old, props_new, change)
+            if kind == rv.FARGATE and props_old != props_new and (change is None or not change.interrupts):
+                problems.append(f"{stack}/{logical_id}: a replaced Fargate profile deletes its pods, review says not")
+        for logical_id in before.keys() - after.keys():
+            if before[logical_id]["Type"] == rv.FARGATE:
+                change = by_id.get((stack, logical_id))
+                if change is None or not change.interrupts:
+                    problems.append(
+                        f"{stack}/{logical_id}: a deleted Fargate profile deletes its pods, review says not"
+                    )
+    return problems
+
+
+def _cluster_problems(
+    stack: str, logical_id: str, old: dict[str, Any], new: dict[str, Any], change: rv.Change | None
+) -> list[str]:
+    config_old, config_new = old.get("Config", {}), new.get("Config", {})
+    if not isinstance(config_old, dict) or not isinstance(config_new, dict) or config_old == config_new:
+        return []
+    refused = version_step_refusal(config_old.get("version"), config_new.get("version"))
+    try:
+        update(config_old, config_new)
+    except UpdateRefused as err:
+        refused = refused or str(err)
+    action = change.action if change else "no change"
+    if refused and action not in ("fails", "replaced"):
+        return [f"{stack}/{logical_id}: the handler refuses ({refused}), review says {action}"]
+    if not refused:
+        # CloudFormation's rollback: the Update with old and new swapped.
+        back = version_step_refusal(config_new.get("version"), config_old.get("version"))
+        try:
+            update(config_new, config_old)
+        except UpdateRefused as err:
+            back = back or str(err)
+        if back and (change is None or rv.ONE_WAY_MARK not in change.why):
+            return [f"{stack}/{logical_id}: its rollback is refused ({back}), review does not say one way"]
+    return []
+
+
+Synth = Callable[[Mapping[str, Any]], Mapping[str, dict[str, Any]]]
+
+
+def assess(transition: Transition, synth: Synth) -> Outcome:
+    """Synthesize both sides, review the deploy and its rollback, check the verdict against the mirrored rules."""
+    try:
+        for which in ("old", "new"):
+            load_config(transition.overrides(which))
+    except ConfigError as err:
+        first = str(err).splitlines()[0]
+        return Outcome(transition, "refused", "—", f"refused at synth: {first}")
+    try:
+        old, new = synth(transition.overrides("old")), synth(transition.overrides("new"))
+    except RuntimeError as err:
+        if "ValidationFailed" not in str(err):
+            raise
+        return Outcome(transition, "refused", "—", "refused at synth: the security gate (unacknowledged findings)")
+    forward = rv.review(old, new)
+    _, blocking, failing = rv.render(forward, {})
+    reverse = rv.review(new, old)
+    _, back_blocking, back_failing = rv.render(reverse, {})
+    return Outcome(
+        transition,
+        _category(forward, failing, blocking),
+        _category(reverse, back_failing, back_blocking),
+        _summary(forward),
+        mirrored_problems(old, new, forward),
+    )
+
+
+def in_process_synth(context: Mapping[str, Any], outdir_root: Path) -> Synth:
+    """Synthesize configurations in this process (cached by their overrides), over ``context`` (feature flags)."""
+    from karpenter_stack.application import build, new_app
+
+    cache: dict[str, Mapping[str, dict[str, Any]]] = {}
+
+    def synth(overrides: Mapping[str, Any]) -> Mapping[str, dict[str, Any]]:
+        key = json.dumps(overrides, sort_keys=True)
+        if key not in cache:
+            outdir = tempfile.mkdtemp(prefix="transition-", dir=outdir_root)
+            app = new_app(outdir=outdir, context={**context, "aws:cdk:enable-path-metadata": True, **overrides})
+            build(app)
+            app.synth()
+            cache[key] = rv.synthesized_templates(Path(outdir))
+        return cache[key]
+
+    return synth
+
+
+def matrix(outcomes: Iterable[Outcome], not_one: Mapping[str, str]) -> str:
+    rows = [
+        f"| {o.transition.label} | {o.category} | {o.rollback} | {o.summary} | {'; '.join(o.problems) or 'agrees'} |"
+        for o in outcomes
+    ]
+    lines = ["| transition | deploy | its rollback | changes | mirrored rules |", "|---|---|---|---|---|", *rows]
+    lines += ["", "Not a transition of one stack:", *(f"- `{k}`: {why}" for k, why in sorted(not_one.items()))]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", default=[], metavar="SETTING", help="only these settings")
+    args = parser.parse_args(argv)
+    from karpenter_stack import context_sources
+
+    found, not_one = transitions()
+    if args.only:
+        found = [t for t in found if t.setting in args.only]
+    # The product's settings layer (feature flags): the matrix is about the model's defaults, not your cdk.json.
+    product = ROOT / "tests" / "fixtures" / "product"
+    flags = {k: v for k, v in context_sources.cdk_json_context(product).items() if k.startswith(("@", "aws:"))}
+    context = {**flags, **context_sources.cached_lookups(product)}
+    with tempfile.TemporaryDirectory(prefix="transitions-") as scratch:
+        synth = in_process_synth(context, Path(scratch))
+        outcomes = [assess(t, synth) for t in found]
+    print(matrix(outcomes, not_one))
+    counts = Counter(o.category for o in outcomes)
+    print(f"{len(outcomes)} transitions: " + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES if counts[c]))
+    wrong = [o for o in outcomes if o.problems]
+    if wrong:
+        print(f"{len(wrong)} verdicts disagree with a mirrored rule (above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
