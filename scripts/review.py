@@ -539,6 +539,37 @@ def kubernetes_effects(old: Any, new: Any, new_template: dict[str, Any]) -> list
     return effects
 
 
+def _karpenter_version(template: dict[str, Any]) -> str:
+    """The Karpenter release the template installs (its controller chart's version), else the model's default."""
+    for resource in template.get("Resources", {}).values():
+        props = resource.get("Properties", {})
+        if (
+            resource.get("Type") == HELM
+            and props.get("Release") == "karpenter"
+            and isinstance(props.get("Version"), str)
+        ):
+            return str(props["Version"])
+    from karpenter_stack.config import AppConfig
+
+    return str(AppConfig.model_fields["karpenter_version"].default)
+
+
+def crd_refusals(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
+    """What the API server refuses of applying ``new``'s Karpenter objects over ``old``'s: the CRDs' transition
+    rules (CEL with ``oldSelf``, mirrored per release in tests/data; e.g. a NodePool cannot switch between static
+    and dynamic capacity)."""
+    from tests.cel_rules import KINDS, transition_violations
+
+    before, after = _objects(old), _objects(new)
+    version = _karpenter_version(new_template)
+    return [
+        f"{key}: {problem} (Karpenter {version} CRD rule)"
+        for key in sorted(before.keys() & after.keys())
+        if after[key].get("kind") in KINDS and before[key] != after[key]
+        for problem in transition_violations(before[key], after[key], version)
+    ]
+
+
 def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) -> tuple[str, str, list[str]]:
     release = new.get("Release")
     if old.get("Release") != release or old.get("Namespace") != new.get("Namespace"):
@@ -733,6 +764,11 @@ def _kept_change(
         return Change(logical_id, kind, action, why, stateful, effects)
     if kind == MANIFEST:
         effects = kubernetes_effects(props_old.get("Manifest"), props_new.get("Manifest"), new_template)
+        refused = crd_refusals(props_old.get("Manifest"), props_new.get("Manifest"), new_template)
+        if refused:
+            return Change(
+                logical_id, kind, "fails", f"the API server refuses the update: {refused[0]}", stateful, effects
+            )
         changed = sorted(
             k for k in props_old.keys() | props_new.keys() if _differs(props_old.get(k), props_new.get(k), replaced)
         )

@@ -7,11 +7,14 @@ rollback of it (the reverse update), and the review's verdict checked against th
 - aws-cdk 2.275's cluster handler and EKS (``karpenter_stack.cluster_updates``): what the update refuses fails,
   and an update whose rollback the handler refuses is reported one way;
 - Helm (Karpenter 1.14.1's chart): values rendered into the controller's pod template restart its pods;
-- EKS: a deleted or replaced Fargate profile deletes the pods it scheduled.
+- EKS: a deleted or replaced Fargate profile deletes the pods it scheduled;
+- Karpenter 1.14: a NodePool's template (but its requirements) and an EC2NodeClass's spec (but its selector terms)
+  are hashed, so changing them replaces every node by drift; the CRDs' transition rules refuse some updates.
 
-The settings come from ``AppConfig``'s fields: Literal and boolean types give their values, bounded integers the
-next value; other types need a sample (``SAMPLES``) or a reason they are not a transition of one stack
-(``NOT_A_TRANSITION``) -- a new field with neither fails ``tests/test_transitions.py``.
+The settings come from ``AppConfig``'s fields, and the node pool's and node class's (``nodePools.<field>``,
+``nodeClasses.<field>``): Literal and boolean types give their values, lists of Literals each value, bounded
+integers the next value; other types need a sample (``SAMPLES``, ``NODE_SAMPLES``) or a reason they are not a
+transition of one stack (``NOT_A_TRANSITION``) -- a new field with neither fails ``tests/test_transitions.py``.
 
     make transitions            # every transition; prints the matrix and its counts; exit 1 on a wrong verdict
 """
@@ -50,6 +53,46 @@ SAMPLES: dict[str, Any] = {
     "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:platform-alerts",
     "addonVersions": {"vpc-cni": "v1.20.1-eksbuild.3"},
     "administrators": ["arn:aws:iam::111122223333:role/platform-admins"],
+}
+# ... and for the fields of the node pool and node class (``nodePools[0].<field>``, ``nodeClasses[0].<field>``).
+NODE_SAMPLES: dict[str, Any] = {
+    "nodePools.name": "general",
+    "nodePools.nodeClass": "other",
+    "nodePools.instanceCategories": ["c", "m"],
+    "nodePools.requirements": [
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7g", "m7i"]}
+    ],
+    "nodePools.limits": {"cpu": "500", "memory": "500Gi"},
+    "nodePools.weight": 10,
+    "nodePools.replicas": 2,
+    "nodePools.expireAfter": "168h",
+    "nodePools.terminationGracePeriod": "1h",
+    "nodePools.consolidateAfter": "5m",
+    "nodePools.budgets": [{"nodes": "20%"}],
+    "nodePools.labels": {"team": "data"},
+    "nodePools.taints": [{"key": "dedicated", "value": "data", "effect": "NoSchedule"}],
+    "nodeClasses.name": "general",
+    "nodeClasses.amiAlias": "bottlerocket@latest",
+    "nodeClasses.rootVolumeIops": 4000,
+    "nodeClasses.rootVolumeThroughput": 250,
+    "nodeClasses.tags": {"team": "data"},
+    "nodeClasses.kubelet": {"maxPods": 50},
+    "nodeClasses.dataVolumes": [{"deviceName": "/dev/xvdb", "sizeGib": 100}],
+    "nodeClasses.extraSubnetSelectorTerms": [{"tags": {"tier": "private"}}],
+    "nodeClasses.extraSecurityGroupSelectorTerms": [{"tags": {"team": "data"}}],
+    "nodeClasses.capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}],
+}
+# What a node field's values need besides (the base of that field's transitions).
+NODE_COMPANIONS: dict[str, dict[str, Any]] = {
+    # the reserved capacity type needs the class's capacity reservations
+    "nodePools.capacityTypes": {
+        "nodeClasses": [{"name": "default", "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}]
+    },
+    "nodePools.replicas": {"controller": {"featureGates": {"staticCapacity": True}}},
+}
+# Fields with modes that a Literal type does not spell: every pair of these values.
+NODE_MODES: dict[str, list[Any]] = {
+    "nodeClasses.amiAlias": ["al2023@latest", "al2023@v20260801", "bottlerocket@latest", "windows2022@latest"],
 }
 # Settings a value of which needs others (the model refuses it alone): the base of that setting's transitions.
 COMPANIONS: dict[str, dict[str, Any]] = {
@@ -97,6 +140,10 @@ class Transition:
     def overrides(self, which: str) -> dict[str, Any]:
         value = self.old if which == "old" else self.new
         companions = {} if value is DEFAULT else VALUE_COMPANIONS.get((self.setting, json.dumps(value)), {})
+        if "." in self.setting:  # a field of the one node pool or node class: that list, with the field set
+            listing, name = self.setting.split(".", 1)
+            item = {"name": "default", **({} if value is DEFAULT else {name: value})}
+            return {**self.base, **companions, listing: [item]}
         return {**self.base, **companions, **({} if value is DEFAULT else {self.setting: value})}
 
 
@@ -124,6 +171,38 @@ def _literal_values(annotation: Any) -> list[Any] | None:
         values = _literal_values(inner[0]) if len(inner) == 1 else None
         return None if values is None else [*values, None]
     return None
+
+
+def _list_of_literals(annotation: Any) -> list[Any] | None:
+    """The values of a ``list[Literal[...]]`` field, each as a one-item list (the field's modes)."""
+    if typing.get_origin(annotation) is list:
+        values = _literal_values(typing.get_args(annotation)[0])
+        return None if values is None else [[v] for v in values]
+    return None
+
+
+def node_transitions() -> list[Transition]:
+    """The node pool's and node class's fields moved from their defaults and back (modes: every pair)."""
+    from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
+
+    found: list[Transition] = []
+    for listing, spec in (("nodePools", NodePoolSpec), ("nodeClasses", NodeClassSpec)):
+        for name, info in spec.model_fields.items():
+            key = f"{listing}.{info.alias or name}"
+            base = NODE_COMPANIONS.get(key, {})
+            modes = NODE_MODES.get(key) or _literal_values(info.annotation) or _list_of_literals(info.annotation)
+            if modes is not None:
+                found += [Transition(key, base, a, b) for a, b in itertools.permutations(modes, 2)]
+                continue
+            if info.annotation is int:
+                bound = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
+                value = info.default + 1 if bound is None or info.default + 1 <= bound else info.default - 1
+            elif key in NODE_SAMPLES:
+                value = NODE_SAMPLES[key]
+            else:
+                raise KeyError(f"{key}: no sample value (scripts/transitions.py NODE_SAMPLES)")
+            found += [Transition(key, base, DEFAULT, value), Transition(key, base, value, DEFAULT)]
+    return found
 
 
 def transitions(fields: Mapping[str, Any] | None = None) -> tuple[list[Transition], dict[str, str]]:
@@ -204,6 +283,8 @@ def mirrored_problems(
                 )
             if kind == rv.CLUSTER:
                 problems += _cluster_problems(stack, logical_id, props_old, props_new, change)
+            if kind == rv.MANIFEST:
+                problems += _drift_problems(stack, logical_id, props_old, props_new, change)
             if kind == rv.FARGATE and props_old != props_new and (change is None or not change.interrupts):
                 problems.append(f"{stack}/{logical_id}: a replaced Fargate profile deletes its pods, review says not")
         for logical_id in before.keys() - after.keys():
@@ -213,7 +294,7 @@ def mirrored_problems(
                     problems.append(
                         f"{stack}/{logical_id}: a deleted Fargate profile deletes its pods, review says not"
                     )
-    return problems
+    return sorted(problems)
 
 
 def _cluster_problems(
@@ -240,6 +321,55 @@ def _cluster_problems(
         if back and (change is None or rv.ONE_WAY_MARK not in change.why):
             return [f"{stack}/{logical_id}: its rollback is refused ({back}), review does not say one way"]
     return []
+
+
+# Karpenter's drift hashes (kubernetes-sigs/karpenter pkg/apis/v1 NodePool, karpenter-provider-aws pkg/apis/v1
+# EC2NodeClass, v1.14): a NodePool's spec.template is hashed except its requirements (hash:"ignore"); an
+# EC2NodeClass's spec is hashed except its selector terms, which drift only the nodes that no longer match.
+_POOL_NOT_HASHED = ("requirements",)
+_CLASS_NOT_HASHED = (
+    "amiSelectorTerms",
+    "subnetSelectorTerms",
+    "securityGroupSelectorTerms",
+    "capacityReservationSelectorTerms",
+)
+
+
+def _drift_problems(
+    stack: str, logical_id: str, old: dict[str, Any], new: dict[str, Any], change: rv.Change | None
+) -> list[str]:
+    before, after = rv._objects(old.get("Manifest")), rv._objects(new.get("Manifest"))
+    effects = " | ".join(change.effects) if change else ""
+    problems = []
+    # Kubernetes: the CRDs' transition rules (CEL with oldSelf) refuse the apply, so the deploy fails.
+    refused = rv.crd_refusals(old.get("Manifest"), new.get("Manifest"), {})
+    if refused and (change is None or change.action != "fails"):
+        problems.append(
+            f"{stack}/{logical_id}: the API server refuses ({refused[0]}), review says "
+            f"{change.action if change else 'no change'}"
+        )
+    for key in before.keys() & after.keys():
+        kind, name = key.split("/", 1)
+        a, b = before[key].get("spec", {}), after[key].get("spec", {})
+        if kind == "NodePool":
+            ta, tb = a.get("template", {}), b.get("template", {})
+            hashed = ta.get("metadata") != tb.get("metadata") or any(
+                ta.get("spec", {}).get(k) != tb.get("spec", {}).get(k)
+                for k in ta.get("spec", {}).keys() | tb.get("spec", {}).keys()
+                if k not in _POOL_NOT_HASHED
+            )
+            says = f"all nodes of pool `{name}` will be replaced by drift" in effects
+        elif kind == "EC2NodeClass":
+            hashed = any(a.get(k) != b.get(k) for k in a.keys() | b.keys() if k not in _CLASS_NOT_HASHED)
+            says = f"EC2NodeClass `{name}`" in effects and "all nodes of pools" in effects
+        else:
+            continue
+        if hashed != says:
+            problems.append(
+                f"{stack}/{logical_id}: {kind} `{name}` {'changes' if hashed else 'keeps'} its drift hash, review says "
+                f"{'no drift' if hashed else 'all nodes drift'}"
+            )
+    return problems
 
 
 Synth = Callable[[Mapping[str, Any]], Mapping[str, dict[str, Any]]]
@@ -308,8 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     from karpenter_stack import context_sources
 
     found, not_one = transitions()
+    found += node_transitions()
     if args.only:
-        found = [t for t in found if t.setting in args.only]
+        found = [t for t in found if t.setting in args.only or t.setting.split(".")[0] in args.only]
     # The product's settings layer (feature flags): the matrix is about the model's defaults, not your cdk.json.
     product = ROOT / "tests" / "fixtures" / "product"
     flags = {k: v for k, v in context_sources.cdk_json_context(product).items() if k.startswith(("@", "aws:"))}

@@ -6,6 +6,7 @@ handler's onUpdate / analyzeUpdate), EKS's rules and the Karpenter 1.14.1 chart.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 
@@ -424,9 +425,9 @@ def test_a_wrong_verdict_is_caught_by_the_mirrored_rules():
         )
     ]
     assert tr.mirrored_problems(old, new, careless) == [
-        "s/Group: create-only InstanceTypes changes, review says updated",
         "s/Cluster: its rollback is refused (Cannot fallback authenticationMode from defined to undefined), review "
         "does not say one way",
+        "s/Group: create-only InstanceTypes changes, review says updated",
     ]
     assert tr.mirrored_problems(old, new, rv.review(old, new)) == []
 
@@ -452,3 +453,41 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
         and cluster.why
         == f"in place: updateVersion (a Kubernetes upgrade, ~10 min; add-ons follow) ({rv.ONE_WAY_VERSION})"
     )
+
+
+def test_the_node_fields_are_in_the_matrix_with_every_mode_pair():
+    """Capacity types and AMI families as modes (every ordered pair); every other field by type or sample."""
+    from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
+    from scripts import transitions as tr
+
+    found = tr.node_transitions()
+    settings = {t.setting for t in found}
+    assert settings == {f"nodePools.{f.alias or n}" for n, f in NodePoolSpec.model_fields.items()} | {
+        f"nodeClasses.{f.alias or n}" for n, f in NodeClassSpec.model_fields.items()
+    }
+    capacity = {(t.old[0], t.new[0]) for t in found if t.setting == "nodePools.capacityTypes"}
+    assert capacity == set(itertools.permutations(["spot", "on-demand", "reserved"], 2))
+    assert sum(t.setting == "nodeClasses.amiAlias" for t in found) == 12  # four families and pins
+    assert len(found) == 102
+
+
+def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_review_says_so():
+    """Found by the matrix: the review called it in place, but the NodePool CRD's transition rule refuses the
+    apply (a pool cannot switch between replicas and none), so the deploy fails and rolls back."""
+    from constructs_lib import manifests
+    from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
+
+    def manifest(**pool):
+        _, pools, _ = manifests.node_objects(
+            [NodeClassSpec()],
+            [NodePoolSpec(**pool)],
+            node_overlays=[],
+            cluster_name="c",
+            node_role_name="r",
+            feature_gates={"staticCapacity": True},
+        )
+        return json.dumps(list(pools.values()))
+
+    (refused,) = rv.crd_refusals(manifest(), manifest(replicas=2), {})
+    assert refused.startswith("NodePool/default: ") and refused.endswith("(Karpenter 1.14.1 CRD rule)")
+    assert rv.crd_refusals(manifest(replicas=2), manifest(replicas=3), {}) == []
