@@ -189,19 +189,8 @@ def node_transitions() -> list[Transition]:
     for listing, spec in (("nodePools", NodePoolSpec), ("nodeClasses", NodeClassSpec)):
         for name, info in spec.model_fields.items():
             key = f"{listing}.{info.alias or name}"
-            base = NODE_COMPANIONS.get(key, {})
             modes = NODE_MODES.get(key) or _literal_values(info.annotation) or _list_of_literals(info.annotation)
-            if modes is not None:
-                found += [Transition(key, base, a, b) for a, b in itertools.permutations(modes, 2)]
-                continue
-            if info.annotation is int:
-                bound = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
-                value = info.default + 1 if bound is None or info.default + 1 <= bound else info.default - 1
-            elif key in NODE_SAMPLES:
-                value = NODE_SAMPLES[key]
-            else:
-                raise KeyError(f"{key}: no sample value (scripts/transitions.py NODE_SAMPLES)")
-            found += [Transition(key, base, DEFAULT, value), Transition(key, base, value, DEFAULT)]
+            found += _field_transitions(key, info, modes, NODE_COMPANIONS.get(key, {}), NODE_SAMPLES)
     return found
 
 
@@ -214,20 +203,25 @@ def transitions(fields: Mapping[str, Any] | None = None) -> tuple[list[Transitio
         if key in NOT_A_TRANSITION:
             not_one[key] = NOT_A_TRANSITION[key]
             continue
-        base = COMPANIONS.get(key, {})
-        modes = _literal_values(info.annotation)
-        if modes is not None:  # every ordered pair of modes
-            found += [Transition(key, base, a, b) for a, b in itertools.permutations(modes, 2)]
-            continue
-        if info.annotation is int:
-            bound = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
-            value = info.default + 1 if bound is None or info.default + 1 <= bound else info.default - 1
-        elif key in SAMPLES:
-            value = SAMPLES[key]
-        else:
-            raise KeyError(f"{key}: no sample value and no reason it is not a transition (scripts/transitions.py)")
-        found += [Transition(key, base, DEFAULT, value), Transition(key, base, value, DEFAULT)]
+        found += _field_transitions(key, info, _literal_values(info.annotation), COMPANIONS.get(key, {}), SAMPLES)
     return found, not_one
+
+
+def _field_transitions(
+    key: str, info: Any, modes: list[Any] | None, base: Mapping[str, Any], samples: Mapping[str, Any]
+) -> list[Transition]:
+    """A field's transitions: every ordered pair of its modes; else its default to another value (the next
+    bounded integer, or its sample) and back."""
+    if modes is not None:
+        return [Transition(key, base, a, b) for a, b in itertools.permutations(modes, 2)]
+    if info.annotation is int:
+        bound = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
+        value = info.default + 1 if bound is None or info.default + 1 <= bound else info.default - 1
+    elif key in samples:
+        value = samples[key]
+    else:
+        raise KeyError(f"{key}: no sample value and no reason it is not a transition (scripts/transitions.py)")
+    return [Transition(key, base, DEFAULT, value), Transition(key, base, value, DEFAULT)]
 
 
 @dataclass

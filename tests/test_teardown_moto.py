@@ -93,7 +93,8 @@ def _profiles(iam):
     return sorted(p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"])
 
 
-def _delete(world, status, budget_ms=840_000, properties=None):
+def _handle(status, clients, properties, budget_ms=840_000, **options):
+    """The handler's answers to a Delete while the stack is in ``status``: (status, data, reason, answered at)."""
     cloudformation, _ = _status_client(status)
     fake = FakeTime()
     responses = []
@@ -104,17 +105,22 @@ def _delete(world, status, budget_ms=840_000, properties=None):
             "RequestId": "r",
             "LogicalResourceId": "TeardownSafetyNet",
             "ResponseURL": "https://example.invalid",
-            "ResourceProperties": {"ClusterName": CLUSTER, **(properties or {})},
+            "ResourceProperties": {"ClusterName": CLUSTER, **properties},
         },
         Context(fake, budget_ms),
-        clients=lambda: {"cloudformation": cloudformation, "ec2": world["ec2"], "iam": world["iam"]},
-        respond=lambda e, c, status, reason="", data=None: responses.append((status, data, fake.now)),
+        clients=lambda: {"cloudformation": cloudformation, **clients},
+        respond=lambda e, c, status, reason="", data=None: responses.append((status, data, reason, fake.now)),
         sleep=fake.sleep,
         clock=fake.clock,
-        drain_timeout=60,
-        poll_interval=15,
+        **options,
     )
     return responses
+
+
+def _delete(world, status, budget_ms=840_000, properties=None):
+    clients = {"ec2": world["ec2"], "iam": world["iam"]}
+    answers = _handle(status, clients, properties or {}, budget_ms, drain_timeout=60, poll_interval=15)
+    return [(answer, data, at) for answer, data, _, at in answers]
 
 
 def _snapshot(world):
@@ -349,28 +355,9 @@ def _groups(services):
 
 
 def _clean(services, status):
-    cloudformation, _ = _status_client(status)
-    fake = FakeTime()
-    responses = []
-    index.handler(
-        {
-            "RequestType": "Delete",
-            "StackId": STACK_ID,
-            "RequestId": "r",
-            "LogicalResourceId": "TeardownSafetyNetLoadBalancers",
-            "ResponseURL": "https://example.invalid",
-            "ResourceProperties": {"ClusterName": CLUSTER, "Phase": "LoadBalancers", "VpcId": services["vpc"]},
-        },
-        Context(fake),
-        clients=lambda: {
-            "cloudformation": cloudformation,
-            **{k: services[k] for k in ("ec2", "iam", "elb", "elbv2")},
-        },
-        respond=lambda e, c, status, reason="", data=None: responses.append((status, reason, data)),
-        sleep=fake.sleep,
-        clock=fake.clock,
-    )
-    return responses
+    clients = {k: services[k] for k in ("ec2", "iam", "elb", "elbv2")}
+    answers = _handle(status, clients, {"Phase": "LoadBalancers", "VpcId": services["vpc"]})
+    return [(answer, reason, data) for answer, data, reason, _ in answers]
 
 
 def test_the_stack_deletion_removes_this_clusters_service_load_balancers_and_their_security_groups(services):

@@ -271,19 +271,19 @@ class LoadBalancerCleanup:
         """(classic, v2) load balancers of this cluster in its VPC, with their security groups."""
         classic = [lb for lb in self._pages(self.elb, "LoadBalancerDescriptions") if lb.get("VPCId") == self.vpc_id]
         current = [lb for lb in self._pages(self.elbv2, "LoadBalancers") if lb.get("VpcId") == self.vpc_id]
-        tagged_classic: list[dict] = []
-        for first in range(0, len(classic), 20):
-            names = [lb["LoadBalancerName"] for lb in classic[first:first + 20]]
-            for d in self.t.call(self.elb.describe_tags, LoadBalancerNames=names)["TagDescriptions"]:
+        return (self._tagged(classic, self.elb, "LoadBalancerName", "LoadBalancerNames"),
+                self._tagged(current, self.elbv2, "LoadBalancerArn", "ResourceArns"))
+
+    def _tagged(self, balancers: list[dict], client: Any, key: str, argument: str) -> list[dict]:
+        """The load balancers whose tags say they are this cluster's (DescribeTags takes 20 at a time)."""
+        ours: list[dict] = []
+        for first in range(0, len(balancers), 20):
+            ids = [lb[key] for lb in balancers[first:first + 20]]
+            for d in self.t.call(client.describe_tags, **{argument: ids})["TagDescriptions"]:
+                named = d.get("LoadBalancerName") if key == "LoadBalancerName" else d.get("ResourceArn")
                 if self.ours(d.get("Tags", [])):
-                    tagged_classic += [lb for lb in classic if lb["LoadBalancerName"] == d["LoadBalancerName"]]
-        tagged_v2: list[dict] = []
-        for first in range(0, len(current), 20):
-            arns = [lb["LoadBalancerArn"] for lb in current[first:first + 20]]
-            for d in self.t.call(self.elbv2.describe_tags, ResourceArns=arns)["TagDescriptions"]:
-                if self.ours(d.get("Tags", [])):
-                    tagged_v2 += [lb for lb in current if lb["LoadBalancerArn"] == d["ResourceArn"]]
-        return tagged_classic, tagged_v2
+                    ours += [lb for lb in balancers if lb[key] == named]
+        return ours
 
     def security_groups(self, attached: set[str]) -> list[str]:
         """This cluster's load-balancer security groups in its VPC: the in-tree provider's k8s-elb-*, the
