@@ -49,7 +49,8 @@ def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> li
         refused = auth_mode_refusal(old_mode, new_mode)
         if refused:
             problems.append(
-                f"authenticationMode {json.dumps(new_mode)}: the deployed cluster ({source}) is {_mode(old_mode)}, "
+                f"authenticationMode {json.dumps(new_mode) if new_mode else 'unset'}: the deployed cluster ({source}) is "
+                f"{_mode(old_mode)}, "
                 f"and aws-cdk's handler refuses {_mode(old_mode)} → {_mode(new_mode)} ({refused}), on the deploy and "
                 f"again on its rollback; {auth_mode_sequence(old_mode, new_mode)}"
             )
@@ -58,8 +59,9 @@ def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> li
         kinds["kubernetesVersion"] = (old_version, new_version)
         refused = version_step_refusal(old_version, new_version)
         if refused:
+            keep = f"; keep {old_version}" if "downgrade" in refused else ""
             problems.append(
-                f"kubernetesVersion {json.dumps(new_version)}: the deployed cluster ({source}) runs {refused}"
+                f"kubernetesVersion {json.dumps(new_version)}: the deployed cluster ({source}) runs {refused}{keep}"
             )
     old_public = (old.get("resourcesVpcConfig") or {}).get("endpointPublicAccess")
     new_public = config.endpoint_access == "public-and-private"
@@ -70,8 +72,10 @@ def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> li
         old_protection is None and config.deletion_protection is None
     ):
         kinds["deletionProtection"] = (old_protection, config.deletion_protection)
-    if len(kinds) > 1:
-        steps = "; then ".join(f"{name} {json.dumps(new)}" for name, (_, new) in kinds.items())
+    if len(kinds) > 1 and not problems:  # (a refused step above is the first thing to change)
+        steps = "; then ".join(
+            f"{name} {new if name == 'authenticationMode' else json.dumps(new)}" for name, (_, new) in kinds.items()
+        )
         problems.append(
             f"{' and '.join(kinds)} change together against the deployed cluster ({source}): aws-cdk's handler "
             "allows one kind of cluster update per deploy, and refuses the rollback's too; deploy one at a time: "

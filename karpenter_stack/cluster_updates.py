@@ -37,7 +37,7 @@ def auth_mode_refusal(old: str | None, new: str | None) -> str | None:
 def auth_mode_sequence(old: str | None, new: str | None) -> str:
     """The safe way from ``old`` to ``new`` when the direct step is refused."""
     if AUTH_ORDER.get(new, 0) > AUTH_ORDER.get(old, 0):
-        return "first deploy API_AND_CONFIG_MAP alone, then API"
+        return "first deploy API_AND_CONFIG_MAP (with nothing else you can leave out), then API"
     return "EKS never moves a cluster back: keep the current mode"
 
 

@@ -43,7 +43,14 @@ def their_cdk_json() -> dict[str, Any]:
         "nodePools": [
             SYSTEM_POOL,
             {"name": "general", "capacityTypes": ["on-demand"], "architectures": ["arm64"], "limits": {"cpu": 256}},
-            {"name": "batch", "capacityTypes": ["spot"], "weight": 10, "instanceCategories": ["c", "m"]},
+            # (null: no bound on its drains, as upstream; jsii drops nulls from the context, the app must not)
+            {
+                "name": "batch",
+                "capacityTypes": ["spot"],
+                "weight": 10,
+                "instanceCategories": ["c", "m"],
+                "terminationGracePeriod": None,
+            },
         ],
         "environments": {
             name: {"account": account, "region": region} for name, (account, region) in ENVIRONMENTS.items()

@@ -941,8 +941,9 @@ def _one_way_alone(reports: list[StackReport]) -> list[StackReport]:
             change.stateful = (
                 f"its rollback is refused: with {len(others)} other change(s) in this deploy, any failure rolls it "
                 "back and leaves the stack in UPDATE_ROLLBACK_FAILED (recovery: continue-update-rollback skipping "
-                "the cluster); deploy it with nothing else where you can (a Kubernetes upgrade cannot: its add-ons "
-                "and node group follow in the same deploy), or acknowledge the risk"
+                "the cluster); deploy it with as little else as you can (what follows it in the same template, e.g. "
+                "a Kubernetes upgrade's add-ons or a mode's access entries, cannot be left out), then acknowledge the "
+                "risk"
             )
     return reports
 
@@ -1037,9 +1038,11 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
         lines.append(f"**The deploy would fail** at: {', '.join(failing)}.")
     if blocking:
         lines.append(
-            f"**Blocked**: stateful or slow resources replaced or deleted without acknowledgment: {', '.join(blocking)}. "
+            f"**Blocked**: stateful or slow resources replaced, deleted or changed one way without acknowledgment: "
+            f"{', '.join(blocking)}. "
             "If that is intended, list each in acknowledged-replacements.yaml (`- resource: <stack>/<logical id>` "
-            "and a `reason`) or pass `--acknowledge <stack>/<logical id>`."
+            "and a `reason`) or pass `--acknowledge <stack>/<logical id>` (through make: "
+            '`make review ARGS="--acknowledge <stack>/<logical id>"`).'
         )
     return "\n".join(lines).rstrip() + "\n", blocking, failing
 

@@ -117,8 +117,8 @@ NOT_A_TRANSITION: dict[str, str] = {
     "existingCluster": "Karpenter on a cluster this app did not create is another kind of stack",
     "karpenterVersion": "one release has a template (templates/); a bump is reviewed by tests/test_review.py",
     "controller": "the controller's settings: chart values (tests/test_karpenter_release.py)",
-    "nodeClasses": "node classes: Karpenter drift rules per field (tests/test_transitions.py, node objects)",
-    "nodePools": "node pools: Karpenter drift rules per field (tests/test_transitions.py, node objects)",
+    "nodeClasses": "moved field by field instead (the nodeClasses.<field> rows)",
+    "nodePools": "moved field by field instead (the nodePools.<field> rows)",
     "nodeOverlays": "node overlays: read by the controller only, no node drifts",
 }
 # refused: the deploy fails (or the synth refuses it); blocked: it would work, but replaces or deletes something
@@ -421,7 +421,7 @@ def matrix(outcomes: Iterable[Outcome], not_one: Mapping[str, str]) -> str:
         for o in outcomes
     ]
     lines = ["| transition | deploy | its rollback | changes | mirrored rules |", "|---|---|---|---|---|", *rows]
-    lines += ["", "Not a transition of one stack:", *(f"- `{k}`: {why}" for k, why in sorted(not_one.items()))]
+    lines += ["", "Not moved as one setting:", *(f"- `{k}`: {why}" for k, why in sorted(not_one.items()))]
     return "\n".join(lines) + "\n"
 
 

@@ -565,3 +565,16 @@ def test_a_production_pool_list_without_the_system_pool_says_what_it_drops():
     assert warning.startswith("nodePools: your list replaces") and warning.endswith(
         "to nodePools (from cdk.json; environment prod)"
     )
+
+
+def test_a_null_in_cdk_json_survives_the_context_that_jsii_hands_the_app():
+    """jsii drops nulls from the context; cdk.json's own value (null: leave it unset) is the one that counts.
+    Found by a newcomer trial: "terminationGracePeriod": null came out as the 24h default."""
+    from karpenter_stack.config import load_environments
+
+    pools = [{"name": "batch", "terminationGracePeriod": None}]
+    through_jsii = {"nodePools": [{"name": "batch"}]}
+    (config,) = load_environments(through_jsii, file_context={"nodePools": pools}).values()
+    assert config.node_pools[0].termination_grace_period is None
+    (flagged,) = load_environments({"nodePools": [{"name": "b2"}]}, file_context={"nodePools": pools}).values()
+    assert flagged.node_pools[0].termination_grace_period == "24h"  # a -c value differs: it is the flag's

@@ -99,6 +99,8 @@ def test_their_configuration_synthesizes_offline_from_their_lookup_cache():
             "general",
             "batch",
         ]
+        # their null survives cdk.json → CLI → jsii → the app: batch has no terminationGracePeriod (found by a trial)
+        assert re.findall(r'terminationGracePeriod\\":\\"([0-9a-z]+)', text) == ["24h", "24h"]
 
 
 def test_the_gate_checks_every_environment_of_a_configuration(by_hand):

@@ -76,7 +76,8 @@ def test_renaming_the_cluster_replaces_it_with_a_new_stack_and_is_blocked_until_
     assert "leaves `eks-karpenter` running until it is destroyed" in change.why
     assert (blocking, failing) == (["eks-karpenter/*"], [])
     assert (
-        "**Blocked**: stateful or slow resources replaced or deleted without acknowledgment: eks-karpenter/*." in text
+        "**Blocked**: stateful or slow resources replaced, deleted or changed one way without acknowledgment: eks-karpenter/*."
+        in text
     )
     _, text, blocking, _ = _review(synth(clusterName="renamed"), acknowledged={"eks-karpenter/*": "moving"})
     assert blocking == [] and "| acknowledged | `*` |" in text
@@ -302,7 +303,10 @@ def test_the_command_against_the_baseline_the_user_accepted(tmp_path, capsys, mo
     assert rv.main(["--base", "HEAD", "-c", "clusterName=renamed", "--output", str(out)]) == 1
     assert out.read_text() == capsys.readouterr().out.removesuffix("\n")
     assert "## renamed (replaces eks-karpenter)" in out.read_text()
-    assert "**Blocked**: stateful or slow resources replaced or deleted without acknowledgment" in out.read_text()
+    assert (
+        "**Blocked**: stateful or slow resources replaced, deleted or changed one way without acknowledgment"
+        in out.read_text()
+    )
     assert assemblies_in_tmp() == before
 
     assert rv.main(["-c", "clusterName=bad name"]) == 2

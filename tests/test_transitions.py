@@ -156,7 +156,7 @@ def test_refused_authentication_mode_changes_fail_the_review_with_the_safe_seque
     assert rv._cluster_change(_config(), _config("API"), set(), False) == (
         "fails",
         "authenticationMode unset → API: aws-cdk's handler refuses (Cannot update from undefined(CONFIG_MAP) to "
-        "API); first deploy API_AND_CONFIG_MAP alone, then API",
+        "API); first deploy API_AND_CONFIG_MAP (with nothing else you can leave out), then API",
     )
     assert rv._cluster_change(_config("API"), _config("API_AND_CONFIG_MAP"), set(), False)[0] == "fails"
     assert rv._cluster_change(_config("API_AND_CONFIG_MAP"), _config(), set(), False)[1].startswith(
@@ -291,7 +291,7 @@ DEPLOYED = {
             {"authenticationMode": "API"},
             'authenticationMode "API": the deployed cluster (baseline/eks-karpenter.template.json) is unset (CONFIG_MAP), '
             "and aws-cdk's handler refuses unset (CONFIG_MAP) → API (Cannot update from undefined(CONFIG_MAP) to API), on "
-            "the deploy and again on its rollback; first deploy API_AND_CONFIG_MAP alone, then API",
+            "the deploy and again on its rollback; first deploy API_AND_CONFIG_MAP (with nothing else you can leave out), then API",
         ),
         (
             {"accessConfig": {"authenticationMode": "API"}},
@@ -373,7 +373,7 @@ def test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_ta
         "Configuration error:",
         'authenticationMode "API": the deployed cluster (baseline/eks-karpenter.template.json) is unset (CONFIG_MAP), '
         "and aws-cdk's handler refuses unset (CONFIG_MAP) → API (Cannot update from undefined(CONFIG_MAP) to API), on "
-        "the deploy and again on its rollback; first deploy API_AND_CONFIG_MAP alone, then API",
+        "the deploy and again on its rollback; first deploy API_AND_CONFIG_MAP (with nothing else you can leave out), then API",
     ]
     assert "nothing was tested" in result.stderr and "passed" not in result.stdout
 
@@ -491,3 +491,20 @@ def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_r
     (refused,) = rv.crd_refusals(manifest(), manifest(replicas=2), {})
     assert refused.startswith("NodePool/default: ") and refused.endswith("(Karpenter 1.14.1 CRD rule)")
     assert rv.crd_refusals(manifest(replicas=2), manifest(replicas=3), {}) == []
+
+
+def test_refused_steps_are_named_before_any_advice_to_combine_them(tmp_path):
+    """Found by a newcomer trial: a mode step back and a downgrade together also got 'deploy one at a time: first
+    ... then ...', advising both refused steps."""
+    from karpenter_stack import baseline
+
+    _deployed(tmp_path, {**DEPLOYED, "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP"}})
+    refused = baseline.refusals(load_config({"kubernetesVersion": "1.35"}), "eks-karpenter", tmp_path)
+    assert refused == [
+        "authenticationMode unset: the deployed cluster (baseline/eks-karpenter.template.json) is "
+        "API_AND_CONFIG_MAP, and aws-cdk's handler refuses API_AND_CONFIG_MAP → unset (CONFIG_MAP) (Cannot fallback "
+        "authenticationMode from defined to undefined), on the deploy and again on its rollback; EKS never moves a "
+        "cluster back: keep the current mode",
+        'kubernetesVersion "1.35": the deployed cluster (baseline/eks-karpenter.template.json) runs version 1.36 → '
+        "1.35: EKS never downgrades a cluster; keep 1.36",
+    ]

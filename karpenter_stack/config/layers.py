@@ -189,6 +189,8 @@ def _ours(context: Mapping[str, Any], file_context: Mapping[str, Any] | None) ->
         for k in ours
         if file_context is not None and (k not in from_file or _without_nones(from_file[k]) != _without_nones(ours[k]))
     }
+    if file_context is not None:  # cdk.json's own values, with the nulls jsii dropped (null = "leave it unset")
+        ours = {k: v if k in flags else from_file[k] for k, v in ours.items()}
     return ours, {k: FLAG if k in flags else CDK_JSON for k in ours}
 
 

@@ -277,7 +277,8 @@ class AppConfig(CamelModel):
             "How the cluster authenticates IAM principals. Unset: EKS's CONFIG_MAP (the aws-auth ConfigMap). "
             "API_AND_CONFIG_MAP adds EKS access entries (node role, administrators) and keeps aws-auth; API uses access "
             "entries only. One way only (unset/CONFIG_MAP -> API_AND_CONFIG_MAP -> API), one step per deploy, and in a "
-            "deploy that changes nothing else of the cluster."
+            "deploy that changes nothing else of the cluster; a mode once written (even CONFIG_MAP) cannot be unset "
+            "again. With an accepted baseline the synth refuses any other step."
         ),
     )
     administrators: list[str] = Field(
