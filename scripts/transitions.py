@@ -66,7 +66,6 @@ NODE_SAMPLES: dict[str, Any] = {
     "nodePools.weight": 10,
     "nodePools.replicas": 2,
     "nodePools.expireAfter": "168h",
-    "nodePools.terminationGracePeriod": "1h",
     "nodePools.consolidateAfter": "5m",
     "nodePools.budgets": [{"nodes": "20%"}],
     "nodePools.labels": {"team": "data"},
@@ -93,6 +92,7 @@ NODE_COMPANIONS: dict[str, dict[str, Any]] = {
 # Fields with modes that a Literal type does not spell: every pair of these values.
 NODE_MODES: dict[str, list[Any]] = {
     "nodeClasses.amiAlias": ["al2023@latest", "al2023@v20260801", "bottlerocket@latest", "windows2022@latest"],
+    "nodePools.terminationGracePeriod": ["24h", "1h", None],  # None: unset, drains wait for every budget
 }
 # Settings a value of which needs others (the model refuses it alone): the base of that setting's transitions.
 COMPANIONS: dict[str, dict[str, Any]] = {
@@ -406,8 +406,9 @@ def in_process_synth(context: Mapping[str, Any], outdir_root: Path) -> Synth:
         key = json.dumps(overrides, sort_keys=True)
         if key not in cache:
             outdir = tempfile.mkdtemp(prefix="transition-", dir=outdir_root)
-            app = new_app(outdir=outdir, context={**context, "aws:cdk:enable-path-metadata": True, **overrides})
-            build(app)
+            layer = {**context, **overrides}  # as cdk.json would hold it (jsii drops the context's nulls; this keeps them)
+            app = new_app(outdir=outdir, context={**layer, "aws:cdk:enable-path-metadata": True})
+            build(app, file_context=layer)
             app.synth()
             cache[key] = rv.synthesized_templates(Path(outdir))
         return cache[key]

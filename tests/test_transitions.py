@@ -468,7 +468,8 @@ def test_the_node_fields_are_in_the_matrix_with_every_mode_pair():
     capacity = {(t.old[0], t.new[0]) for t in found if t.setting == "nodePools.capacityTypes"}
     assert capacity == set(itertools.permutations(["spot", "on-demand", "reserved"], 2))
     assert sum(t.setting == "nodeClasses.amiAlias" for t in found) == 12  # four families and pins
-    assert len(found) == 102
+    assert sum(t.setting == "nodePools.terminationGracePeriod" for t in found) == 6  # with null
+    assert len(found) == 106
 
 
 def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_review_says_so():
