@@ -406,7 +406,10 @@ def in_process_synth(context: Mapping[str, Any], outdir_root: Path) -> Synth:
         key = json.dumps(overrides, sort_keys=True)
         if key not in cache:
             outdir = tempfile.mkdtemp(prefix="transition-", dir=outdir_root)
-            layer = {**context, **overrides}  # as cdk.json would hold it (jsii drops the context's nulls; this keeps them)
+            layer = {
+                **context,
+                **overrides,
+            }  # as cdk.json would hold it (jsii drops the context's nulls; this keeps them)
             app = new_app(outdir=outdir, context={**layer, "aws:cdk:enable-path-metadata": True})
             build(app, file_context=layer)
             app.synth()
