@@ -410,7 +410,11 @@ def in_process_synth(context: Mapping[str, Any], outdir_root: Path) -> Synth:
                 **context,
                 **overrides,
             }  # as cdk.json would hold it (jsii drops the context's nulls; this keeps them)
-            app = new_app(outdir=outdir, context={**layer, "aws:cdk:enable-path-metadata": True})
+            # (assets referenced, not copied: each assembly would hold the 60 MB kubectl layer)
+            app = new_app(
+                outdir=outdir,
+                context={**layer, "aws:cdk:enable-path-metadata": True, "aws:cdk:disable-asset-staging": True},
+            )
             build(app, file_context=layer)
             app.synth()
             cache[key] = rv.synthesized_templates(Path(outdir))

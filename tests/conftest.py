@@ -39,7 +39,13 @@ from karpenter_stack.security import findings  # noqa: E402
 # an empty lookup cache), never from the working copy's cdk.json, which is the user's. The user's
 # configuration has a gate of its own (tests/test_your_configuration.py).
 PRODUCT = ROOT / "tests" / "fixtures" / "product"
-PRODUCT_CONTEXT: dict[str, Any] = context_sources.cdk_json_context(PRODUCT)
+PRODUCT_CONTEXT: dict[str, Any] = {
+    **context_sources.cdk_json_context(PRODUCT),
+    # In-process synths reference assets where they are instead of copying them into each cloud assembly: the
+    # kubectl layer made every assembly ~60 MB (about 40 of them per session). Templates are the same (asset
+    # hashes come from the sources); the CLI runs of the suite stage as `make synth` does.
+    "aws:cdk:disable-asset-staging": True,
+}
 context_sources.project_dir = lambda: PRODUCT  # where the app and the scripts read cdk.json, in this session
 # The date the EKS support calendar is checked against in tests (results must not depend on the day).
 TODAY = date(2026, 11, 21)
