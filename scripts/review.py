@@ -127,6 +127,8 @@ CLASS_DYNAMIC = (
 
 # What the effects below say when pods restart or nodes go (the report's "interrupts").
 INTERRUPTING = ("replaced by drift", "drains", "deleted with it", "restart", "roll", "one at a time")
+# As whole words: "controller" holds "roll" (a serviceMonitor switch was reported as interrupting: the matrix).
+_INTERRUPTING = re.compile(r"\b(" + "|".join(re.escape(p) for p in INTERRUPTING) + r")\b")
 
 
 @dataclass
@@ -146,7 +148,7 @@ class Change:
     @property
     def interrupts(self) -> bool:
         """Whether pods restart or nodes are replaced (what its effects say)."""
-        return any(phrase in effect for effect in self.effects for phrase in INTERRUPTING)
+        return any(_INTERRUPTING.search(effect) for effect in self.effects)
 
 
 @dataclass

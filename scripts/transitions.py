@@ -6,7 +6,8 @@ rollback of it (the reverse update), and the review's verdict checked against th
 - CloudFormation: a changed create-only property (the resource schemas cfn-lint ships) replaces the resource;
 - aws-cdk 2.275's cluster handler and EKS (``karpenter_stack.cluster_updates``): what the update refuses fails,
   and an update whose rollback the handler refuses is reported one way;
-- Helm (Karpenter 1.14.1's chart): values rendered into the controller's pod template restart its pods;
+- Helm (Karpenter 1.14.1's chart): values rendered into the controller's pod template (and a chart version)
+  restart its pods, the others leave them running;
 - EKS: a deleted or replaced Fargate profile deletes the pods it scheduled;
 - Karpenter 1.14: a NodePool's template (but its requirements) and an EC2NodeClass's spec (but its selector terms)
   are hashed, so changing them replaces every node by drift; the CRDs' transition rules refuse some updates.
@@ -279,6 +280,8 @@ def mirrored_problems(
                 problems += _cluster_problems(stack, logical_id, props_old, props_new, change)
             if kind == rv.MANIFEST:
                 problems += _drift_problems(stack, logical_id, props_old, props_new, change)
+            if kind == rv.HELM and props_new.get("Release") == "karpenter" and props_old != props_new:
+                problems += _restart_problems(stack, logical_id, props_old, props_new, change)
             if kind == rv.FARGATE and props_old != props_new and (change is None or not change.interrupts):
                 problems.append(f"{stack}/{logical_id}: a replaced Fargate profile deletes its pods, review says not")
         for logical_id in before.keys() - after.keys():
@@ -364,6 +367,23 @@ def _drift_problems(
                 f"{'no drift' if hashed else 'all nodes drift'}"
             )
     return problems
+
+
+def _restart_problems(
+    stack: str, logical_id: str, old: dict[str, Any], new: dict[str, Any], change: rv.Change | None
+) -> list[str]:
+    """Helm (Karpenter 1.14.1's chart): the controller's pods restart when a value rendered into the Deployment's
+    pod template changes (review.py's _OUTSIDE_POD_TEMPLATE lists the values rendered elsewhere) or the chart's
+    version does; otherwise the running pods stay as they are."""
+    restarts = bool(rv._pod_template_changes(old, new)) or old.get("Version") != new.get("Version")
+    moved = old.get("Release") != new.get("Release") or old.get("Namespace") != new.get("Namespace")
+    says = change is not None and any("pods restart" in e for e in change.effects)
+    if moved or restarts == says:
+        return []
+    return [
+        f"{stack}/{logical_id}: the pod template {'changes' if restarts else 'stays'}, review says pods "
+        f"{'keep running' if restarts else 'restart'}"
+    ]
 
 
 Synth = Callable[[Mapping[str, Any]], Mapping[str, dict[str, Any]]]

@@ -509,3 +509,18 @@ def test_refused_steps_are_named_before_any_advice_to_combine_them(tmp_path):
         'kubernetesVersion "1.35": the deployed cluster (baseline/eks-karpenter.template.json) runs version 1.36 → '
         "1.35: EKS never downgrades a cluster; keep 1.36",
     ]
+
+
+def test_interrupting_effects_are_matched_as_words():
+    """Found by the matrix: every effect naming the "controller" counted as a roll, so a serviceMonitor switch (a
+    ServiceMonitor object, no pod touched) was reported as interrupting."""
+    kept = rv.Change(
+        "C", rv.HELM, "updated", effects=["the controller's pod template is unchanged: its pods keep running"]
+    )
+    assert not kept.interrupts
+    assert rv.Change(
+        "C", rv.HELM, "updated", effects=["the Karpenter controller pods restart one at a time"]
+    ).interrupts
+    assert rv.Change(
+        "A", "AWS::EKS::Addon", "updated", effects=["add-on `coredns` is updated: its pods roll"]
+    ).interrupts
