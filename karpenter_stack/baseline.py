@@ -17,17 +17,65 @@ from .config import AppConfig, ConfigError, stack_name_for
 
 BASELINE_DIR = "baseline"
 CLUSTER_TYPE = "Custom::AWSCDK-EKS-Cluster"
+MANIFEST_TYPE = "Custom::AWSCDK-EKS-KubernetesResource"
+
+
+def _baseline(stack_name: str, root: Path | None) -> tuple[str, dict[str, Any]] | None:
+    """(the baseline file as messages name it, its resources), or None when nothing was accepted for the stack."""
+    path = (root or context_sources.project_dir()) / BASELINE_DIR / f"{stack_name}.template.json"
+    if not path.is_file():
+        return None
+    return f"{BASELINE_DIR}/{path.name}", json.loads(path.read_text()).get("Resources", {})
 
 
 def deployed_cluster(stack_name: str, root: Path | None = None) -> tuple[str, dict[str, Any]] | None:
     """(the baseline file, the cluster resource's ``Config``) of the stack, or None: nothing accepted for it, or
     no cluster of its own in it (an existing cluster)."""
-    path = (root or context_sources.project_dir()) / BASELINE_DIR / f"{stack_name}.template.json"
-    if not path.is_file():
+    found = _baseline(stack_name, root)
+    if found is None:
         return None
-    resources = json.loads(path.read_text()).get("Resources", {})
+    source, resources = found
     configs = [r.get("Properties", {}).get("Config", {}) for r in resources.values() if r.get("Type") == CLUSTER_TYPE]
-    return (f"{BASELINE_DIR}/{path.name}", configs[0]) if configs else None
+    return (source, configs[0]) if configs else None
+
+
+def deployed_pools(stack_name: str, root: Path | None = None) -> tuple[str, dict[str, dict[str, Any]]] | None:
+    """(the baseline file, its NodePools by name), or None when nothing was accepted for the stack. A manifest
+    that is not plain JSON (CloudFormation functions in it) is skipped: NodePools never hold any."""
+    found = _baseline(stack_name, root)
+    if found is None:
+        return None
+    source, resources = found
+    pools: dict[str, dict[str, Any]] = {}
+    for resource in resources.values():
+        manifest = resource.get("Properties", {}).get("Manifest")
+        if resource.get("Type") != MANIFEST_TYPE or not isinstance(manifest, str):
+            continue
+        for obj in json.loads(manifest):
+            if obj.get("kind") == "NodePool":
+                pools[obj["metadata"]["name"]] = obj
+    return source, pools
+
+
+def _pool_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
+    """A NodePool cannot switch between static capacity (replicas) and dynamic in place: the Karpenter CRD's
+    transition rule refuses the update (and so the deploy, and its rollback's re-apply is refused too)."""
+    found = deployed_pools(stack_name, root)
+    if found is None:
+        return []
+    source, pools = found
+    problems = []
+    for i, pool in enumerate(config.node_pools):
+        deployed = pools.get(pool.name)
+        if deployed is None or ("replicas" in deployed.get("spec", {})) == (pool.replicas is not None):
+            continue
+        was = "static (replicas)" if pool.replicas is None else "dynamic (no replicas)"
+        problems.append(
+            f"nodePools[{i}].replicas {json.dumps(pool.replicas)}: the deployed pool {json.dumps(pool.name)} ({source}) "
+            f"is {was}, and the NodePool CRD refuses a switch between static and dynamic capacity in place; give the "
+            "pool a new name to switch (the old pool's nodes drain, the new pool's launch)"
+        )
+    return problems
 
 
 def _mode(value: str | None) -> str:
@@ -35,7 +83,11 @@ def _mode(value: str | None) -> str:
 
 
 def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> list[str]:
-    """Why deploying ``config`` over the baseline's cluster would fail (empty: it would not, or no baseline)."""
+    """Why deploying ``config`` over the baseline's stack would fail (empty: it would not, or no baseline)."""
+    return _pool_refusals(config, stack_name, root) + _cluster_refusals(config, stack_name, root)
+
+
+def _cluster_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
     deployed = deployed_cluster(stack_name, root)
     if deployed is None or config.existing_cluster is not None:
         return []

@@ -8,7 +8,8 @@ rollback of it (the reverse update), and the review's verdict checked against th
   and an update whose rollback the handler refuses is reported one way;
 - Helm (Karpenter 1.14.1's chart): values rendered into the controller's pod template (and a chart version)
   restart its pods, the others leave them running;
-- EKS: a deleted or replaced Fargate profile deletes the pods it scheduled;
+- EKS: a deleted or replaced Fargate profile deletes the pods it scheduled; node groups and kube-proxy follow the
+  control plane's minor (version skew);
 - Karpenter 1.14: a NodePool's template (but its requirements) and an EC2NodeClass's spec (but its selector terms)
   are hashed, so changing them replaces every node by drift; the CRDs' transition rules refuse some updates.
 
@@ -291,7 +292,30 @@ def mirrored_problems(
                     problems.append(
                         f"{stack}/{logical_id}: a deleted Fargate profile deletes its pods, review says not"
                     )
+    problems += _skew_problems(new)
     return sorted(problems)
+
+
+def _skew_problems(templates: Mapping[str, dict[str, Any]]) -> list[str]:
+    """EKS's version skew (EKS User Guide, "Update existing cluster"): a managed node group runs the control
+    plane's minor (it must before the next upgrade) and kube-proxy is of that minor (never newer)."""
+    problems = []
+    for name, template in templates.items():
+        resources = template.get("Resources", {})
+        versions = [
+            r["Properties"].get("Config", {}).get("version") for r in resources.values() if r["Type"] == rv.CLUSTER
+        ]
+        if not versions or not isinstance(versions[0], str):
+            continue
+        minor = versions[0]
+        for logical_id, r in resources.items():
+            props = r.get("Properties", {})
+            if r["Type"] == "AWS::EKS::Nodegroup" and props.get("Version") != minor:
+                problems.append(f"{name}/{logical_id}: node group at {props.get('Version')}, cluster at {minor}")
+            if r["Type"] == "AWS::EKS::Addon" and props.get("AddonName") == "kube-proxy":
+                if not str(props.get("AddonVersion", "")).startswith(f"v{minor}."):
+                    problems.append(f"{name}/{logical_id}: kube-proxy {props.get('AddonVersion')}, cluster at {minor}")
+    return problems
 
 
 def _cluster_problems(

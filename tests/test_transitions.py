@@ -406,7 +406,7 @@ def test_a_wrong_verdict_is_caught_by_the_mirrored_rules():
     that the review did not call one way: both are reported."""
     from scripts import transitions as tr
 
-    group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"InstanceTypes": ["t3.medium"], "ClusterName": "c"}}
+    group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"InstanceTypes": ["t3.medium"], "Version": "1.36"}}
     cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"name": "c", "version": "1.36", "accessConfig": {}}}}
     old = {"s.template": {"Resources": {"Group": group, "Cluster": cluster}}}
     moved = {
@@ -524,3 +524,42 @@ def test_interrupting_effects_are_matched_as_words():
     assert rv.Change(
         "A", "AWS::EKS::Addon", "updated", effects=["add-on `coredns` is updated: its pods roll"]
     ).interrupts
+
+
+def test_a_pool_switching_between_static_and_dynamic_capacity_is_refused_at_synth(tmp_path):
+    """What the CRD refuses (tests above), refused before the deploy: against the accepted baseline's NodePool."""
+    from karpenter_stack import baseline
+
+    pool = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "batch"},
+        "spec": {"template": {}},
+    }
+    manifest = {"Type": "Custom::AWSCDK-EKS-KubernetesResource", "Properties": {"Manifest": json.dumps([pool])}}
+    (tmp_path / "baseline").mkdir()
+    (tmp_path / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": {"Pool": manifest}}))
+    gates = {"controller": {"featureGates": {"staticCapacity": True}}}
+    static = load_config({**gates, "nodePools": [{"name": "batch", "replicas": 3}]})
+    assert baseline.refusals(static, "eks-karpenter", tmp_path) == [
+        'nodePools[0].replicas 3: the deployed pool "batch" (baseline/eks-karpenter.template.json) is dynamic (no '
+        "replicas), and the NodePool CRD refuses a switch between static and dynamic capacity in place; give the "
+        "pool a new name to switch (the old pool's nodes drain, the new pool's launch)"
+    ]
+    renamed = load_config({**gates, "nodePools": [{"name": "batch-static", "replicas": 3}]})
+    assert baseline.refusals(renamed, "eks-karpenter", tmp_path) == []
+
+
+def test_the_matrix_checks_eks_version_skew():
+    from scripts import transitions as tr
+
+    cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"version": "1.36"}}}
+    group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"Version": "1.35"}}
+    proxy = {
+        "Type": "AWS::EKS::Addon",
+        "Properties": {"AddonName": "kube-proxy", "AddonVersion": "v1.35.3-eksbuild.13"},
+    }
+    assert tr._skew_problems({"s": {"Resources": {"Cluster": cluster, "Group": group, "Proxy": proxy}}}) == [
+        "s/Group: node group at 1.35, cluster at 1.36",
+        "s/Proxy: kube-proxy v1.35.3-eksbuild.13, cluster at 1.36",
+    ]
