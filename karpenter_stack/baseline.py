@@ -18,6 +18,7 @@ from .config import AppConfig, ConfigError, stack_name_for
 BASELINE_DIR = "baseline"
 CLUSTER_TYPE = "Custom::AWSCDK-EKS-Cluster"
 MANIFEST_TYPE = "Custom::AWSCDK-EKS-KubernetesResource"
+HELM_TYPE = "Custom::AWSCDK-EKS-HelmChart"
 
 
 def _baseline(stack_name: str, root: Path | None) -> tuple[str, dict[str, Any]] | None:
@@ -84,7 +85,34 @@ def _mode(value: str | None) -> str:
 
 def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> list[str]:
     """Why deploying ``config`` over the baseline's stack would fail (empty: it would not, or no baseline)."""
-    return _pool_refusals(config, stack_name, root) + _cluster_refusals(config, stack_name, root)
+    return (
+        _release_refusals(config, stack_name, root)
+        + _pool_refusals(config, stack_name, root)
+        + _cluster_refusals(config, stack_name, root)
+    )
+
+
+def _release_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
+    """Karpenter's Helm releases cannot move to another namespace: aws-cdk's handler installs a new release, and
+    Helm refuses to take over the old one's CRDs and ClusterRoles (their release-namespace annotation)."""
+    found = _baseline(stack_name, root)
+    if found is None:
+        return []
+    source, resources = found
+    namespaces = sorted(
+        {
+            str(r["Properties"].get("Namespace"))
+            for r in resources.values()
+            if r.get("Type") == HELM_TYPE and r.get("Properties", {}).get("Release") in ("karpenter", "karpenter-crd")
+        }
+    )
+    if not namespaces or namespaces == [config.karpenter_namespace]:
+        return []
+    return [
+        f"karpenterNamespace {json.dumps(config.karpenter_namespace)}: Karpenter's deployed releases ({source}) are in "
+        f"{json.dumps(namespaces[0])}, and Helm refuses to install them in another namespace (their CRDs and "
+        f"ClusterRoles belong to the releases there); keep {json.dumps(namespaces[0])}"
+    ]
 
 
 def _cluster_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:

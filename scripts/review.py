@@ -85,7 +85,7 @@ CUSTOM_RESOURCE_RULES = {
     "tier; tags along with any), more kinds fail",
     FARGATE: "onUpdate = onCreate: a new profile, then CloudFormation deletes the old one",
     HELM: "helm upgrade --install of the release named in Release, in Namespace; the old release is never "
-    "uninstalled on an update",
+    "uninstalled on an update (and Helm refuses a new release that would take over its cluster-scoped objects)",
     MANIFEST: "kubectl apply --prune -l <PruneLabel>: objects no longer in the manifest are deleted",
     PATCH: "kubectl patch with ApplyPatchJson",
     "Custom::AWSCDKCfnJson": "a value computed in CloudFormation: nothing outside the stack changes",
@@ -575,11 +575,13 @@ def crd_refusals(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
 def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) -> tuple[str, str, list[str]]:
     release = new.get("Release")
     if old.get("Release") != release or old.get("Namespace") != new.get("Namespace"):
-        # (reported as a replacement whose old half stays: see _helm_moves)
         return (
-            "replaced",
-            "Release or Namespace changes: aws-cdk's handler installs a second release and leaves the old one installed",
-            [f"Helm release `{old.get('Release')}` stays installed next to `{release}`: two copies run"],
+            "fails",
+            f"release `{old.get('Release')}` in `{old.get('Namespace')}` → `{release}` in `{new.get('Namespace')}`: "
+            "aws-cdk's handler runs helm upgrade --install of a new release, and Helm refuses to take over the old "
+            "release's cluster-scoped objects (Karpenter's CRDs and ClusterRoles carry meta.helm.sh/release-name and "
+            "release-namespace annotations), so the deploy fails; keep the release's name and namespace",
+            [],
         )
     effects = []
     if old.get("Version") != new.get("Version"):
@@ -756,13 +758,6 @@ def _kept_change(
         )
     if kind == HELM:
         action, why, effects = _helm_effects(props_old, props_new, replaced)
-        if action == "replaced":  # a moved release: the old one keeps running, never uninstalled
-            stateful = (
-                f"the release `{props_old.get('Release')}` in `{props_old.get('Namespace')}` keeps running next to the "
-                "new one (for Karpenter: two controllers, each its own leader, reconciling the same NodePools); "
-                f"uninstall it right after the deploy (`helm uninstall {props_old.get('Release')} -n "
-                f"{props_old.get('Namespace')}`), or acknowledge"
-            )
         return Change(logical_id, kind, action, why, stateful, effects)
     if kind == MANIFEST:
         effects = kubernetes_effects(props_old.get("Manifest"), props_new.get("Manifest"), new_template)

@@ -281,7 +281,11 @@ def mirrored_problems(
                 problems += _cluster_problems(stack, logical_id, props_old, props_new, change)
             if kind == rv.MANIFEST:
                 problems += _drift_problems(stack, logical_id, props_old, props_new, change)
-            if kind == rv.HELM and props_new.get("Release") == "karpenter" and props_old != props_new:
+            if (
+                kind == rv.HELM
+                and props_new.get("Release") in ("karpenter", "karpenter-crd")
+                and props_old != props_new
+            ):
                 problems += _restart_problems(stack, logical_id, props_old, props_new, change)
             if kind == rv.FARGATE and props_old != props_new and (change is None or not change.interrupts):
                 problems.append(f"{stack}/{logical_id}: a replaced Fargate profile deletes its pods, review says not")
@@ -402,7 +406,13 @@ def _restart_problems(
     restarts = bool(rv._pod_template_changes(old, new)) or old.get("Version") != new.get("Version")
     moved = old.get("Release") != new.get("Release") or old.get("Namespace") != new.get("Namespace")
     says = change is not None and any("pods restart" in e for e in change.effects)
-    if moved or restarts == says:
+    if moved:  # Helm refuses a new release that would take over the old one's cluster-scoped objects
+        return (
+            []
+            if change is not None and change.action == "fails"
+            else [f"{stack}/{logical_id}: a moved release fails (Helm ownership), review says not"]
+        )
+    if new.get("Release") != "karpenter" or restarts == says:  # (the CRD chart runs no pods)
         return []
     return [
         f"{stack}/{logical_id}: the pod template {'changes' if restarts else 'stays'}, review says pods "

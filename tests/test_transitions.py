@@ -563,3 +563,28 @@ def test_the_matrix_checks_eks_version_skew():
         "s/Group: node group at 1.35, cluster at 1.36",
         "s/Proxy: kube-proxy v1.35.3-eksbuild.13, cluster at 1.36",
     ]
+
+
+def test_moving_karpenters_namespace_is_refused_at_synth_and_fails_the_review(tmp_path):
+    """Found by a newcomer trial: the review said the old release keeps running and advised `helm uninstall` of
+    the CRD chart, which would delete every NodePool with its CRDs. Helm refuses the new release instead (the
+    CRDs and ClusterRoles belong to the old one), so the deploy fails: refused at synth, failing in the review."""
+    from karpenter_stack import baseline
+
+    chart = {
+        "Type": "Custom::AWSCDK-EKS-HelmChart",
+        "Properties": {"Release": "karpenter-crd", "Namespace": "kube-system"},
+    }
+    (tmp_path / "baseline").mkdir()
+    (tmp_path / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": {"Crd": chart}}))
+    assert baseline.refusals(load_config({"karpenterNamespace": "karpenter"}), "eks-karpenter", tmp_path) == [
+        'karpenterNamespace "karpenter": Karpenter\'s deployed releases (baseline/eks-karpenter.template.json) are in '
+        '"kube-system", and Helm refuses to install them in another namespace (their CRDs and ClusterRoles belong to '
+        'the releases there); keep "kube-system"'
+    ]
+    moved = {**chart, "Properties": {"Release": "karpenter-crd", "Namespace": "karpenter"}}
+    (change,) = rv.review({"s.template": {"Resources": {"Crd": chart}}}, {"s.template": {"Resources": {"Crd": moved}}})[
+        0
+    ].changes
+    assert change.action == "fails" and "helm uninstall" not in change.why
+    assert change.why.startswith("release `karpenter-crd` in `kube-system` → `karpenter-crd` in `karpenter`: ")
