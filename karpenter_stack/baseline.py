@@ -88,8 +88,26 @@ def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> li
     return (
         _release_refusals(config, stack_name, root)
         + _pool_refusals(config, stack_name, root)
+        + _network_refusals(config, stack_name, root)
         + _cluster_refusals(config, stack_name, root)
     )
+
+
+def _network_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
+    """A new CIDR replaces the stack's VPC and its subnets, and EKS keeps a cluster in the VPC it was created in:
+    aws-cdk's handler would move the cluster's subnets (updateVpc) and EKS refuses, so the deploy fails."""
+    found = _baseline(stack_name, root)
+    if found is None or config.vpc_id is not None or config.existing_cluster is not None:
+        return []
+    source, resources = found
+    cidrs = [r["Properties"].get("CidrBlock") for r in resources.values() if r.get("Type") == "AWS::EC2::VPC"]
+    if not cidrs or cidrs[0] == config.vpc_cidr:
+        return []
+    return [
+        f"vpcCidr {json.dumps(config.vpc_cidr)}: the deployed VPC ({source}) is {cidrs[0]}; a new CIDR replaces the VPC "
+        "and its subnets, and EKS keeps a cluster in the VPC it was created in, so the deploy fails; keep "
+        f"{cidrs[0]} (another network needs another cluster: a new clusterName, a new stack)"
+    ]
 
 
 def _release_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:

@@ -13,6 +13,9 @@ rollback of it (the reverse update), and the review's verdict checked against th
 - Karpenter 1.14: a NodePool's template (but its requirements) and an EC2NodeClass's spec (but its selector terms)
   are hashed, so changing them replaces every node by drift; the CRDs' transition rules refuse some updates.
 
+A deploy the review says fails must also be refused by the synth against the deployed baseline
+(``karpenter_stack/baseline.py``), so that it never reaches CloudFormation.
+
 The settings come from ``AppConfig``'s fields, and the node pool's and node class's (``nodePools.<field>``,
 ``nodeClasses.<field>``): Literal and boolean types give their values, lists of Literals each value, bounded
 integers the next value; other types need a sample (``SAMPLES``, ``NODE_SAMPLES``) or a reason they are not a
@@ -441,13 +444,29 @@ def assess(transition: Transition, synth: Synth) -> Outcome:
     _, blocking, failing = rv.render(forward, {})
     reverse = rv.review(new, old)
     _, back_blocking, back_failing = rv.render(reverse, {})
+    problems = mirrored_problems(old, new, forward)
+    if failing and not _refused_against(old, load_config(transition.overrides("new"))):
+        problems.append("the deploy fails, but the synth against the deployed baseline does not refuse it")
     return Outcome(
         transition,
         _category(forward, failing, blocking),
         _category(reverse, back_failing, back_blocking),
         _summary(forward),
-        mirrored_problems(old, new, forward),
+        problems,
     )
+
+
+def _refused_against(deployed: Mapping[str, dict[str, Any]], config: AppConfig) -> list[str]:
+    """What the synth refuses of ``config`` with ``deployed`` as the accepted baseline (karpenter_stack/baseline.py)."""
+    from karpenter_stack import baseline
+    from karpenter_stack.config import stack_name_for
+
+    with tempfile.TemporaryDirectory(prefix="baseline-") as root:
+        folder = Path(root) / baseline.BASELINE_DIR
+        folder.mkdir()
+        for name, template in deployed.items():
+            (folder / f"{name}.json").write_text(json.dumps(template))
+        return baseline.refusals(config, stack_name_for(config.cluster_name), Path(root))
 
 
 def in_process_synth(context: Mapping[str, Any], outdir_root: Path) -> Synth:

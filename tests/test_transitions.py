@@ -588,3 +588,30 @@ def test_moving_karpenters_namespace_is_refused_at_synth_and_fails_the_review(tm
     ].changes
     assert change.action == "fails" and "helm uninstall" not in change.why
     assert change.why.startswith("release `karpenter-crd` in `kube-system` → `karpenter-crd` in `karpenter`: ")
+
+
+def test_a_new_vpc_cidr_is_refused_at_synth(tmp_path):
+    from karpenter_stack import baseline
+
+    vpc = {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}}
+    (tmp_path / "baseline").mkdir()
+    (tmp_path / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": {"Vpc": vpc}}))
+    assert baseline.refusals(load_config({"vpcCidr": "10.1.0.0/16"}), "eks-karpenter", tmp_path) == [
+        'vpcCidr "10.1.0.0/16": the deployed VPC (baseline/eks-karpenter.template.json) is 10.0.0.0/16; a new CIDR '
+        "replaces the VPC and its subnets, and EKS keeps a cluster in the VPC it was created in, so the deploy fails; "
+        "keep 10.0.0.0/16 (another network needs another cluster: a new clusterName, a new stack)"
+    ]
+    assert baseline.refusals(load_config({}), "eks-karpenter", tmp_path) == []
+
+
+def test_the_matrix_asks_the_synth_to_refuse_what_would_fail():
+    """`make transitions` flags a deploy the review says fails unless the synth refuses it against that baseline."""
+    from scripts import transitions as tr
+
+    deployed = {
+        "eks-karpenter.template": {
+            "Resources": {"Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}}}
+        }
+    }
+    assert tr._refused_against(deployed, load_config({"vpcCidr": "10.1.0.0/16"}))[0].startswith('vpcCidr "10.1.0.0/16"')
+    assert tr._refused_against(deployed, load_config({})) == []
