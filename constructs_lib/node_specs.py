@@ -333,11 +333,10 @@ class KubeletSpec(CamelModel):
         return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
 
 
-_EC2_ID = {
-    "subnet": re.compile(r"subnet-[0-9a-f]{8}([0-9a-f]{9})?"),
-    "sg": re.compile(r"sg-[0-9a-f]{8}([0-9a-f]{9})?"),
-    "cr": re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"),
-    "snap": re.compile(r"snap-[0-9a-f]{8}([0-9a-f]{9})?"),
+# EC2 resource ids by prefix: 8 or 17 hex digits (matched in full). The one table: the app's settings use it too.
+EC2_ID = {
+    kind: re.compile(rf"{kind}-[0-9a-f]{{8}}([0-9a-f]{{9}})?", re.ASCII)
+    for kind in ("subnet", "sg", "cr", "snap", "vpc")
 }
 # EC2's longest tag key and value.
 MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256
@@ -347,7 +346,7 @@ MAX_SELECTOR_TAGS, MAX_SELECTOR_TERMS = 20, 30
 
 def ec2_id(kind: str, value: str | None) -> str | None:
     """An EC2 id of ``kind`` (subnet, sg, cr, snap): the prefix and 8 or 17 hex digits."""
-    return optional_match(value, _EC2_ID[kind], f"must look like {kind}-0123456789abcdef0")
+    return optional_match(value, EC2_ID[kind], f"must look like {kind}-0123456789abcdef0")
 
 
 def selector_tags(value: dict[str, str]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
 from constructs_lib.node_specs import (
+    EC2_ID,
     INSTANCE_TYPE,
     CamelModel,
     NodeClassSpec,
@@ -44,7 +45,7 @@ _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$")
 _ADDON_VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")
-_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8}([0-9a-f]{9})?$")
+_VPC_ID = EC2_ID["vpc"]
 _ACCOUNT = re.compile(r"^[0-9]{12}$")
 _RELEASE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 # AWS region names: <area>[-gov|-iso*]-<direction>-<n> (us-east-1, eu-central-2, us-gov-west-1, ap-southeast-7).
@@ -52,8 +53,7 @@ _REGION = re.compile(
     r"^[a-z]{2}(-gov|-iso[a-z]?)?-(north|south|east|west|central|northeast|northwest|southeast|"
     r"southwest)-[0-9]{1,2}$"
 )
-_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8}([0-9a-f]{9})?$")
-_SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8}([0-9a-f]{9})?$")
+_SUBNET_ID, _SECURITY_GROUP_ID = EC2_ID["subnet"], EC2_ID["sg"]
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$", re.ASCII)
 _KUBERNETES_VERSION = re.compile(r"^1\.[0-9]+$")
 # The partition of an ARN, and the region of an EKS OIDC issuer (oidc.eks.<region>.amazonaws.com[.cn]).
