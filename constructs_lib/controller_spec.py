@@ -8,18 +8,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .node_specs import CamelModel, FeatureGate
+from .node_specs import FEATURE_GATE_DEFAULTS, CamelModel, FeatureGate
 from .quantities import GO_DURATION, parse_quantity
 
-# settings.featureGates of the 1.14 chart (values.yaml), with their upstream defaults.
-FEATURE_GATES = {
-    "spotToSpotConsolidation": False,
-    "nodeRepair": False,
-    "nodeOverlay": False,
-    "staticCapacity": False,
-    "capacityBuffer": False,
-    "reservedCapacity": True,
-}
+_ON_BY_DEFAULT = ", ".join(g for g, on in FEATURE_GATE_DEFAULTS.items() if on) or "none"
 # Fargate's largest pod: 16 vCPU, 120 GiB.
 FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB = 16, 120
 
@@ -33,7 +25,7 @@ class ControllerSpec(CamelModel):
     ] = Field(
         default_factory=dict,
         description="Karpenter feature gates to set (settings.featureGates); unset gates keep the chart's default "
-        "(all off but reservedCapacity).",
+        f"(on by default: {_ON_BY_DEFAULT}).",
     )
     batch_max_duration: str | None = Field(
         None, description="Longest batching window for pending pods (settings.batchMaxDuration; chart: 10s)."

@@ -184,10 +184,23 @@ CapacityType = Literal["spot", "on-demand", "reserved"]
 Architecture = Literal["amd64", "arm64"]
 DEFAULT_CAPACITY_TYPES: tuple[CapacityType, ...] = ("spot", "on-demand")
 DEFAULT_ARCHITECTURES: tuple[Architecture, ...] = ("amd64", "arm64")
-# settings.featureGates of the Karpenter 1.14 chart (values.yaml).
+# settings.featureGates of the Karpenter 1.14 chart (values.yaml), and the chart's defaults: the one table.
 FeatureGate = Literal[
     "spotToSpotConsolidation", "nodeRepair", "nodeOverlay", "staticCapacity", "capacityBuffer", "reservedCapacity"
 ]
+FEATURE_GATE_DEFAULTS: dict[FeatureGate, bool] = {
+    "spotToSpotConsolidation": False,
+    "nodeRepair": False,
+    "nodeOverlay": False,
+    "staticCapacity": False,
+    "capacityBuffer": False,
+    "reservedCapacity": True,
+}
+
+
+def gate_on(feature_gates: Mapping[FeatureGate, bool], name: FeatureGate) -> bool:
+    """Whether a feature gate is on: as set, else the chart's default."""
+    return feature_gates.get(name, FEATURE_GATE_DEFAULTS[name])
 
 
 class CamelModel(BaseModel):
@@ -1092,7 +1105,7 @@ def pool_problems(
     per problem, each starting with the setting."""
     classes = {c.name: c for c in node_classes}
     problems = []
-    if node_overlays and not feature_gates.get("nodeOverlay", False):
+    if node_overlays and not gate_on(feature_gates, "nodeOverlay"):
         problems.append(
             f"nodeOverlays {', '.join(quoted(o.name) for o in node_overlays)}: Karpenter ignores node "
             "overlays unless controller.featureGates.nodeOverlay is true"
@@ -1112,7 +1125,7 @@ def pool_problems(
                     f"{quoted(node_class.name)} has no capacityReservationSelectorTerms: it would launch nothing "
                     "reserved"
                 )
-            if not feature_gates.get("reservedCapacity", True):
+            if not gate_on(feature_gates, "reservedCapacity"):
                 problems.append(
                     f"nodePools {quoted(pool.name)} allows the reserved capacity type, which Karpenter ignores "
                     "while controller.featureGates.reservedCapacity is false"
@@ -1123,7 +1136,7 @@ def pool_problems(
                 "arm64: EKS's Windows AMIs are amd64 only, so it would launch nothing"
             )
     static = [p.name for p in node_pools if p.replicas is not None]
-    if static and not feature_gates.get("staticCapacity", False):
+    if static and not gate_on(feature_gates, "staticCapacity"):
         problems.append(
             f"nodePools {', '.join(quoted(n) for n in static)} set replicas (static capacity), which "
             "Karpenter ignores unless controller.featureGates.staticCapacity is true"

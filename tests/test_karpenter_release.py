@@ -285,3 +285,20 @@ def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():
     assert spec["disruption"]["budgets"] == [
         {"nodes": "0", "reasons": ["Underutilized"], "schedule": "0 9 * * mon-fri", "duration": "8h"}
     ]
+
+
+def test_the_feature_gate_table_is_every_gate_of_the_chart():
+    """One table of gates and defaults (node_specs): its gates are the FeatureGate type's and the 1.14.1 chart
+    values schema's; the defaults are the chart's (values.yaml: all off but reservedCapacity)."""
+    import json as json_
+    import typing
+
+    from constructs_lib.node_specs import FEATURE_GATE_DEFAULTS, FeatureGate
+    from tests.conftest import ROOT
+
+    schema = json_.loads(
+        (ROOT / "tests" / "schemas" / "karpenter-1.14.1" / "controller-values.schema.json").read_text()
+    )
+    chart_gates = set(schema["properties"]["settings"]["properties"]["featureGates"]["properties"])
+    assert set(FEATURE_GATE_DEFAULTS) == set(typing.get_args(FeatureGate)) == chart_gates
+    assert [g for g, on in FEATURE_GATE_DEFAULTS.items() if on] == ["reservedCapacity"]
