@@ -354,7 +354,6 @@ def _deltas(old: dict[str, Any], new: dict[str, Any], keys: list[str]) -> str:
     return ", ".join(shown)
 
 
-_version_step = version_step_refusal  # (the rules live in karpenter_stack/cluster_updates.py)
 # A change whose CloudFormation rollback (the Update re-sent with old and new swapped) is refused: its reason
 # starts with this marker. Safe only in a deploy that changes nothing else (see _one_way_alone).
 ONE_WAY_MARK = "one way: "
@@ -398,7 +397,7 @@ def _cluster_change(
             "its subnets and security group move to a replaced VPC: aws-cdk's handler updates subnets in place "
             "(updateVpc), and EKS keeps a cluster in the VPC it was created in; a new VPC needs a new cluster"
         )
-    version = _version_step(config_old.get("version"), config_new.get("version"))
+    version = version_step_refusal(config_old.get("version"), config_new.get("version"))
     if version:
         return "fails", version
     if len(kinds) > 1:

@@ -265,14 +265,18 @@ def test_production_stacks_protect_themselves_also_when_the_pipeline_deploys_the
 # --- refused at synth against your deployed baseline ---------------------------------------------------------
 
 
-def _deployed(root, config: dict, stack: str = "eks-karpenter") -> None:
-    """A baseline (as `make accept` writes it) whose cluster resource has this ``Config``."""
+def _accepted(root, resources: dict, stack: str = "eks-karpenter") -> None:
+    """A baseline with these resources, as `make accept` writes it into ``root``."""
     folder = root / "baseline"
     folder.mkdir(exist_ok=True)
-    template = {
-        "Resources": {"Cluster9EE0221C": {"Type": "Custom::AWSCDK-EKS-Cluster", "Properties": {"Config": config}}}
-    }
-    (folder / f"{stack}.template.json").write_text(json.dumps(template))
+    (folder / f"{stack}.template.json").write_text(json.dumps({"Resources": resources}))
+
+
+def _deployed(root, config: dict, stack: str = "eks-karpenter") -> None:
+    """A baseline whose cluster resource has this ``Config``."""
+    _accepted(
+        root, {"Cluster9EE0221C": {"Type": "Custom::AWSCDK-EKS-Cluster", "Properties": {"Config": config}}}, stack
+    )
 
 
 DEPLOYED = {
@@ -537,8 +541,7 @@ def test_a_pool_switching_between_static_and_dynamic_capacity_is_refused_at_synt
         "spec": {"template": {}},
     }
     manifest = {"Type": "Custom::AWSCDK-EKS-KubernetesResource", "Properties": {"Manifest": json.dumps([pool])}}
-    (tmp_path / "baseline").mkdir()
-    (tmp_path / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": {"Pool": manifest}}))
+    _accepted(tmp_path, {"Pool": manifest})
     gates = {"controller": {"featureGates": {"staticCapacity": True}}}
     static = load_config({**gates, "nodePools": [{"name": "batch", "replicas": 3}]})
     assert baseline.refusals(static, "eks-karpenter", tmp_path) == [
@@ -575,8 +578,7 @@ def test_moving_karpenters_namespace_is_refused_at_synth_and_fails_the_review(tm
         "Type": "Custom::AWSCDK-EKS-HelmChart",
         "Properties": {"Release": "karpenter-crd", "Namespace": "kube-system"},
     }
-    (tmp_path / "baseline").mkdir()
-    (tmp_path / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": {"Crd": chart}}))
+    _accepted(tmp_path, {"Crd": chart})
     assert baseline.refusals(load_config({"karpenterNamespace": "karpenter"}), "eks-karpenter", tmp_path) == [
         'karpenterNamespace "karpenter": Karpenter\'s deployed releases (baseline/eks-karpenter.template.json) are in '
         '"kube-system", and Helm refuses to install them in another namespace (their CRDs and ClusterRoles belong to '
@@ -594,8 +596,7 @@ def test_a_new_vpc_cidr_is_refused_at_synth(tmp_path):
     from karpenter_stack import baseline
 
     vpc = {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}}
-    (tmp_path / "baseline").mkdir()
-    (tmp_path / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": {"Vpc": vpc}}))
+    _accepted(tmp_path, {"Vpc": vpc})
     assert baseline.refusals(load_config({"vpcCidr": "10.1.0.0/16"}), "eks-karpenter", tmp_path) == [
         'vpcCidr "10.1.0.0/16": the deployed VPC (baseline/eks-karpenter.template.json) is 10.0.0.0/16; a new CIDR '
         "replaces the VPC and its subnets, and EKS keeps a cluster in the VPC it was created in, so the deploy fails; "

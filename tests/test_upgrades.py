@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 
 from karpenter_stack import versions
-from karpenter_stack.cluster_updates import update
-from karpenter_stack.cluster_updates import version_step_refusal as _version_step
+from karpenter_stack.cluster_updates import update, version_step_refusal
 from tests.cfn import controller_values, only, resources
 from tests.conftest import ALTERNATIVE, Synthesized, synth
 from tests.test_lifecycle import dependency_graph
@@ -126,7 +125,7 @@ def test_two_consecutive_kubernetes_upgrades_keep_the_data_plane_within_eks_skew
         assert old_id == new_id  # updated in place
         before, after = old_cluster["Properties"]["Config"], new_cluster["Properties"]["Config"]
         # The bump is accepted: one minor up, and the handler's one update of its kind.
-        assert _version_step(before["version"], after["version"]) is None
+        assert version_step_refusal(before["version"], after["version"]) is None
         assert update(before, after) == []  # no other kind of cluster update rides along
         assert data_plane_problems(new) == []
         assert _fargate_pods_follow(old, new) == []
@@ -149,7 +148,7 @@ def test_the_rehearsal_catches_a_data_plane_left_behind(nodegroup, fargate):
     )()
     assert f"node group {lid} at 1.34, cluster at 1.35" in data_plane_problems(behind)
     assert (
-        _version_step("1.34", "1.36")
+        version_step_refusal("1.34", "1.36")
         == "version 1.34 → 1.36: EKS upgrades one minor version at a time (1.34 → 1.35 first)"
     )
     assert _fargate_pods_follow(fargate[1], fargate[1]) == [
