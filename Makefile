@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 export CDK_DISABLE_CLI_TELEMETRY := true
 
 # The CDK CLI with CONTEXT_FILE's settings as -c flags (a missing or unreadable file stops here, exit 2).
-CDK := python scripts/cdk.py
+CDK := python -m tooling.cdk
 export CONTEXT_FILE
 ifdef CDK_ARGS
 $(error CDK_ARGS is no longer read: pass settings with ARGS, e.g. make synth ARGS="-c clusterName=payments-dev")
@@ -77,7 +77,7 @@ cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
 ### docs: regenerate what docs/ derives from the code
 # Regenerate docs/configuration-reference.md and docs/acknowledgments.md from the code.
 docs: $(RUNTIME_STAMP) $(NODE_STAMP)
-	python scripts/generate_docs.py
+	python -m tooling.generate_docs
 
 ### snapshots: accept the product's own test snapshots (developers of this project)
 snapshots: $(DEV_STAMP) $(NODE_STAMP)
@@ -91,39 +91,39 @@ rehearsal: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_rehearsal.py -q -s -k critical_paths
 
 ### transitions: every setting moved from its default and back, reviewed as a deploy and as its rollback
-# The transition matrix (scripts/transitions.py): each setting of the configuration model changed on a running
+# The transition matrix (tooling/transitions.py): each setting of the configuration model changed on a running
 # stack -- modes: every pair -- synthesized, reviewed, and the verdict checked against the mirrored rules.
 transitions: $(DEV_STAMP) $(NODE_STAMP)
-	python scripts/transitions.py
+	python -m tooling.transitions
 
 ### release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must
 # keep, so that a refactor cannot make CloudFormation replace a deployed resource unnoticed.
 release-ids: $(DEV_STAMP) $(NODE_STAMP)
-	python scripts/release_logical_ids.py
+	python -m tooling.release_logical_ids
 
 ### bench: synth time of this project against aws_eks + cdk-eks-karpenter
 # Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)
-	python scripts/bench/bench.py $(ARGS)
+	python -m tooling.bench.bench $(ARGS)
 
 ## review: what deploying your synth over your accepted baseline would do (CONTEXT_FILE, ARGS, BASE=<git rev>)
 # Exits 1 on an unacknowledged replacement or deletion of a stateful resource, or a deploy that would fail.
 review: $(DEV_STAMP) $(NODE_STAMP)
-	python scripts/review.py $(if $(BASE),--base $(BASE)) $(ARGS)
+	python -m tooling.review $(if $(BASE),--base $(BASE)) $(ARGS)
 
 ## accept: after a reviewed change, make your current synth the baseline (baseline/; commit it)
 accept: $(DEV_STAMP) $(NODE_STAMP)
-	python scripts/review.py --accept $(ARGS)
+	python -m tooling.review --accept $(ARGS)
 
 ### newcomer: a copy of this repository made someone's own, the README's two commands, then an invalid edit
 newcomer: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
-	python scripts/newcomer.py
+	python -m tooling.newcomer
 
 ## security-report: cdk-nag, cfn-lint and checkov results of your configuration as tables
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
 security-report: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
-	python scripts/security_report.py $(ARGS)
+	python -m tooling.security_report $(ARGS)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

@@ -1,6 +1,6 @@
 """What stops a run before anything is built: the working copy's configuration (cdk.json, CONTEXT_FILE, -c
 flags) is invalid, or an environment with an account has no availability zones in cdk.context.json, so an
-offline synth cannot build it. `make test` and `make check` ask this first (scripts/cdk.py --check-config):
+offline synth cannot build it. `make test` and `make check` ask this first (tooling/cdk.py --check-config):
 one message, exit 2, no test started."""
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import queue
 import shutil
 import subprocess
@@ -133,7 +132,7 @@ def command(
     """Declare a command (``{outdir}`` in ``args`` becomes its own empty directory, ``{lane}`` the folder of
     every command's directory, named as the commands are); returns ``name``.
 
-    ``in_project``: the command runs in a project folder of its own (tests/workspace.py: the product's files
+    ``in_project``: the command runs in a project folder of its own (tooling/workspace.py: the product's files
     linked, the product's cdk.json), as a user runs a README command in a clone; ``{outdir}`` is that folder."""
     _COMMANDS[name] = Command(
         tuple(args), test, env, in_project=in_project or prepare is not None, after=after, prepare=prepare
@@ -154,7 +153,7 @@ def start(selected_tests: set[str]) -> None:
         if cmd.prepare is not None:
             prepare = functools.partial(cmd.prepare, outdir)
         elif cmd.in_project:
-            from tests import workspace
+            from tooling import workspace
 
             prepare = functools.partial(workspace.linked, outdir)
         args = [a.replace("{outdir}", str(outdir)).replace("{lane}", str(_BASE[0])) for a in cmd.args]
@@ -190,24 +189,3 @@ def stop() -> None:
     for base in _BASE:
         shutil.rmtree(base, ignore_errors=True)
     _BASE.clear()
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """The environment of a machine without AWS credentials or a default account/region."""
-    env = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true", **extra}
-    for var in (
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_PROFILE",
-        "AWS_REGION",
-        "AWS_DEFAULT_REGION",
-        "CDK_DEFAULT_ACCOUNT",
-        "CDK_DEFAULT_REGION",
-        # a command of the suite's runs as a user types it, not as a sub-make of `make test`
-        "MAKEFLAGS",
-        "MAKELEVEL",
-        "MFLAGS",
-    ):
-        env.pop(var, None)
-    return env

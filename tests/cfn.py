@@ -110,7 +110,7 @@ def depends_on(template_json: dict[str, Any], logical_id: str) -> list[str]:
 def create_only_properties(resource_type: str) -> set[str]:
     """The top-level properties whose change makes CloudFormation replace a resource of ``resource_type``:
     the resource schema's createOnlyProperties, as shipped with the pinned cfn-lint (the review's rule)."""
-    from scripts.review import create_only_paths
+    from tooling.review import create_only_paths
 
     paths = create_only_paths(resource_type)
     if paths is None:

@@ -34,18 +34,16 @@ from aws_cdk.assertions import Template  # noqa: E402
 from karpenter_stack import context_sources  # noqa: E402
 from karpenter_stack.application import build_deferred, new_app  # noqa: E402
 from karpenter_stack.security import findings  # noqa: E402
+from tooling.configurations import (  # noqa: E402
+    ACCESS_ENTRIES,
+    ALTERNATIVE,
+    EXISTING,
+    POD_IDENTITY,
+    PRODUCT,
+    PRODUCT_CONTEXT,
+    PRODUCTION,
+)
 
-# The product's tests build the product's configurations: from the shipped defaults kept here (cdk.json and
-# an empty lookup cache), never from the working copy's cdk.json, which is the user's. The user's
-# configuration has a gate of its own (tests/test_your_configuration.py).
-PRODUCT = ROOT / "tests" / "fixtures" / "product"
-PRODUCT_CONTEXT: dict[str, Any] = {
-    **context_sources.cdk_json_context(PRODUCT),
-    # In-process synths reference assets where they are instead of copying them into each cloud assembly: the
-    # kubectl layer made every assembly ~60 MB (about 40 of them per session). Templates are the same (asset
-    # hashes come from the sources); the CLI runs of the suite stage as `make synth` does.
-    "aws:cdk:disable-asset-staging": True,
-}
 context_sources.project_dir = lambda: PRODUCT  # where the app and the scripts read cdk.json, in this session
 # The date the EKS support calendar is checked against in tests (results must not depend on the day).
 TODAY = date(2026, 11, 21)
@@ -65,7 +63,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         path = os.path.abspath(args[0])
         if path in _USERS_FILES and not _RUNNING[0].startswith(_USERS_GATE):
             _READ_BY_PRODUCT_TESTS.append(f"{_RUNNING[0]} read {Path(path).name}")
-            raise RuntimeError(f"a product test read the user's {Path(path).name}; use tests/fixtures/product/")
+            raise RuntimeError(f"a product test read the user's {Path(path).name}; use tooling/product/")
 
 
 sys.addaudithook(_audit)
@@ -110,7 +108,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 def check_your_configuration() -> None:
     """An invalid configuration of yours stops the run before any test, with the message `make synth` gives
-    (`make test` asks scripts/cdk.py --check-config first; this covers pytest run by hand)."""
+    (`make test` asks tooling/cdk.py --check-config first; this covers pytest run by hand)."""
     from karpenter_stack.preflight import stop_reason
     from tests.test_your_configuration import ARGS, CONTEXT_FILE
 
@@ -170,45 +168,6 @@ def synth(*, raw_findings: bool = False, **overrides: Any) -> Synthesized:
     return _cache[key]
 
 
-# A second configuration exercising the alternatives: managed node group hosting, a custom
-# namespace/service account, the spot service-linked role, an administrator in aws-auth and two node
-# pools (on-demand + weighted spot) over two node classes.
-ADMINISTRATOR = "arn:aws:iam::111122223333:role/platform-admins"
-ALTERNATIVE = {
-    "clusterName": "alt_cluster-1",
-    "controllerHosting": "nodegroup",
-    "karpenterNamespace": "karpenter",
-    "karpenterServiceAccount": "karpenter-controller",
-    "createSpotServiceLinkedRole": True,
-    "administrators": [ADMINISTRATOR],
-    "deletionProtection": False,  # written out (tests/test_transitions.py)
-    "nodeClasses": [
-        {"name": "default", "amiAlias": "al2023@v20260801"},
-        {"name": "large-disk", "rootVolumeSizeGib": 200, "metadataHopLimit": 1},
-    ],
-    "nodePools": [
-        {
-            "name": "on-demand",
-            "capacityTypes": ["on-demand"],
-            "architectures": ["amd64"],
-            "consolidationPolicy": "WhenEmpty",
-            "consolidateAfter": "5m",
-            "expireAfter": "168h",
-            "limits": {"cpu": "64", "memory": "256Gi"},
-        },
-        {
-            "name": "spot",
-            "nodeClass": "large-disk",
-            "capacityTypes": ["spot"],
-            "weight": 50,
-            "instanceCategories": ["c", "m"],
-            "minInstanceGeneration": 5,
-            "budgets": [{"nodes": "20%"}, {"nodes": "0"}],
-        },
-    ],
-}
-
-
 @pytest.fixture(scope="session")
 def default() -> Synthesized:
     return synth(raw_findings=True)  # also gated by tests/test_security_gate.py
@@ -219,26 +178,14 @@ def alternative() -> Synthesized:
     return synth(raw_findings=True, **ALTERNATIVE)  # also gated by tests/test_security_gate.py
 
 
-# The production profile, environment-agnostic (no account id in snapshots), with a pinned AMI.
-PRODUCTION = {"profile": "production", "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]}
-
-
 @pytest.fixture(scope="session")
 def production() -> Synthesized:
     return synth(**PRODUCTION)
 
 
-# Access entries next to aws-auth, with an administrator (tests/test_cluster_access.py).
-ACCESS_ENTRIES: dict[str, Any] = {"authenticationMode": "API_AND_CONFIG_MAP", "administrators": [ADMINISTRATOR]}
-
-
 @pytest.fixture(scope="session")
 def access_entries() -> Synthesized:
     return synth(**ACCESS_ENTRIES)
-
-
-# The alternative configuration with the controller on EKS Pod Identity (tests/test_controller_credentials.py).
-POD_IDENTITY: dict[str, Any] = {**ALTERNATIVE, "controllerCredentials": "pod-identity"}
 
 
 @pytest.fixture(scope="session")
@@ -248,9 +195,6 @@ def pod_identity() -> Synthesized:
 
 # A template cfn-lint must refuse (an unknown property): tests/test_synth_lint.py.
 BROKEN_TEMPLATE = ROOT / "tests" / "data" / "broken-template.yaml"
-
-# Karpenter on an existing cluster: the README's worked example, as `make synth CONTEXT_FILE=...` runs it.
-EXISTING: dict[str, Any] = json.loads((ROOT / "examples" / "existing-cluster.json").read_text())
 
 
 @pytest.fixture(scope="session")
@@ -382,8 +326,8 @@ def _scans(request: pytest.FixtureRequest):
     }
     if not any(readers.values()):
         return {}
-    from scripts.security_report import CheckovRun, LintRun
     from tests import background
+    from tooling.security_report import CheckovRun, LintRun
 
     def product() -> list[Path]:
         return [
@@ -429,5 +373,5 @@ def lint_findings(_scans) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="session")
 def checkov_findings(_scans):
-    """Every checkov finding of the session's one run (scripts.security_report.CheckovFinding)."""
+    """Every checkov finding of the session's one run (tooling.security_report.CheckovFinding)."""
     return _scans["checkov"].findings()

@@ -1,5 +1,7 @@
-"""Package boundaries: constructs_lib is the lower layer (it never imports the app), no module imports
-itself back through others, and no CDK-generated logical id is written out in the code."""
+"""Package boundaries, in layers: constructs_lib (the construct library) < karpenter_stack (the app) < tooling (the
+commands and checks around it: review, transition matrix, lifecycle model, CRD schemas and CEL rules) < tests. A
+layer imports only the layers below it, no module imports itself back through others, nothing patches sys.path,
+and no CDK-generated logical id is written out in the code."""
 
 from __future__ import annotations
 
@@ -9,15 +11,17 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-PACKAGES = ("constructs_lib", "karpenter_stack")
+# Lowest first: each imports only those before it.
+LAYERS = ("constructs_lib", "karpenter_stack", "tooling", "tests")
+PACKAGES = ("constructs_lib", "karpenter_stack")  # the app: no generated logical id written out
 # A CDK logical id: a construct-path name followed by its 8-hex-digit path hash (Cluster9EE0221C), or
 # the fixed uuid-based id of a singleton (AWS679f53fac002430cb0da5b7982bd2287).
 GENERATED_ID = re.compile(r"\b[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*[0-9A-F]{8}\b|[0-9a-f]{32}")
 
 
-def _modules() -> dict[str, Path]:
+def _modules(packages: tuple[str, ...] = LAYERS) -> dict[str, Path]:
     modules = {}
-    for package in PACKAGES:
+    for package in packages:
         for path in (ROOT / package).rglob("*.py"):
             if "teardown_handler" in path.parts:  # Lambda code, shipped on its own
                 continue
@@ -40,7 +44,7 @@ def _imports(name: str, path: Path) -> set[str]:
                 base = ".".join([*anchor, base] if base else anchor)
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}
-    return {m for m in found if m.split(".")[0] in PACKAGES}
+    return {m for m in found if m.split(".")[0] in LAYERS}
 
 
 def _graph() -> dict[str, set[str]]:
@@ -48,14 +52,47 @@ def _graph() -> dict[str, set[str]]:
     return {name: {m for m in _imports(name, path) if m in modules and m != name} for name, path in modules.items()}
 
 
-def test_the_construct_library_never_imports_the_app():
-    graph = _graph()
-    assert len(graph) > 20
-    assert {
-        name: sorted(m for m in deps if m.startswith("karpenter_stack"))
+def _upward(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """module -> the modules of higher layers it imports."""
+    rank = {layer: i for i, layer in enumerate(LAYERS)}
+    found = {
+        name: sorted(m for m in deps if rank[m.split(".")[0]] > rank[name.split(".")[0]])
         for name, deps in graph.items()
-        if name.startswith("constructs_lib")
-    } == {name: [] for name in graph if name.startswith("constructs_lib")}
+    }
+    return {name: deps for name, deps in found.items() if deps}
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    """The construct library never imports the app; neither imports the tooling; nothing but the tests imports
+    the tests (the review once imported tests.lifecycle_model while tests/cfn.py imported the review)."""
+    graph = _graph()
+    assert {layer for name in graph for layer in LAYERS if name.split(".")[0] == layer} == set(LAYERS)
+    assert len(graph) > 100
+    assert _upward(graph) == {}
+
+
+def test_the_layer_check_finds_an_import_of_the_tests(tmp_path, monkeypatch):
+    for package, module, text in (
+        ("tooling", "review", "from tests.cfn import each\n"),
+        ("tests", "cfn", "from tooling import review\n"),
+        ("karpenter_stack", "app", "import tooling.review\n"),
+    ):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package / f"{module}.py").write_text(text)
+    monkeypatch.setattr("tests.test_architecture.ROOT", tmp_path)
+    assert _upward(_graph()) == {"karpenter_stack.app": ["tooling.review"], "tooling.review": ["tests.cfn"]}
+
+
+def test_nothing_patches_the_import_path():
+    """Commands run as modules of the project (`python -m tooling.review`), so nothing edits sys.path."""
+    patched = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in [*_modules().values(), ROOT / "app.py"]
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys"
+    ]
+    assert patched == []
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -96,7 +133,7 @@ def test_the_checks_find_a_cycle_when_there_is_one(tmp_path, monkeypatch):
 def test_no_generated_logical_id_is_written_out_in_the_code():
     hits = {
         f"{path.relative_to(ROOT)}:{i}": m.group()
-        for path in _modules().values()
+        for path in _modules(PACKAGES).values()
         for i, line in enumerate(path.read_text().splitlines(), 1)
         for m in [GENERATED_ID.search(line)]
         if m

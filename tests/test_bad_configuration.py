@@ -8,7 +8,8 @@ import pytest
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
-from tests.conftest import EXISTING, PRODUCT_CONTEXT, TODAY
+from tests.conftest import TODAY
+from tooling.configurations import EXISTING, PRODUCT_CONTEXT
 
 POOL = {"name": "p"}
 

@@ -15,9 +15,9 @@ from constructs_lib.names import (
     RESTRICTED_TAG_KEYS,
 )
 from karpenter_stack import versions
-from tests.cel_rules import KINDS, evaluate, mirror, with_defaults
 from tests.cfn import each, kubernetes_objects
 from tests.conftest import EXAMPLE_FIXTURES
+from tooling.cel_rules import KINDS, evaluate, mirror, with_defaults
 
 VERSION = "1.14.1"
 # Configurations whose applied Karpenter objects are evaluated (every node class and pool shape the
@@ -123,7 +123,7 @@ def test_the_evaluator_refuses_what_the_api_server_would(default):
 
 
 def test_kubernetes_library_functions_have_kubernetes_semantics():
-    from tests.cel_rules import _program
+    from tooling.cel_rules import _program
 
     assert _program("'al2023@v20260801'.split('@')[1]").evaluate({}) == "v20260801"
     assert _program("'topology.kubernetes.io/zone'.find('^([^/]+)')").evaluate({}) == "topology.kubernetes.io"

@@ -9,7 +9,8 @@ import pytest
 
 from karpenter_stack.cluster_updates import UpdateRefused, update
 from tests.cfn import depends_on, kubernetes_objects, only, render, resources, template_change
-from tests.conftest import ACCESS_ENTRIES, ADMINISTRATOR, synth
+from tests.conftest import synth
+from tooling.configurations import ACCESS_ENTRIES, ADMINISTRATOR
 
 ADMIN = ADMINISTRATOR
 BOTH = ACCESS_ENTRIES

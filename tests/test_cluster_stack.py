@@ -345,7 +345,7 @@ def test_extended_support_warning_is_a_synth_annotation():
     from aws_cdk.assertions import Annotations
 
     from karpenter_stack.application import build, new_app
-    from tests.conftest import PRODUCT_CONTEXT
+    from tooling.configurations import PRODUCT_CONTEXT
 
     app = new_app(context={**PRODUCT_CONTEXT, "kubernetesVersion": "1.35"})
     (stack,) = build(app, today=date(2027, 4, 1))

@@ -1,4 +1,4 @@
-"""The README's commands as a user runs them, in a project folder of their own (tests/workspace.py: the
+"""The README's commands as a user runs them, in a project folder of their own (tooling/workspace.py: the
 product's files and cdk.json, whatever the working copy's cdk.json holds): every example through
 `make synth CONTEXT_FILE=examples/<file>`, settings through ARGS, the one-line refusals of a bad
 CONTEXT_FILE, and settings of every list or object type through `-c`."""
@@ -18,7 +18,9 @@ from karpenter_stack.config.layers import JSON_KINDS
 from karpenter_stack.context_sources import as_flags, parse_flags
 from tests import background
 from tests.cfn import each
-from tests.conftest import ADMINISTRATOR, ALTERNATIVE, EXISTING, ROOT, TODAY
+from tests.conftest import ROOT, TODAY
+from tooling import workspace
+from tooling.configurations import ADMINISTRATOR, ALTERNATIVE, EXISTING
 
 NOISE = re.compile(r"end-of-life|deprecated|\[WARNING\]|WARNING|Traceback|feature flags are not configured", re.I)
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.json"))
@@ -35,7 +37,7 @@ EXAMPLE_SYNTH = {
         f"make-synth-{name}",
         ["make", "synth", f"CONTEXT_FILE=examples/{name}"],
         test="test_every_example_synthesizes_through_the_readme_command",
-        env=background.clean_env(),
+        env=workspace.clean_env(),
         in_project=True,
     )
     for name in EXAMPLES
@@ -117,7 +119,7 @@ def test_a_bad_setting_stops_app_py_with_one_clear_message_and_no_output(tmp_pat
     alone, nothing written."""
     import app
     from karpenter_stack.application import new_app
-    from tests.conftest import PRODUCT_CONTEXT
+    from tooling.configurations import PRODUCT_CONTEXT
 
     with pytest.raises(SystemExit) as exit_:
         app.main(new_app(context={**PRODUCT_CONTEXT, "clusterName": "bad name"}, outdir=str(tmp_path)))
@@ -140,7 +142,7 @@ def test_a_bad_setting_stops_app_py_with_one_clear_message_and_no_output(tmp_pat
 @pytest.mark.parametrize("target", ["synth", "cdk"])
 def test_a_context_file_that_cannot_be_used_stops_before_anything_runs(tmp_path, variables, message, target):
     """One line, exit code 2, and nothing synthesized or deployed (the CLI never starts)."""
-    from tests import workspace
+    from tooling import workspace
 
     project = workspace.linked(tmp_path / "project")
     (project / "cdk.out").mkdir()
@@ -148,14 +150,14 @@ def test_a_context_file_that_cannot_be_used_stops_before_anything_runs(tmp_path,
     args = ["make", "--no-print-directory", "-s", target, *variables]
     if target == "cdk":
         args.append("ARGS=deploy --all --require-approval never")
-    result = subprocess.run(args, cwd=project, capture_output=True, text=True, env=background.clean_env())
+    result = subprocess.run(args, cwd=project, capture_output=True, text=True, env=workspace.clean_env())
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == message
     assert (project / "cdk.out" / "kept").read_text() == "an earlier synth"  # not even cleaned
 
 
 def _broken_cdk_json(dest: Path) -> None:
-    from tests import workspace
+    from tooling import workspace
 
     workspace.copied(dest)  # (copied: the gate reads the cdk.json of the project its tests/ is in)
     (dest / "cdk.json").write_text('{"app": "python3 app.py", "context": {"clusterName": "a" "b"}}\n')
@@ -165,7 +167,7 @@ BROKEN = background.command(
     "gate-broken-cdk-json",
     ["make", "--no-print-directory", "-s", "check"],
     test="test_a_cdk_json_that_is_not_json_stops_the_gate_with_one_line",
-    env=background.clean_env(),
+    env=workspace.clean_env(),
     prepare=_broken_cdk_json,
 )
 
@@ -179,7 +181,7 @@ def test_a_cdk_json_that_is_not_json_stops_the_gate_with_one_line():
 
 
 def _earlier_synth(dest: Path) -> None:
-    from tests import workspace
+    from tooling import workspace
 
     workspace.linked(dest)
     (dest / "cdk.out").mkdir()
@@ -190,7 +192,7 @@ INVALID_SYNTH = background.command(
     "synth-invalid-setting",
     ["make", "--no-print-directory", "-s", "synth", "ARGS=-c maxAzs=9"],
     test="test_an_invalid_setting_stops_make_synth_before_it_removes_the_earlier_synth",
-    env=background.clean_env(),
+    env=workspace.clean_env(),
     prepare=_earlier_synth,
 )
 
@@ -209,7 +211,7 @@ def test_an_invalid_setting_stops_make_synth_before_it_removes_the_earlier_synth
 
 
 def test_the_cdk_command_passes_the_context_file_as_flags_before_the_arguments(tmp_path):
-    from scripts.cdk import command
+    from tooling.cdk import command
 
     settings = tmp_path / "s.json"
     settings.write_text(json.dumps({"clusterName": "payments-dev", "nodePools": [{"name": "a b"}], "maxAzs": 3}))
@@ -230,7 +232,7 @@ def test_the_cdk_command_passes_the_context_file_as_flags_before_the_arguments(t
 
 def test_the_old_cdk_args_variable_is_refused_with_its_replacement():
     result = subprocess.run(
-        ["make", "-n", "synth", "CDK_ARGS=-c x=y"], cwd=ROOT, capture_output=True, text=True, env=background.clean_env()
+        ["make", "-n", "synth", "CDK_ARGS=-c x=y"], cwd=ROOT, capture_output=True, text=True, env=workspace.clean_env()
     )
     assert result.returncode == 2
     assert (
@@ -306,7 +308,7 @@ def test_the_committed_lookup_cache_holds_the_examples_accounts():
     ignored = subprocess.run(["git", "check-ignore", "-q", "cdk.context.json"], cwd=ROOT).returncode
     assert ignored == 1  # not ignored
     environments = json.loads((ROOT / "examples" / "pipeline.json").read_text())["environments"]
-    product = json.loads((ROOT / "tests" / "fixtures" / "product" / "cdk.context.json").read_text())
+    product = json.loads((ROOT / "tooling" / "product" / "cdk.context.json").read_text())
     for env in each(environments.values()):
         key = f"availability-zones:account={env['account']}:region={env['region']}"
         assert product[key] == [f"{env['region']}{z}" for z in "abc"]

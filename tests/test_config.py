@@ -9,7 +9,8 @@ import pytest
 
 from karpenter_stack import versions
 from karpenter_stack.config import AppConfig, ConfigError, default_context, load_config
-from tests.conftest import PRODUCT_CONTEXT, ROOT, TODAY
+from tests.conftest import ROOT, TODAY
+from tooling.configurations import PRODUCT_CONTEXT
 
 
 def error_of(**context) -> str:
@@ -34,12 +35,12 @@ def test_cdk_json_is_a_short_starting_point_that_changes_no_default():
 
 
 def test_a_product_test_that_reads_the_users_cdk_json_fails():
-    """The suite's guard (conftest's audit hook): the product's tests read tests/fixtures/product/, never the
+    """The suite's guard (conftest's audit hook): the product's tests read tooling/product/, never the
     working copy's cdk.json, which is the user's -- so every valid edit of it leaves them green."""
     from tests import conftest
 
     before = list(conftest._READ_BY_PRODUCT_TESTS)
-    with pytest.raises(RuntimeError, match="a product test read the user's cdk.json; use tests/fixtures/product/"):
+    with pytest.raises(RuntimeError, match="a product test read the user's cdk.json; use tooling/product/"):
         (ROOT / "cdk.json").read_text()
     assert conftest._READ_BY_PRODUCT_TESTS[len(before) :] == [
         "tests/test_config.py::test_a_product_test_that_reads_the_users_cdk_json_fails read cdk.json"
@@ -368,7 +369,7 @@ def test_networking_rules():
 
 def test_documented_configuration_reference_is_generated_from_the_model():
     from karpenter_stack.config import reference_markdown
-    from scripts.generate_docs import documented_reference
+    from tooling.generate_docs import documented_reference
 
     assert documented_reference() == reference_markdown(), "run `make docs`"
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import PRODUCT, ROOT
+from tests.conftest import ROOT
+from tooling.configurations import PRODUCT
 
 CONFIG: dict[str, Any] = json.loads((ROOT / "renovate.json").read_text())
 REQUIREMENTS = ("requirements.txt", "requirements-dev.txt", "requirements-hooks.txt", "requirements-checkov.txt")

@@ -10,7 +10,8 @@ import pytest
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config, load_environments
 from tests.cfn import kubernetes_objects, only, resources
-from tests.conftest import PRODUCT_CONTEXT, TODAY
+from tests.conftest import TODAY
+from tooling.configurations import PRODUCT_CONTEXT
 
 
 @pytest.fixture(scope="module")

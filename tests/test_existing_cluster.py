@@ -9,7 +9,8 @@ from pathlib import Path
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import load_config
 from tests.cfn import controller_values, depends_on, kubernetes_objects, only, resources, teardown
-from tests.conftest import EXISTING, PRODUCT_CONTEXT, ROOT, TODAY
+from tests.conftest import ROOT, TODAY
+from tooling.configurations import EXISTING, PRODUCT_CONTEXT
 
 CLUSTER = EXISTING["existingCluster"]
 

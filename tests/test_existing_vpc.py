@@ -81,7 +81,7 @@ def test_a_vpc_whose_private_subnets_share_one_zone_is_refused():
 
     from karpenter_stack.application import build, new_app
     from karpenter_stack.config import ConfigError
-    from tests.conftest import PRODUCT_CONTEXT
+    from tooling.configurations import PRODUCT_CONTEXT
 
     one_zone = copy.deepcopy(LOOKUP_RESULT)
     for subnet in each(one_zone["subnetGroups"][0]["subnets"]):

@@ -10,10 +10,10 @@ import pytest
 from constructs_lib import manifests
 from constructs_lib.node_specs import NodeClassSpec
 from karpenter_stack.config import load_config, load_environments
-from tests.cel_rules import evaluate
 from tests.cfn import each
 from tests.conftest import ROOT, TODAY
-from tests.kubernetes_schemas import config_objects, object_violations
+from tooling.cel_rules import evaluate
+from tooling.kubernetes_schemas import config_objects, object_violations
 
 POOL_SHAPES = [
     {"name": "on-demand", "capacityTypes": ["on-demand"], "weight": 100, "limits": {"cpu": "64", "nodes": "10"}},
@@ -330,7 +330,7 @@ def test_amazon_linux_2_node_classes_are_valid_specs(alias):
 def test_a_running_pool_cannot_switch_between_static_and_dynamic_in_place():
     """The CRD's transition rule refuses it on update (the API server would roll the deploy back): the
     replicas setting says to rename the pool to switch. Proven by evaluating the upstream rule."""
-    from tests.cel_rules import transition_violations
+    from tooling.cel_rules import transition_violations
 
     gated = {"controller": {"featureGates": {"staticCapacity": True}}}
     dynamic = manifests.node_pool(load_config({**gated, "nodePools": [{"name": "p"}]}, today=TODAY).node_pools[0])

@@ -297,7 +297,7 @@ def test_the_feature_gate_table_is_every_gate_of_the_chart():
     from tests.conftest import ROOT
 
     schema = json_.loads(
-        (ROOT / "tests" / "schemas" / "karpenter-1.14.1" / "controller-values.schema.json").read_text()
+        (ROOT / "tooling" / "schemas" / "karpenter-1.14.1" / "controller-values.schema.json").read_text()
     )
     chart_gates = set(schema["properties"]["settings"]["properties"]["featureGates"]["properties"])
     assert set(FEATURE_GATE_DEFAULTS) == set(typing.get_args(FeatureGate)) == chart_gates

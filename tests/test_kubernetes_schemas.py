@@ -1,5 +1,5 @@
 """Every Kubernetes object the app applies, and the controller chart's values, match the schemas of
-the Karpenter version they are for (tests/schemas/karpenter-<version>/)."""
+the Karpenter version they are for (tooling/schemas/karpenter-<version>/)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from karpenter_stack import versions
 from tests.cfn import controller_values, each, kubernetes_objects
 from tests.conftest import EXAMPLE_FIXTURES
-from tests.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
+from tooling.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
 
 # configuration -> kinds of the objects it applies (aws-auth is a ConfigMap; an existing cluster's nodes
 # join through an access entry instead)

@@ -1,4 +1,4 @@
-"""A new user's door, in the suite: a copy of this repository made someone's own (scripts/newcomer.py: another
+"""A new user's door, in the suite: a copy of this repository made someone's own (tooling/newcomer.py: another
 cluster name, own pools, two environments with accounts and a filled cdk.context.json, the production profile).
 `make synth` synthesizes both environments offline (cdk-nag gates that synth); after an invalid edit, or before
 cdk.context.json holds their zones, `make test` stops at once with one message. The gate's per-environment
@@ -15,9 +15,10 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from scripts.newcomer import their_cdk_json, their_lookups
-from tests import background, workspace
+from tests import background
 from tests.conftest import ROOT
+from tooling import workspace
+from tooling.newcomer import their_cdk_json, their_lookups
 
 
 def _their_copy(dest: Path, *, max_azs: int | None = None, lookups: bool = True) -> None:
@@ -33,14 +34,14 @@ SYNTH = background.command(
     "newcomer-synth",
     ["make", "synth"],
     test="test_their_configuration_synthesizes_offline_from_their_lookup_cache",
-    env=background.clean_env(),
+    env=workspace.clean_env(),
     prepare=_their_copy,
 )
 INVALID = background.command(
     "newcomer-invalid-edit",
     ["make", "test"],
     test="test_an_invalid_edit_makes_the_test_command_fail_with_the_configuration_error",
-    env=background.clean_env(),
+    env=workspace.clean_env(),
     prepare=lambda dest: _their_copy(dest, max_azs=7),
 )
 
@@ -49,7 +50,7 @@ NO_LOOKUPS = background.command(
     "newcomer-no-lookups",
     ["make", "test"],
     test="test_without_their_lookups_the_test_command_stops_at_once_and_says_what_to_fill",
-    env=background.clean_env(),
+    env=workspace.clean_env(),
     prepare=lambda dest: _their_copy(dest, lookups=False),
 )
 
@@ -107,8 +108,9 @@ def test_the_gate_checks_every_environment_of_a_configuration(by_hand):
     """The gate's per-environment checks (test_your_configuration.py) over a configuration with two
     environments and the production profile (examples/pipeline.json's, synthesized once for the session)."""
     from karpenter_stack.config import load_environments
-    from tests.conftest import PRODUCT_CONTEXT, TODAY
+    from tests.conftest import TODAY
     from tests.test_your_configuration import object_problems
+    from tooling.configurations import PRODUCT_CONTEXT
 
     environments = json.loads((ROOT / "examples" / "pipeline.json").read_text())["environments"]
     configs = load_environments({**PRODUCT_CONTEXT, "environments": environments}, today=TODAY)

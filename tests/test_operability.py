@@ -9,8 +9,8 @@ import yaml
 
 from tests.cfn import controller_values, kubernetes_objects, render, resources
 from tests.conftest import ROOT, synth
-from tests.kubernetes_schemas import object_violations, values_violations
 from tests.test_lifecycle import dependency_graph, depends_transitively
+from tooling.kubernetes_schemas import object_violations, values_violations
 
 TOPIC = f"arn:aws:sns:eu-west-1:{'1' * 12}:karpenter-alerts"
 CONTROLLER = {

@@ -16,7 +16,8 @@ from karpenter_stack import versions
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.cfn import create_only_properties, each, template_change
-from tests.conftest import PRODUCT_CONTEXT, ROOT, TODAY
+from tests.conftest import ROOT, TODAY
+from tooling.configurations import PRODUCT_CONTEXT
 
 EXAMPLE: dict[str, Any] = json.loads((ROOT / "examples" / "pipeline.json").read_text())
 

@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config
-from tests.cel_rules import evaluate
-from tests.conftest import PRODUCT_CONTEXT, TODAY
-from tests.kubernetes_schemas import config_objects, object_violations
+from tests.conftest import TODAY
+from tooling.cel_rules import evaluate
+from tooling.configurations import PRODUCT_CONTEXT
+from tooling.kubernetes_schemas import config_objects, object_violations
 
 KEYS = [
     "topology.kubernetes.io/zone",

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from karpenter_stack.config import AppConfig, load_config, load_environments
-from tests.conftest import PRODUCT_CONTEXT, ROOT, TODAY
+from tests.conftest import ROOT, TODAY
+from tooling.configurations import PRODUCT_CONTEXT
 
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))

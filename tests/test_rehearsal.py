@@ -9,9 +9,9 @@ import copy
 import pytest
 
 from tests.cfn import each
-from tests.lifecycle_model import Lifecycle
 from tests.test_snapshots import _templates
 from tests.test_teardown import EVENT, Context, FakeTime, Untouchable, _status_client, index
+from tooling.lifecycle_model import Lifecycle
 
 CONFIGURATIONS = [
     "default",

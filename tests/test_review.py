@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts import review as rv
 from tests.cfn import assemblies_in_tmp
 from tests.conftest import synth
+from tooling import review as rv
 
 NO_CHANGE = (
     "# Review\n\nNo change: every stack deploys as its baseline (nothing added, removed, replaced or updated).\n"
@@ -271,7 +271,7 @@ def test_the_command_against_the_baseline_the_user_accepted(tmp_path, capsys, mo
     import subprocess
 
     from karpenter_stack import context_sources
-    from tests import workspace
+    from tooling import workspace
 
     project = tmp_path / "project"
     project.mkdir()

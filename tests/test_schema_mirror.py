@@ -1,5 +1,5 @@
-"""scripts/mirror_crd_schema.py turns a CRD's structural OpenAPI schema into the project's JSON Schema
-mirror (tests/schemas/karpenter-<version>/nodeoverlay.schema.json was written by it)."""
+"""tooling/mirror_crd_schema.py turns a CRD's structural OpenAPI schema into the project's JSON Schema
+mirror (tooling/schemas/karpenter-<version>/nodeoverlay.schema.json was written by it)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 from jsonschema import Draft202012Validator
 
-from scripts.mirror_crd_schema import json_schema
-from tests.kubernetes_schemas import SCHEMAS
+from tooling.kubernetes_schemas import SCHEMAS
+from tooling.mirror_crd_schema import json_schema
 
 
 def test_structural_openapi_becomes_strict_json_schema():
@@ -16,7 +16,7 @@ def test_structural_openapi_becomes_strict_json_schema():
         "type": "object",
         "description": "dropped",
         "required": ["requirements"],
-        "x-kubernetes-validations": [{"rule": "true"}],  # CEL: mirrored by scripts/mirror_crd_rules.py
+        "x-kubernetes-validations": [{"rule": "true"}],  # CEL: mirrored by tooling/mirror_crd_rules.py
         "properties": {
             "capacity": {
                 "type": "object",

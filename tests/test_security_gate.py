@@ -14,7 +14,9 @@ from karpenter_stack.context_sources import working_context
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
 from tests import background
 from tests.cfn import assemblies_in_tmp, each, kubernetes_objects, only, render, resources
-from tests.conftest import ALTERNATIVE, EXISTING, POD_IDENTITY, PRODUCT_CONTEXT, ROOT, synth
+from tests.conftest import ROOT, synth
+from tooling import workspace
+from tooling.configurations import ALTERNATIVE, EXISTING, POD_IDENTITY, PRODUCT_CONTEXT
 
 NIST = {"additionalNagPacks": ["NIST80053R5"]}
 PUBLIC = {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.7/32"]}
@@ -95,7 +97,7 @@ HIPAA_SYNTH = background.command(
         """ARGS=-c 'additionalNagPacks=["HIPAASecurity"]'""",
     ],
     test="test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth",
-    env=background.clean_env(),
+    env=workspace.clean_env(),
     in_project=True,
 )
 
@@ -116,8 +118,8 @@ def test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth():
 
 
 def test_security_report_command(capsys, monkeypatch, tmp_path, default, lint_findings, checkov_findings):
-    from scripts import security_report
-    from scripts.security_report import main
+    from tooling import security_report
+    from tooling.security_report import main
 
     # The report's cfn-lint and checkov runs get the session's runs over the same configuration's
     # templates (by file name) and templates/: the report's own parsing and verdict run on real findings.
@@ -260,7 +262,7 @@ def test_no_trust_policy_uses_string_like_or_wildcards(default, alternative):
 
 
 def test_docs_list_every_acknowledgment():
-    from scripts.generate_docs import acknowledgments_markdown, documented_acknowledgments
+    from tooling.generate_docs import acknowledgments_markdown, documented_acknowledgments
 
     table = acknowledgments_markdown(lambda overrides: synth(**overrides).app)  # synthesized once per session
     assert documented_acknowledgments() == table, "run `make docs`"

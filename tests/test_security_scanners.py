@@ -8,8 +8,8 @@ import json
 import re
 from collections import Counter
 
-from scripts.security_report import CheckovFinding, checkov_results, checkov_skips, sarif, skip_reason
 from tests.cfn import each
+from tooling.security_report import CheckovFinding, checkov_results, checkov_skips, sarif, skip_reason
 
 
 def test_every_checkov_finding_is_skipped_with_a_reason(checkov_findings):

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from karpenter_stack.config import load_config, stack_name_for
-from scripts import review as rv
 from tests import background
 from tests.cfn import only, render, resources, teardown
+from tooling import review as rv
+from tooling import workspace
 
 
 def _cluster_config(synthesized) -> dict:
@@ -350,7 +351,7 @@ def test_what_the_deployed_cluster_can_take_passes(tmp_path, deployed, settings)
 
 
 def _deployed_with_api(dest) -> None:
-    from tests import workspace
+    from tooling import workspace
 
     cdk_json = json.loads((workspace.PRODUCT / "cdk.json").read_text())
     cdk_json["context"]["authenticationMode"] = "API"
@@ -362,7 +363,7 @@ AGAINST_BASELINE = background.command(
     "test-against-baseline",
     ["make", "--no-print-directory", "test"],
     test="test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_take",
-    env=background.clean_env(),
+    env=workspace.clean_env(),
     prepare=_deployed_with_api,
 )
 
@@ -382,14 +383,14 @@ def test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_ta
     assert "nothing was tested" in result.stderr and "passed" not in result.stdout
 
 
-# --- the transition matrix (scripts/transitions.py; `make transitions` runs all of it) ------------------------
+# --- the transition matrix (tooling/transitions.py; `make transitions` runs all of it) ------------------------
 
 
 def test_the_matrix_is_generated_from_the_configuration_model():
     """Every top-level setting gives transitions by its type (modes: every ordered pair) or a sample, or says why
     it is not a transition of one stack; a setting with neither stops the generation, naming it."""
     from karpenter_stack.config import AppConfig
-    from scripts import transitions as tr
+    from tooling import transitions as tr
 
     found, not_one = tr.transitions()
     settings = {t.setting for t in found}
@@ -408,7 +409,7 @@ def test_the_matrix_is_generated_from_the_configuration_model():
 def test_a_wrong_verdict_is_caught_by_the_mirrored_rules():
     """A create-only change the review called an update, and a cluster update whose rollback the handler refuses
     that the review did not call one way: both are reported."""
-    from scripts import transitions as tr
+    from tooling import transitions as tr
 
     group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"InstanceTypes": ["t3.medium"], "Version": "1.36"}}
     cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"name": "c", "version": "1.36", "accessConfig": {}}}}
@@ -446,7 +447,7 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
     """From the matrix, on the suite's own synths: 1.35 → 1.36 is allowed, but its rollback would ask EKS for a
     downgrade (aws-cdk's handler calls UpdateClusterVersion unless the cluster already runs that version), and the
     add-ons and patches that follow in the same deploy can fail: the review blocks until acknowledged."""
-    from scripts import transitions as tr
+    from tooling import transitions as tr
 
     outcome = tr.assess(tr.Transition("kubernetesVersion", {}, "1.35", tr.DEFAULT), _templates_of)
     assert (outcome.category, outcome.rollback, outcome.problems) == ("blocked", "refused", [])
@@ -462,7 +463,7 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
 def test_the_node_fields_are_in_the_matrix_with_every_mode_pair():
     """Capacity types and AMI families as modes (every ordered pair); every other field by type or sample."""
     from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
-    from scripts import transitions as tr
+    from tooling import transitions as tr
 
     found = tr.node_transitions()
     settings = {t.setting for t in found}
@@ -554,7 +555,7 @@ def test_a_pool_switching_between_static_and_dynamic_capacity_is_refused_at_synt
 
 
 def test_the_matrix_checks_eks_version_skew():
-    from scripts import transitions as tr
+    from tooling import transitions as tr
 
     cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"version": "1.36"}}}
     group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"Version": "1.35"}}
@@ -607,7 +608,7 @@ def test_a_new_vpc_cidr_is_refused_at_synth(tmp_path):
 
 def test_the_matrix_asks_the_synth_to_refuse_what_would_fail():
     """`make transitions` flags a deploy the review says fails unless the synth refuses it against that baseline."""
-    from scripts import transitions as tr
+    from tooling import transitions as tr
 
     deployed = {
         "eks-karpenter.template": {

@@ -23,8 +23,9 @@ import pytest
 from karpenter_stack import versions
 from karpenter_stack.cluster_updates import update, version_step_refusal
 from tests.cfn import controller_values, only, resources
-from tests.conftest import ALTERNATIVE, Synthesized, synth
+from tests.conftest import Synthesized, synth
 from tests.test_lifecycle import dependency_graph
+from tooling.configurations import ALTERNATIVE
 
 PATH = ("1.34", "1.35", "1.36")  # the default version last: its synth is the suite's own
 ANNOTATION = "karpenter-stack.cdk/kubernetes-version"

@@ -21,9 +21,10 @@ from aws_cdk.assertions import Template
 from karpenter_stack.config import AppConfig
 from karpenter_stack.preflight import working_environments
 from tests import background
-from tests.cel_rules import KINDS, evaluate
 from tests.cfn import kubernetes_objects
-from tests.kubernetes_schemas import object_violations
+from tooling import workspace
+from tooling.cel_rules import KINDS, evaluate
+from tooling.kubernetes_schemas import object_violations
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTEXT_FILE = os.environ.get("CONTEXT_FILE") or None
@@ -31,14 +32,14 @@ CONTEXT_FILE = os.environ.get("CONTEXT_FILE") or None
 ARGS = shlex.split(os.environ.get("KARPENTER_GATE_ARGS", ""))
 SYNTH_DIR = "your-synth"
 
-_env = background.clean_env()
+_env = workspace.clean_env()
 if CONTEXT_FILE:
     _env["CONTEXT_FILE"] = CONTEXT_FILE
-# What `make synth` runs (scripts/cdk.py: the CLI with CONTEXT_FILE's settings), into an output folder of its
+# What `make synth` runs (tooling/cdk.py: the CLI with CONTEXT_FILE's settings), into an output folder of its
 # own so that your cdk.out/ is left alone.
 SYNTH = background.command(
     SYNTH_DIR,
-    ["python", str(ROOT / "scripts" / "cdk.py"), "synth", "--quiet", "--output", "{outdir}", *ARGS],
+    ["python", "-m", "tooling.cdk", "synth", "--quiet", "--output", "{outdir}", *ARGS],
     test="test_every_environment_of_your_configuration_synthesizes_and_passes_the_security_gate",
     env=_env,
 )

@@ -25,19 +25,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 import yaml
 
+from karpenter_stack.application import build_deferred, new_app
+from karpenter_stack.config import ConfigError
+from karpenter_stack.security import acknowledgments, covers, findings
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import aws_cdk as cdk  # noqa: E402
-
-from karpenter_stack.application import build_deferred, new_app  # noqa: E402
-from karpenter_stack.config import ConfigError  # noqa: E402
-from karpenter_stack.security import acknowledgments, covers, findings  # noqa: E402
 
 
-def _context(overrides: list[str]) -> dict:
+def _context(overrides: list[str]) -> dict[str, Any]:
     """Your configuration as `make synth` gives it to the app: cdk.context.json, cdk.json, CONTEXT_FILE, -c."""
     from karpenter_stack.context_sources import working_context
 
@@ -46,7 +44,10 @@ def _context(overrides: list[str]) -> dict:
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
@@ -54,7 +55,7 @@ def _short(rule: str, limit: int = 70) -> str:
     return rule if len(rule) <= limit else rule[: limit - 3] + "..."
 
 
-def nag_section(context: dict, outdir: str) -> tuple[str, int, cdk.App, list[dict[str, Any]]]:
+def nag_section(context: dict[str, Any], outdir: str) -> tuple[str, int, cdk.App, list[dict[str, Any]]]:
     """The findings table, the number left open, the acknowledged app (synthesized into ``outdir``, for
     linting) and the findings as SARIF results (acknowledged ones suppressed with their reason)."""
     # One build: the findings before acknowledgments, then after them.
@@ -338,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args, context, outdir)
 
 
-def _report(args: argparse.Namespace, context: dict, outdir: str) -> int:
+def _report(args: argparse.Namespace, context: dict[str, Any], outdir: str) -> int:
     try:
         nag_text, unacknowledged, app, nag_results = nag_section(context, outdir)
     except ConfigError as err:

@@ -1,5 +1,5 @@
 """Evaluate the CRDs' CEL rules (``x-kubernetes-validations``, mirrored in
-tests/schemas/karpenter-<version>/cel-rules.json) on an object, as the API server does on create:
+tooling/schemas/karpenter-<version>/cel-rules.json) on an object, as the API server does on create:
 defaults applied first, every rule on every value at its path, transition rules (``oldSelf``) skipped.
 
 The CEL implementation is cel-python; the two Kubernetes library functions the rules use beyond standard
@@ -19,8 +19,10 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.evaluation import CELEvalError
 
-from tests.kubernetes_schemas import SCHEMAS
+from tooling.kubernetes_schemas import SCHEMAS
 
 # Kubernetes kind -> the key of its CRD in the mirror.
 KINDS = {
@@ -41,7 +43,7 @@ def _find(value: Any, pattern: Any) -> celtypes.StringType:
 
 
 _ENV = celpy.Environment()
-_FUNCTIONS = {"split": _split, "find": _find}
+_FUNCTIONS: dict[str, Any] = {"split": _split, "find": _find}
 
 
 @cache
@@ -55,9 +57,10 @@ def mirror(karpenter_version: str) -> dict[str, Any]:
     if not path.is_file():
         raise AssertionError(
             f"no CEL rules mirrored for Karpenter {karpenter_version}: run "
-            "scripts/mirror_crd_rules.py against that release's CRDs"
+            "tooling/mirror_crd_rules.py against that release's CRDs"
         )
-    return json.loads(path.read_text())
+    rules: dict[str, Any] = json.loads(path.read_text())
+    return rules
 
 
 def _tokens(path: str) -> list[str]:
@@ -93,7 +96,7 @@ def with_defaults(obj: dict[str, Any], defaults: list[dict[str, Any]]) -> dict[s
     """A copy of ``obj`` without nulls and with the schema's defaults filled in where their parent
     exists, shallow paths first (a defaulted object then gets the defaults of its own fields), as the
     API server does."""
-    result = _without_nulls(copy.deepcopy(obj))
+    result: dict[str, Any] = _without_nulls(copy.deepcopy(obj))
     for default in sorted(defaults, key=lambda d: len(_tokens(d["path"]))):
         *parent, name = _tokens(default["path"])
         for _, container in list(locate(result, parent)):
@@ -119,8 +122,8 @@ def _passes(rule: str, key: str, value: Any) -> bool:
     verdict = _VERDICTS.get((rule, key))
     if verdict is None:
         try:
-            result = _program(rule).evaluate({"self": celpy.json_to_cel(value)})
-        except celpy.CELEvalError as error:  # the API server refuses an object whose rule errors
+            result = _program(rule).evaluate({"self": json_to_cel(value)})
+        except CELEvalError as error:  # the API server refuses an object whose rule errors
             result = error
         verdict = _VERDICTS[(rule, key)] = result is True or result == celtypes.BoolType(True)
     return verdict
@@ -155,9 +158,7 @@ def transition_violations(old: dict[str, Any], new: dict[str, Any], karpenter_ve
         for where, value in locate(after, _tokens(rule["path"])):
             if where not in olds:
                 continue
-            result = _program(rule["rule"]).evaluate(
-                {"self": celpy.json_to_cel(value), "oldSelf": celpy.json_to_cel(olds[where])}
-            )
+            result = _program(rule["rule"]).evaluate({"self": json_to_cel(value), "oldSelf": json_to_cel(olds[where])})
             if result is not True and result != celtypes.BoolType(True):
                 broken.append(f"{where}: {rule.get('message') or rule['rule']}")
     return broken

@@ -1,24 +1,22 @@
 """Regenerate what is derived from the code (`make docs`): the configuration reference
 (docs/configuration-reference.md) and the table of acknowledged security findings (docs/acknowledgments.md),
 each between its markers; the prose around them is written by hand. Both describe the product: they are built
-from the product's shipped configuration (tests/fixtures/product/cdk.json), never from the user's cdk.json."""
+from the product's shipped configuration (tooling/product/cdk.json), never from the user's cdk.json."""
 
 from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from karpenter_stack.config import reference_markdown
 
-from karpenter_stack.config import reference_markdown  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 DOCS = ROOT / "docs"
-PRODUCT = ROOT / "tests" / "fixtures" / "product"
+PRODUCT = ROOT / "tooling" / "product"
 # Each generated part: marker name -> the file that holds it between its markers.
 REFERENCE_DOC = DOCS / "configuration-reference.md"
 ACKNOWLEDGMENTS_DOC = DOCS / "acknowledgments.md"
@@ -40,6 +38,8 @@ ACKNOWLEDGMENT_CONFIGS = [
 
 def _bounds(text: str, name: str) -> tuple[int, int]:
     start = re.search(rf"<!-- {name}:start[^>]*-->\n", text)
+    if start is None:
+        raise ValueError(f"no <!-- {name}:start --> marker")
     return start.end(), text.index(f"<!-- {name}:end -->")
 
 
@@ -64,7 +64,7 @@ def documented_acknowledgments() -> str:
 
 
 def _built(overrides: dict[str, Any]) -> Any:
-    """The product's configuration (the shipped cdk.json kept in tests/fixtures/product, as the product's
+    """The product's configuration (the shipped cdk.json kept in tooling/product, as the product's
     tests build it) with these settings: the docs describe the product, whatever the user's cdk.json says."""
     from karpenter_stack.application import build, new_app
 
@@ -76,14 +76,16 @@ def _built(overrides: dict[str, Any]) -> Any:
 def acknowledgments_markdown(built: Callable[[dict[str, Any]], Any] = _built) -> str:
     """The acknowledgment table of docs/acknowledgments.md. ``built(overrides)`` gives the built app of a configuration
     (the tests pass the apps they have already synthesized)."""
-    from aws_cdk import Stack
-
+    from karpenter_stack.cluster_stack import KarpenterClusterStack
+    from karpenter_stack.existing_cluster_stack import KarpenterOnExistingClusterStack
     from karpenter_stack.security import acknowledgments
 
     rows: dict[tuple[str, str], tuple[str, str]] = {}
     for when, overrides in ACKNOWLEDGMENT_CONFIGS:
         app = built(overrides)
-        (stack,) = [c for c in app.node.children if isinstance(c, Stack)]
+        (stack,) = [
+            c for c in app.node.children if isinstance(c, KarpenterClusterStack | KarpenterOnExistingClusterStack)
+        ]
         for ack in acknowledgments(app):
             # the Karpenter construct's id differs between the two stacks; its acknowledgments do not
             scope = re.sub(rf"^{re.escape(stack.karpenter.node.path)}/", "<Karpenter>/", ack.path)

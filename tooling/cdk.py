@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Run the project's CDK CLI with a CONTEXT_FILE's settings as ``-c`` flags: ``make synth``, ``make cdk``.
 
-    python scripts/cdk.py synth --quiet -c clusterName=payments-dev   # CONTEXT_FILE read from the environment
-    python scripts/cdk.py --check                                      # only check CONTEXT_FILE
-    python scripts/cdk.py --check-config -c maxAzs=3                   # and the whole configuration (make test)
+    python -m tooling.cdk synth --quiet -c clusterName=payments-dev   # CONTEXT_FILE read from the environment
+    python -m tooling.cdk --check                                      # only check CONTEXT_FILE
+    python -m tooling.cdk --check-config -c maxAzs=3                   # and the whole configuration (make test)
 
 A CONTEXT_FILE that is missing, unreadable or not a JSON object stops here with one line and exit code 2,
 before the CLI (and the app) runs.
@@ -15,9 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from karpenter_stack.context_sources import ContextFileError, as_flags, read_context_file  # noqa: E402
+from karpenter_stack.context_sources import ContextFileError, as_flags, read_context_file
 
 
 def command(argv: list[str], context_file: str | None) -> list[str]:

@@ -1,9 +1,10 @@
-"""Check Kubernetes objects and Helm values against the schemas in tests/schemas/<karpenter-version>/,
+"""Check Kubernetes objects and Helm values against the schemas in tooling/schemas/<karpenter-version>/,
 with failure messages that name the object, the field path and the rule."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ def schema(karpenter_version: str, name: str) -> dict[str, Any]:
             f"no schema {path.relative_to(SCHEMAS.parent)}: mirror Karpenter {karpenter_version}'s "
             "CRDs/chart values there before using that version"
         )
-    return json.loads(path.read_text())
+    schema: dict[str, Any] = json.loads(path.read_text())
+    return schema
 
 
 @cache
@@ -58,7 +60,7 @@ def _object_violations(document: str, karpenter_version: str, kubernetes_version
     return ()
 
 
-def _path(parts) -> str:
+def _path(parts: Iterable[object]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".") or "(root)"
 
 

@@ -1,6 +1,6 @@
 """The transition matrix: every setting of the configuration model moved from its default to another valid value
 and back -- for settings with modes (Literal or boolean types: authentication, credentials, hosting, ...), every
-ordered pair of modes -- each synthesized, reviewed (``scripts/review.py``) as a deploy and as CloudFormation's
+ordered pair of modes -- each synthesized, reviewed (``tooling/review.py``) as a deploy and as CloudFormation's
 rollback of it (the reverse update), and the review's verdict checked against the mirrored rules:
 
 - CloudFormation: a changed create-only property (the resource schemas cfn-lint ships) replaces the resource;
@@ -38,12 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from karpenter_stack.cluster_updates import UpdateRefused, update, version_step_refusal
+from karpenter_stack.config import AppConfig, ConfigError, load_config
+from tooling import review as rv
 
-from karpenter_stack.cluster_updates import UpdateRefused, update, version_step_refusal  # noqa: E402
-from karpenter_stack.config import AppConfig, ConfigError, load_config  # noqa: E402
-from scripts import review as rv  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 # Another valid value for settings whose type names none (strings, lists, maps).
 SAMPLES: dict[str, Any] = {
@@ -225,7 +224,7 @@ def _field_transitions(
     elif key in samples:
         value = samples[key]
     else:
-        raise KeyError(f"{key}: no sample value and no reason it is not a transition (scripts/transitions.py)")
+        raise KeyError(f"{key}: no sample value and no reason it is not a transition (tooling/transitions.py)")
     return [Transition(key, base, DEFAULT, value), Transition(key, base, value, DEFAULT)]
 
 
@@ -517,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         found = [t for t in found if t.setting in args.only or t.setting.split(".")[0] in args.only]
     # The product's settings layer (feature flags): the matrix is about the model's defaults, not your cdk.json.
-    product = ROOT / "tests" / "fixtures" / "product"
+    product = ROOT / "tooling" / "product"
     flags = {k: v for k, v in context_sources.cdk_json_context(product).items() if k.startswith(("@", "aws:"))}
     context = {**flags, **context_sources.cached_lookups(product)}
     with tempfile.TemporaryDirectory(prefix="transitions-") as scratch:

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Mirror the CEL rules (``x-kubernetes-validations``) and the defaults of Karpenter's CRDs into
-``tests/schemas/karpenter-<version>/cel-rules.json``, the project's own record of them.
+``tooling/schemas/karpenter-<version>/cel-rules.json``, the project's own record of them.
 
 Run when bumping Karpenter, against the release's CRDs (``pkg/apis/crds/`` of
 aws/karpenter-provider-aws at the release tag)::
 
-    python scripts/mirror_crd_rules.py <path to that crds/ folder> <version>
+    python -m tooling.mirror_crd_rules <path to that crds/ folder> <version>
 
 Each rule is kept exactly as upstream writes it, with the path of the schema node it sits on
 (``spec.template.spec.requirements[]``: ``[]`` is every item of a list, ``{}`` every value of a map),
 its message and whether it is a transition rule (it reads ``oldSelf``, so it only applies to updates).
 Each default is kept with the path of the field it fills. The tests evaluate the rules with a real CEL
-implementation after applying the defaults, as the API server does (tests/cel_rules.py).
+implementation after applying the defaults, as the API server does (tooling/cel_rules.py).
 """
 
 from __future__ import annotations
@@ -68,14 +68,14 @@ def mirror(crds: Path, version: str) -> dict[str, Any]:
             "project": "aws/karpenter-provider-aws",
             "tag": f"v{version}",
             "source": "pkg/apis/crds/*.yaml: x-kubernetes-validations and default of every served version",
-            "generated-by": "scripts/mirror_crd_rules.py",
+            "generated-by": "tooling/mirror_crd_rules.py",
         },
         "kinds": kinds,
     }
 
 
 def main(crds: str, version: str) -> None:
-    out = ROOT / "tests" / "schemas" / f"karpenter-{version}" / "cel-rules.json"
+    out = ROOT / "tooling" / "schemas" / f"karpenter-{version}" / "cel-rules.json"
     data = mirror(Path(crds), version)
     out.write_text(json.dumps(data, indent=1) + "\n")
     counts = {

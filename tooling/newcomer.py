@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tooling import workspace
+from tooling.workspace import clean_env
 
-from tests import workspace  # noqa: E402
-from tests.background import clean_env  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SYSTEM_POOL = {
     "name": "system",
@@ -35,7 +34,7 @@ ENVIRONMENTS = {"staging": ("444455556666", "eu-west-1"), "prod": ("123456789012
 
 def their_cdk_json() -> dict[str, Any]:
     """The shipped cdk.json made someone's own."""
-    cdk_json = json.loads((workspace.PRODUCT / "cdk.json").read_text())
+    cdk_json: dict[str, Any] = json.loads((workspace.PRODUCT / "cdk.json").read_text())
     cdk_json["context"] |= {
         "clusterName": "payments",
         "profile": "production",

@@ -37,15 +37,14 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from karpenter_stack.cluster_updates import (  # noqa: E402
+from karpenter_stack.cluster_updates import (
     auth_mode_refusal,
     auth_mode_sequence,
     version_step_refusal,
 )
-from tests.lifecycle_model import references as _references  # noqa: E402
+from tooling.lifecycle_model import references as _references
+
+ROOT = Path(__file__).resolve().parent.parent
 
 BASELINE = "baseline"
 SNAPSHOTS = "tests/__snapshots__/test_snapshots"
@@ -427,7 +426,7 @@ def _render(value: Any) -> str:
         return value
     if isinstance(value, dict) and "Fn::Join" in value:
         sep, parts = value["Fn::Join"]
-        return sep.join(p if isinstance(p, str) else "${" + ",".join(sorted(references(p))) + "}" for p in parts)
+        return str(sep).join(p if isinstance(p, str) else "${" + ",".join(sorted(references(p))) + "}" for p in parts)
     return json.dumps(value)
 
 
@@ -559,7 +558,7 @@ def crd_refusals(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
     """What the API server refuses of applying ``new``'s Karpenter objects over ``old``'s: the CRDs' transition
     rules (CEL with ``oldSelf``, mirrored per release in tests/data; e.g. a NodePool cannot switch between static
     and dynamic capacity)."""
-    from tests.cel_rules import KINDS, transition_violations
+    from tooling.cel_rules import KINDS, transition_violations
 
     before, after = _objects(old), _objects(new)
     version = _karpenter_version(new_template)
@@ -714,12 +713,12 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
         for logical_id in kept:
             if logical_id in replaced:
                 continue
-            change = _kept_change(logical_id, before[logical_id], after[logical_id], replaced, new)
-            if change is None:
+            kept_change = _kept_change(logical_id, before[logical_id], after[logical_id], replaced, new)
+            if kept_change is None:
                 changes.pop(logical_id, None)
                 continue
-            changes[logical_id] = change
-            if change.action == "replaced":
+            changes[logical_id] = kept_change
+            if kept_change.action == "replaced":
                 replaced.add(logical_id)
                 grown = True
         if not grown:
@@ -1009,12 +1008,14 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
             key = f"{report.stack}/{c.logical_id}"
             flag = ""
             if c.action == "fails":
-                flag, _ = "✗ FAILS", failing.append(key)
+                flag = "✗ FAILS"
+                failing.append(key)
+            elif c.destructive and key in acknowledged:
+                flag = "acknowledged"
+                used.add(key)
             elif c.destructive:
-                if key in acknowledged:
-                    flag, _ = "acknowledged", used.add(key)
-                else:
-                    flag, _ = "‼ STATEFUL", blocking.append(key)
+                flag = "‼ STATEFUL"
+                blocking.append(key)
             what = f"**{c.action}**" if c.action in ("replaced", "removed", "fails") else c.action
             if c.interrupts:
                 what += ", **interrupts**"
@@ -1119,7 +1120,7 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
         return 0
     new = synthesized_templates(Path(outdir))
     if not old:
-        text, blocking, failing = first_deploy(new, directory), [], []
+        text, blocking, failing = first_deploy(new, directory), list[str](), list[str]()
     else:
         text, blocking, failing = render(review(old, new), acknowledged)
     print(text)

@@ -1,5 +1,5 @@
 """Copies of the project for commands that read a ``cdk.json`` from their working directory (the CDK CLI,
-``make``): the product's own configuration (tests/fixtures/product) for the product's command-line tests,
+``make``): the product's own configuration (tooling/product) for the product's command-line tests,
 whatever the working copy's ``cdk.json`` holds; a user's own for the newcomer test."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT = ROOT / "tests" / "fixtures" / "product"
+PRODUCT = ROOT / "tooling" / "product"
 # The toolchain `make` set up: linked into every copy, never copied (and never installed again: the
 # copies keep the files' modification times, so make's stamps stay newer than the requirements).
 TOOLCHAIN = (".venv", "node_modules", ".venv-checkov")
@@ -78,3 +78,24 @@ def _own_files(dest: Path, cdk_json: dict[str, Any] | None, cdk_context: dict[st
             shutil.copy2(PRODUCT / name, target)
         else:
             target.write_text(json.dumps(content, indent=2) + "\n")
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a machine without AWS credentials or a default account/region."""
+    env = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true", **extra}
+    for var in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "CDK_DEFAULT_ACCOUNT",
+        "CDK_DEFAULT_REGION",
+        # a command of the suite's runs as a user types it, not as a sub-make of `make test`
+        "MAKEFLAGS",
+        "MAKELEVEL",
+        "MFLAGS",
+    ):
+        env.pop(var, None)
+    return env

@@ -13,25 +13,25 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from karpenter_stack.application import build, new_app
+from tooling.configurations import EXISTING, PRODUCT_CONTEXT, PRODUCTION
+from tooling.lifecycle_model import Lifecycle
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from karpenter_stack.application import build, new_app  # noqa: E402
-from tests.conftest import EXISTING, PRODUCT_CONTEXT, PRODUCTION  # noqa: E402
-from tests.lifecycle_model import Lifecycle  # noqa: E402
 
 BASELINE = ROOT / "tests" / "release" / "logical-ids.json"
 CONFIGURATIONS = {"default": {}, "production": PRODUCTION, "existing": EXISTING}
 
 
-def logical_ids_of(templates: dict[str, dict]) -> dict[str, str]:
+def logical_ids_of(templates: dict[str, dict[str, Any]]) -> dict[str, str]:
     """``<stack>/<logical id>`` (nested ones under their nested stack's id) -> resource type."""
     (root,) = [name for name in templates if not name.endswith(".nested.template")]
     return {key: node.type for key, node in sorted(Lifecycle(templates, root).nodes.items())}
 
 
-def logical_ids(overrides: dict) -> dict[str, str]:
+def logical_ids(overrides: dict[str, Any]) -> dict[str, str]:
     # Path metadata on, as `cdk synth` does: nested templates are found by their construct path.
     with tempfile.TemporaryDirectory(prefix="release-ids-") as outdir:  # ~60 MB each: never left behind
         app = new_app(context={**PRODUCT_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides}, outdir=outdir)
@@ -44,7 +44,7 @@ def logical_ids(overrides: dict) -> dict[str, str]:
 
 def main() -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    baseline = {
+    baseline: dict[str, Any] = {
         "release": commit.stdout.strip() or "unknown",
         "configurations": {name: logical_ids(overrides) for name, overrides in CONFIGURATIONS.items()},
     }

@@ -2,7 +2,7 @@
 aws_eks.Cluster + cdk-eks-karpenter, alternating the two, and report medians and their ratio.
 
 Both run through the project's pinned CDK CLI and Node.js; the alternative gets a throwaway virtualenv
-(from scripts/bench/requirements.txt) and the project's feature flags."""
+(from tooling/bench/requirements.txt) and the project's feature flags."""
 
 from __future__ import annotations
 
