@@ -32,7 +32,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal transitions \
-	release-ids clean
+	release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli
 
 ## help: list the targets
 help:
@@ -52,14 +52,55 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
 ## test: set up and run the whole test suite: the product's tests and the gate of your configuration
+# Four jobs side by side (make schedules them; each one's output is printed whole when it ends): lint, the
+# scanners, the in-process tests, and the tests that run commands as a user types them.
 test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	@$(CDK) --check-config $(ARGS)
-	KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' python -m pytest $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory -j4 --output-sync=target pytest pytest-cli lint scan
 
 ## check: only the gate of your configuration: synth of every environment, cdk-nag, cfn-lint, CRD schema and CEL
 check: $(DEV_STAMP) $(NODE_STAMP)
 	@$(CDK) --check-config $(ARGS)
-	KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' python -m pytest -q -p no:cacheprovider -p no:hypothesispytest tests/test_your_configuration.py
+	@$(MAKE) --no-print-directory gate
+	$(GATE_ENV) python -m pytest -q -p no:cacheprovider -p no:hypothesispytest tests/test_your_configuration.py
+	python -m tooling.scan cfn-lint $(GATE)/cdk.out/*.template.json
+
+### gate: synthesize your configuration through the CLI into .gate/ (what the gate's tests and the scanners read)
+# The gate's synth: your configuration (cdk.json, CONTEXT_FILE, ARGS) through the CDK CLI as `make synth` runs it,
+# into .gate/ (your cdk.out/ is left alone); tests/test_your_configuration.py and the scanners read it.
+GATE := .gate
+GATE_ENV = KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' KARPENTER_GATE_OUT=$(GATE)
+gate: $(RUNTIME_STAMP) $(NODE_STAMP)
+	@rm -rf $(GATE) && mkdir -p $(GATE)
+	@$(CDK) synth --quiet --output $(GATE)/cdk.out $(ARGS) >$(GATE)/synth.out 2>$(GATE)/synth.err; \
+		status=$$?; echo $$status >$(GATE)/synth.status; \
+		if [ $$status -ne 0 ]; then cat $(GATE)/synth.err >&2; echo "make synth of your configuration failed" >&2; fi; \
+		exit $$status
+
+### pytest: the in-process tests (PYTEST_ARGS)
+pytest: $(DEV_STAMP) $(NODE_STAMP)
+	python -m pytest -m "not cli" $(PYTEST_ARGS)
+
+### pytest-cli: the tests that run commands as a user types them, on two xdist workers (PYTEST_ARGS)
+pytest-cli: $(DEV_STAMP) $(NODE_STAMP) gate
+	$(GATE_ENV) python -m pytest -m cli -n 2 --dist loadgroup -p no:randomly $(PYTEST_ARGS)
+
+### lint: ruff (lint and format) and strict mypy, as the pre-commit hooks run them
+lint: $(DEV_STAMP)
+	ruff check --no-cache .
+	ruff format --check --no-cache .
+	mypy
+
+### scan: cfn-lint and checkov over this app's templates (its snapshots), templates/ and your configuration's synth
+scan: cfn-lint checkov
+### cfn-lint: cfn-lint over the same templates (one of the two scanners of `make scan`)
+cfn-lint: $(DEV_STAMP) gate
+	python -m tooling.scan cfn-lint --expect-findings tests/data/broken-template.yaml \
+		tests/__snapshots__/test_snapshots/*.json templates/*.yaml $(GATE)/cdk.out/*.template.json
+### checkov: checkov over the same templates, every finding skipped with a reason (the other scanner)
+checkov: $(DEV_STAMP) $(CHECKOV_STAMP) gate
+	python -m tooling.scan checkov tests/__snapshots__/test_snapshots/*.json templates/*.yaml \
+		$(GATE)/cdk.out/*.template.json
 
 ## setup: install the toolchain only (.venv/, node_modules/, .venv-checkov/)
 setup: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
@@ -145,6 +186,6 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-## clean: remove cdk.out/ and pytest's cache
+## clean: remove cdk.out/, the gate's synth (.gate/) and pytest's cache
 clean:
-	rm -rf cdk.out .pytest_cache
+	rm -rf cdk.out $(GATE) .pytest_cache

@@ -4,6 +4,8 @@ rendered with readable placeholders, nested-stack outputs followed to their sour
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +140,43 @@ def assemblies_in_tmp() -> set[str]:
     import tempfile
 
     return {p.name for p in Path(tempfile.gettempdir()).iterdir() if (p / "manifest.json").is_file()}
+
+
+# aws-cdk's own provider nested stacks (eks.Cluster's cluster-resource provider and its kubectl provider): not this
+# app's templates, so not snapshotted (tests/test_snapshots.py).
+PROVIDER_TEMPLATE = re.compile(r"(awscdkawseksClusterResourceProvider|KubectlProvider)[0-9A-F]{8}\.nested\.template")
+SNAPSHOTS = "tests/__snapshots__/test_snapshots"
+SNAPSHOT = re.compile(
+    r"^test_templates_match_their_snapshots\[(?P<configuration>[^\]]+)\]\[(?P<template>[^\]]+)\]\.json$"
+)
+
+
+def snapshot_templates(configuration: str, providers_of: Path, base: str | None = None) -> dict[str, dict[str, Any]]:
+    """The committed templates of a snapshot configuration (``default`` is the product's cdk.json): template name
+    (e.g. ``eks-karpenter.template``) -> template; from git revision ``base``, or the working tree. aws-cdk's
+    provider templates, which are not snapshotted, come from the cloud assembly ``providers_of`` (the same
+    aws-cdk-lib's)."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"git {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout
+
+    names = (
+        git("ls-tree", "--name-only", f"{base}:{SNAPSHOTS}").splitlines()
+        if base
+        else [p.name for p in (root / SNAPSHOTS).glob("*.json")]
+    )
+    out = {
+        p.name.removesuffix(".json"): json.loads(p.read_text())
+        for p in sorted(providers_of.glob("*.template.json"))
+        if PROVIDER_TEMPLATE.search(p.name)
+    }
+    for name in names:
+        match = SNAPSHOT.match(name)
+        if match and match["configuration"] == configuration:
+            text = git("show", f"{base}:{SNAPSHOTS}/{name}") if base else (root / SNAPSHOTS / name).read_text()
+            out[match["template"]] = json.loads(text)
+    return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import atexit
-import functools
 import json
 import os
 import shutil
@@ -78,17 +77,6 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
         _RUNNING.clear()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that read a background run (tests/background.py, the cfn-lint and checkov runs) go last, so that the
-    in-process tests run while those commands do."""
-    items.sort(
-        key=lambda item: (
-            bool({"lint_findings", "checkov_findings"} & set(item.fixturenames))
-            or item.get_closest_marker("background") is not None
-        )
-    )
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     """A run that includes the gate of your configuration checks that configuration first, before any test
     module is imported: an invalid edit stops `make test` in about a second."""
@@ -98,12 +86,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         if path == ROOT or path == ROOT / "tests" or path == ROOT / gate:
             check_your_configuration()
             return
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    from tests import background
-
-    background.start({getattr(item, "originalname", item.name) for item in session.items})
 
 
 def check_your_configuration() -> None:
@@ -119,16 +101,15 @@ def check_your_configuration() -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    from tests import background
-
-    background.stop()
     if _READ_BY_PRODUCT_TESTS:  # also when the test swallowed the error
         print("\n" + "\n".join(_READ_BY_PRODUCT_TESTS), file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "background: reads a command started in the background (tests/background.py)")
+    config.addinivalue_line(
+        "markers", "cli: runs commands as a user types them (tests/commands.py; `make pytest-cli` runs these)"
+    )
 
 
 class Synthesized:
@@ -304,74 +285,3 @@ def by_hand(tmp_path_factory) -> dict[str, Any]:
     register()
     app.synth()
     return {s.stack_name: s for s in stacks}
-
-
-# What the session's one cfn-lint run covers: every template of these configurations, templates/, and a
-# template cfn-lint must refuse.
-LINTED = ("default", "alternative", "existing", "access_entries", "example_windows", "pod_identity", "delivery")
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _scans(request: pytest.FixtureRequest):
-    """Starts the session's one cfn-lint run and one checkov run in the background when the session starts
-    (if any selected test reads them): the templates of the default, alternative, existing-cluster,
-    access-entries, Windows and Pod Identity configurations, the delivery pipeline and templates/; cfn-lint also gets a
-    deliberately broken template (proving findings are reported), and the templates of your configuration's gate
-    (only those when the gate is all that runs: `make check`)."""
-    from tests.test_your_configuration import LINTED_BY_THE_SESSION
-
-    readers = {
-        name: {item.name for item in request.session.items if name in item.fixturenames}
-        for name in ("lint_findings", "checkov_findings")
-    }
-    if not any(readers.values()):
-        return {}
-    from tests import background
-    from tooling.security_report import CheckovRun, LintRun
-
-    def product() -> list[Path]:
-        return [
-            *(
-                path
-                for name in LINTED
-                # (delivery: the pipeline's own stacks; its stages' templates are the environments' templates)
-                for path in sorted(Path(request.getfixturevalue(name).app.outdir).glob("*.template.json"))
-            ),
-            *sorted((ROOT / "templates").glob("*.yaml")),
-        ]
-
-    first = functools.partial(background.queued, first=True)
-    lint = None
-    if readers["lint_findings"]:
-        linted = [*product(), BROKEN_TEMPLATE] if readers["lint_findings"] - {LINTED_BY_THE_SESSION} else []
-        if LINTED_BY_THE_SESSION in readers["lint_findings"]:
-            linted += _your_templates()
-        lint = LintRun(linted, start=first) if linted else None  # (your synth failed: nothing to lint)
-    # on the background lane (tests/background.py), ahead of the commands queued at collection: the longest
-    # runs, read by the tests that run last
-    return {
-        "lint": lint,
-        "checkov": CheckovRun(product(), start=first) if readers["checkov_findings"] else None,
-    }
-
-
-def _your_templates() -> list[Path]:
-    """The templates of the gate of your configuration (tests/test_your_configuration.py): the session's cfn-lint
-    run lints them too (a template equal to one of the product's is linted once)."""
-    from tests import background
-    from tests.test_your_configuration import SYNTH
-
-    synth = background.result(SYNTH)
-    return sorted(synth.outdir.rglob("*.template.json")) if synth.returncode == 0 else []
-
-
-@pytest.fixture(scope="session")
-def lint_findings(_scans) -> dict[str, list[str]]:
-    """file -> its cfn-lint findings, from the session's one run."""
-    return _scans["lint"].findings() if _scans["lint"] else {}
-
-
-@pytest.fixture(scope="session")
-def checkov_findings(_scans):
-    """Every checkov finding of the session's one run (tooling.security_report.CheckovFinding)."""
-    return _scans["checkov"].findings()

@@ -1,53 +1,52 @@
-"""Lint, format and types, as CI enforces them (settings: pyproject.toml). The three run in the background
-from the start of the session (tests/background.py); a pre-commit hook runs the same commands
-(.pre-commit-config.yaml)."""
+"""Lint, format and types run as `make lint` (settings: pyproject.toml), which `make test` runs beside the tests; a
+pre-commit hook runs the same commands (.pre-commit-config.yaml)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import re
 
-import pytest
+import yaml
 
-from tests import background
-
-BIN = Path(sys.executable).parent
-RUFF_CHECK = background.command(
-    "ruff-check", [str(BIN / "ruff"), "check", "--no-cache", "."], test="test_ruff_finds_nothing"
-)
-RUFF_FORMAT = background.command(
-    "ruff-format", [str(BIN / "ruff"), "format", "--check", "--no-cache", "."], test="test_the_code_is_formatted"
-)
-# mypy keeps its cache in .mypy_cache/ (git-ignored): warm, it takes about a second; in a clean clone
-# about a minute, in the background while the other tests run.
-MYPY = background.command("mypy", [str(BIN / "mypy")], test="test_the_apps_packages_type_check_strictly")
+from tests.conftest import ROOT
 
 
-@pytest.mark.background
-def test_ruff_finds_nothing():
-    result = background.result(RUFF_CHECK)
-    assert result.returncode == 0, result.stdout + result.stderr
+def _recipe(target: str) -> list[list[str]]:
+    """The commands of a Makefile target's recipe, as argument lists."""
+    text = (ROOT / "Makefile").read_text()
+    match = re.search(rf"^{re.escape(target)}:[^\n]*\n((?:\t[^\n]*\n)+)", text, re.M)
+    assert match, f"no target {target} in the Makefile"
+    return [line.strip().split() for line in match.group(1).splitlines()]
 
 
-@pytest.mark.background
-def test_the_code_is_formatted():
-    result = background.result(RUFF_FORMAT)
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_make_lint_runs_ruff_format_and_strict_mypy():
+    assert _recipe("lint") == [
+        ["ruff", "check", "--no-cache", "."],
+        ["ruff", "format", "--check", "--no-cache", "."],
+        ["mypy"],
+    ]
 
 
-@pytest.mark.background
-def test_the_apps_packages_type_check_strictly():
-    result = background.result(MYPY, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.startswith("Success: no issues found in "), result.stdout
+def test_make_test_runs_lint_and_the_scanners_beside_the_tests():
+    (check, jobs) = _recipe("test")
+    assert check == ["@$(CDK)", "--check-config", "$(ARGS)"]
+    assert jobs[:4] == ["@$(MAKE)", "--no-print-directory", "-j4", "--output-sync=target"]
+    assert jobs[4:] == ["pytest", "pytest-cli", "lint", "scan"]
+    assert re.search(r"^scan: cfn-lint checkov$", (ROOT / "Makefile").read_text(), re.M)
+    scanned = {target: " ".join(" ".join(line) for line in _recipe(target)) for target in ("cfn-lint", "checkov")}
+    for target, command in scanned.items():
+        assert command.startswith(f"python -m tooling.scan {target} "), command
+        # this app's templates (its snapshots), templates/ and your configuration's synth
+        for files in (
+            "tests/__snapshots__/test_snapshots/*.json",
+            "templates/*.yaml",
+            "$(GATE)/cdk.out/*.template.json",
+        ):
+            assert files in command, (target, files)
+    assert "--expect-findings tests/data/broken-template.yaml" in scanned["cfn-lint"]
 
 
 def test_the_pre_commit_hooks_run_the_same_checks():
     """.pre-commit-config.yaml runs these very commands, with the project's pinned tools."""
-    import yaml
-
-    from tests.conftest import ROOT
-
     (repo,) = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
     assert repo["repo"] == "local"
     hooks = {hook["id"]: hook["entry"].split() for hook in repo["hooks"]}
@@ -59,3 +58,8 @@ def test_the_pre_commit_hooks_run_the_same_checks():
     }
     assert {h["language"] for h in repo["hooks"]} == {"system"}
     assert next(h for h in repo["hooks"] if h["id"] == "mypy")["pass_filenames"] is False  # pyproject's files
+    # the same tools and subcommands as `make lint` (which adds --no-cache; the hooks add --force-exclude)
+    without_flags = [
+        [".venv/bin/" + cmd[0], *(a for a in cmd[1:] if a not in ("--no-cache", "."))] for cmd in _recipe("lint")
+    ]
+    assert without_flags == [[a for a in hook if a != "--force-exclude"] for hook in hooks.values()]

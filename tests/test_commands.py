@@ -16,27 +16,26 @@ import pytest
 from karpenter_stack.config import load_config
 from karpenter_stack.config.layers import JSON_KINDS
 from karpenter_stack.context_sources import as_flags, parse_flags
-from tests import background
-from tests.cfn import each
+from tests import commands
+from tests.cfn import each, snapshot_templates
 from tests.conftest import ROOT, TODAY
 from tooling import workspace
 from tooling.configurations import ADMINISTRATOR, ALTERNATIVE, EXISTING
 
 NOISE = re.compile(r"end-of-life|deprecated|\[WARNING\]|WARNING|Traceback|feature flags are not configured", re.I)
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.json"))
-# examples/<file> -> the session fixture that synthesizes the same configuration in-process (the snapshots')
-FIXTURE_OF = {"existing-cluster.json": "existing", "pipeline.json": None} | {
+# examples/<file> -> its configuration's snapshots (tests/test_snapshots.py: the in-process synth's templates)
+SNAPSHOT_OF = {"existing-cluster.json": "existing", "pipeline.json": None} | {
     name: f"example_{name.removesuffix('.json').replace('-', '_')}"
     for name in EXAMPLES
     if name not in ("existing-cluster.json", "pipeline.json")
 }
 
-# One project folder and one `make synth` each, on the suite's background lane (tests/background.py).
+# One project folder and one `make synth` each.
 EXAMPLE_SYNTH = {
-    name: background.command(
+    name: commands.command(
         f"make-synth-{name}",
         ["make", "synth", f"CONTEXT_FILE=examples/{name}"],
-        test="test_every_example_synthesizes_through_the_readme_command",
         env=workspace.clean_env(),
         in_project=True,
     )
@@ -48,22 +47,22 @@ def _templates(outdir: Path) -> dict[str, dict[str, Any]]:
     """Templates as the snapshots hold them: what the CLI adds on its own left out (the version-reporting
     resource, the asset metadata of Lambda code for local tools, and so the hashes in the nested stacks'
     TemplateURL; the nested templates themselves are compared)."""
-    out = {}
-    for path in sorted(outdir.rglob("*.template.json")):
-        template = json.loads(path.read_text())
-        template.get("Resources", {}).pop("CDKMetadata", None)
-        for resource in template.get("Resources", {}).values():
-            metadata = resource.get("Metadata", {})
-            for key in [k for k in metadata if k.startswith("aws:asset:")]:
-                del metadata[key]
-            if resource.get("Type") == "AWS::CloudFormation::Stack":
-                resource["Properties"]["TemplateURL"] = "<nested template>"
-        template.get("Conditions", {}).pop("CDKMetadataAvailable", None)
-        for key in ("Resources", "Conditions"):
-            if key in template and not template[key]:
-                del template[key]
-        out[path.name] = template
-    return out
+    return {path.name: _normalized(json.loads(path.read_text())) for path in sorted(outdir.rglob("*.template.json"))}
+
+
+def _normalized(template: dict[str, Any]) -> dict[str, Any]:
+    template.get("Resources", {}).pop("CDKMetadata", None)
+    for resource in template.get("Resources", {}).values():
+        metadata = resource.get("Metadata", {})
+        for key in [k for k in metadata if k.startswith("aws:asset:")]:
+            del metadata[key]
+        if resource.get("Type") == "AWS::CloudFormation::Stack":
+            resource["Properties"]["TemplateURL"] = "<nested template>"
+    template.get("Conditions", {}).pop("CDKMetadataAvailable", None)
+    for key in ("Resources", "Conditions"):
+        if key in template and not template[key]:
+            del template[key]
+    return template
 
 
 def test_the_examples_are_the_ones_the_suite_knows():
@@ -77,12 +76,12 @@ def test_the_examples_are_the_ones_the_suite_knows():
     ]
 
 
-@pytest.mark.background
+@pytest.mark.cli
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_every_example_synthesizes_through_the_readme_command(example, request):
+def test_every_example_synthesizes_through_the_readme_command(example):
     """`make synth CONTEXT_FILE=examples/<file>` on a machine without AWS credentials: exit 0, no warning,
-    and the templates the suite snapshot-tests (in-process) are the ones the command writes."""
-    result = background.result(EXAMPLE_SYNTH[example])
+    and the templates it writes are the committed snapshots (which the in-process synth is held to)."""
+    result = commands.result(EXAMPLE_SYNTH[example])
     assert result.returncode == 0, result.stdout + result.stderr
     output = result.stdout + result.stderr
     if example == "pipeline.json":  # the one warning it owes: the pipeline's own synth reads cdk.json only
@@ -97,8 +96,8 @@ def test_every_example_synthesizes_through_the_readme_command(example, request):
     top = sorted(p.name for p in (result.outdir / "cdk.out").glob("*.template.json"))
     assert result.stdout.rstrip().endswith("Synthesized: " + " ".join(top))
     manifest = json.loads((result.outdir / "cdk.out" / "manifest.json").read_text())
-    fixture = FIXTURE_OF[example]
-    if fixture is None:  # the pipeline: its stages' accounts come from the committed cdk.context.json
+    configuration = SNAPSHOT_OF[example]
+    if configuration is None:  # the pipeline: its stages' accounts come from the committed cdk.context.json
         kinds = {name: a["type"] for name, a in manifest["artifacts"].items()}
         assert {n: t for n, t in kinds.items() if t != "cdk:asset-manifest" and n != "Tree"} == {
             "assembly-dev": "cdk:cloud-assembly",
@@ -108,10 +107,10 @@ def test_every_example_synthesizes_through_the_readme_command(example, request):
             "eks-karpenter-delivery": "aws:cloudformation:stack",
         }
         return
-    synthesized = request.getfixturevalue(fixture)
     (stack,) = [a for a in manifest["artifacts"].values() if a["type"] == "aws:cloudformation:stack"]
     assert stack["environment"] == "aws://unknown-account/unknown-region"
-    assert written == _templates(Path(synthesized.app.outdir))
+    committed = snapshot_templates(configuration, providers_of=result.outdir / "cdk.out")
+    assert written == {f"{name}.json": _normalized(template) for name, template in committed.items()}
 
 
 def test_a_bad_setting_stops_app_py_with_one_clear_message_and_no_output(tmp_path, capsys):
@@ -163,18 +162,17 @@ def _broken_cdk_json(dest: Path) -> None:
     (dest / "cdk.json").write_text('{"app": "python3 app.py", "context": {"clusterName": "a" "b"}}\n')
 
 
-BROKEN = background.command(
+BROKEN = commands.command(
     "gate-broken-cdk-json",
     ["make", "--no-print-directory", "-s", "check"],
-    test="test_a_cdk_json_that_is_not_json_stops_the_gate_with_one_line",
     env=workspace.clean_env(),
     prepare=_broken_cdk_json,
 )
 
 
-@pytest.mark.background
+@pytest.mark.cli
 def test_a_cdk_json_that_is_not_json_stops_the_gate_with_one_line():
-    result = background.result(BROKEN)
+    result = commands.result(BROKEN)
     assert result.returncode == 2
     assert "\ncdk.json: not valid JSON (Expecting ',' delimiter at line 1, column 58)\n" in "\n" + result.stderr
     assert "Traceback" not in result.stderr + result.stdout and "INTERNALERROR" not in result.stdout
@@ -188,19 +186,18 @@ def _earlier_synth(dest: Path) -> None:
     (dest / "cdk.out" / "kept").write_text("an earlier synth")
 
 
-INVALID_SYNTH = background.command(
+INVALID_SYNTH = commands.command(
     "synth-invalid-setting",
     ["make", "--no-print-directory", "-s", "synth", "ARGS=-c maxAzs=9"],
-    test="test_an_invalid_setting_stops_make_synth_before_it_removes_the_earlier_synth",
     env=workspace.clean_env(),
     prepare=_earlier_synth,
 )
 
 
-@pytest.mark.background
+@pytest.mark.cli
 def test_an_invalid_setting_stops_make_synth_before_it_removes_the_earlier_synth():
     """Found by a newcomer trial: the earlier cdk.out/ was removed before the synth failed."""
-    result = background.result(INVALID_SYNTH)
+    result = commands.result(INVALID_SYNTH)
     assert result.returncode == 2
     assert result.stderr.splitlines()[:2] == [
         "Configuration error:",
@@ -248,6 +245,13 @@ def test_make_help_lists_every_target():
     developing = lines.index("Developing this project:")
     listed = [line.split(":")[0].strip() for line in lines if line.startswith("  ")]
     assert [line.split(":")[0].strip() for line in lines[developing + 1 :]] == [
+        "gate",
+        "pytest",
+        "pytest-cli",
+        "lint",
+        "scan",
+        "cfn-lint",
+        "checkov",
         "hooks",
         "docs",
         "snapshots",

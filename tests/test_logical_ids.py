@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.conftest import ROOT
-from tests.test_snapshots import _templates
+from tests.test_snapshots import all_templates
 from tooling.release_logical_ids import logical_ids_of
 
 BASELINE = json.loads((ROOT / "tests" / "release" / "logical-ids.json").read_text())
@@ -19,7 +19,7 @@ ALLOWED_CHANGES: dict[str, str] = {}
 
 def _current(synthesized) -> dict[str, str]:
     """What `make release-ids` would record for this configuration now."""
-    return logical_ids_of(_templates(synthesized))
+    return logical_ids_of(all_templates(synthesized))
 
 
 def _changed(baseline: dict[str, str], current: dict[str, str], configuration: str) -> dict[str, str]:

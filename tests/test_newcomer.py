@@ -15,7 +15,7 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from tests import background
+from tests import commands
 from tests.conftest import ROOT
 from tooling import workspace
 from tooling.newcomer import their_cdk_json, their_lookups
@@ -30,35 +30,32 @@ def _their_copy(dest: Path, *, max_azs: int | None = None, lookups: bool = True)
     workspace.copied(dest, cdk_json, their_lookups() if lookups else {})
 
 
-SYNTH = background.command(
+SYNTH = commands.command(
     "newcomer-synth",
     ["make", "synth"],
-    test="test_their_configuration_synthesizes_offline_from_their_lookup_cache",
     env=workspace.clean_env(),
     prepare=_their_copy,
 )
-INVALID = background.command(
+INVALID = commands.command(
     "newcomer-invalid-edit",
     ["make", "test"],
-    test="test_an_invalid_edit_makes_the_test_command_fail_with_the_configuration_error",
     env=workspace.clean_env(),
     prepare=lambda dest: _their_copy(dest, max_azs=7),
 )
 
 
-NO_LOOKUPS = background.command(
+NO_LOOKUPS = commands.command(
     "newcomer-no-lookups",
     ["make", "test"],
-    test="test_without_their_lookups_the_test_command_stops_at_once_and_says_what_to_fill",
     env=workspace.clean_env(),
     prepare=lambda dest: _their_copy(dest, lookups=False),
 )
 
 
-@pytest.mark.background
+@pytest.mark.cli
 def test_without_their_lookups_the_test_command_stops_at_once_and_says_what_to_fill():
     """Found by a newcomer trial: the whole suite ran (76 s) and the gate failed inside assertion dumps."""
-    result = background.result(NO_LOOKUPS)
+    result = commands.result(NO_LOOKUPS)
     assert result.returncode == 2
     notes = [line for line in result.stderr.splitlines() if line.startswith("Note: ")]
     assert notes == [
@@ -74,9 +71,9 @@ def test_without_their_lookups_the_test_command_stops_at_once_and_says_what_to_f
     assert "passed" not in result.stdout
 
 
-@pytest.mark.background
+@pytest.mark.cli
 def test_their_configuration_synthesizes_offline_from_their_lookup_cache():
-    result = background.result(SYNTH)
+    result = commands.result(SYNTH)
     assert result.returncode == 0, result.stderr
     top = sorted(p.name for p in (result.outdir / "cdk.out").glob("*.template.json"))
     assert result.stdout.splitlines()[-1].split() == ["Synthesized:", *top]
@@ -133,9 +130,9 @@ def test_the_gate_checks_every_environment_of_a_configuration(by_hand):
     assert problems and all(p.startswith("environment prod: ") for p in problems)
 
 
-@pytest.mark.background
+@pytest.mark.cli
 def test_an_invalid_edit_makes_the_test_command_fail_with_the_configuration_error():
-    result = background.result(INVALID)
+    result = commands.result(INVALID)
     assert result.returncode == 2  # make's exit code for a failed recipe
     assert (
         "Configuration error:\nenvironments.prod.maxAzs = 7: Input should be less than or equal to 6 "

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from tests.cfn import each
-from tests.test_snapshots import _templates
+from tests.test_snapshots import all_templates
 from tests.test_teardown import EVENT, Context, FakeTime, Untouchable, _status_client, index
 from tooling.lifecycle_model import Lifecycle
 
@@ -59,7 +59,7 @@ WITH_A_LEAF = {
 
 
 def _lifecycle(synthesized) -> Lifecycle:
-    templates = _templates(synthesized)
+    templates = all_templates(synthesized)
     (root,) = [name for name in templates if not name.endswith(".nested.template")]
     return Lifecycle(templates, root)
 
@@ -85,7 +85,7 @@ def test_every_resource_nothing_depends_on_is_a_reasoned_leaf(lifecycles):
 
 
 def test_the_leaf_check_sees_a_resource_nothing_depends_on(default):
-    templates = copy.deepcopy(_templates(default))
+    templates = copy.deepcopy(all_templates(default))
     templates["eks-karpenter.template"]["Resources"]["Orphan"] = {"Type": "AWS::SNS::Topic", "Properties": {}}
     lifecycle = Lifecycle(templates, "eks-karpenter.template")
     assert "eks-karpenter/Orphan" in lifecycle.leaves() and _leaf_reason(lifecycle, "eks-karpenter/Orphan") is None
@@ -179,7 +179,7 @@ def test_an_update_rollback_deletes_what_the_update_created_and_the_safety_net_d
     back, answers SUCCESS without a single EC2 or IAM call."""
     monkeypatch.setenv("CLUSTER_NAME", "eks-karpenter")
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
-    current = _templates(default)
+    current = all_templates(default)
     before = Lifecycle(
         _without(current, "/TeardownSafetyNet/", "/manifest-NodePool-default/"), "eks-karpenter.template"
     )

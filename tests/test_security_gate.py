@@ -12,7 +12,7 @@ import pytest
 from karpenter_stack.application import build, new_app
 from karpenter_stack.context_sources import working_context
 from karpenter_stack.security import acknowledgments, covers, findings, is_cdk_provider_stack
-from tests import background
+from tests import commands
 from tests.cfn import assemblies_in_tmp, each, kubernetes_objects, only, render, resources
 from tests.conftest import ROOT, synth
 from tooling import workspace
@@ -88,7 +88,7 @@ def test_public_endpoint_finding_is_acknowledged_only_when_configured(default):
 
 # The pack comes from ARGS over a CONTEXT_FILE that sets none: ARGS win over the file, as the gate and the
 # review layer them (karpenter_stack.context_sources.working_context); the file's clusterName applies.
-HIPAA_SYNTH = background.command(
+HIPAA_SYNTH = commands.command(
     "hipaa-synth",
     [
         "make",
@@ -96,15 +96,14 @@ HIPAA_SYNTH = background.command(
         "CONTEXT_FILE=tests/fixtures/packs-in-a-context-file.json",
         """ARGS=-c 'additionalNagPacks=["HIPAASecurity"]'""",
     ],
-    test="test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth",
     env=workspace.clean_env(),
     in_project=True,
 )
 
 
-@pytest.mark.background
+@pytest.mark.cli
 def test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth():
-    result = background.result(HIPAA_SYNTH)
+    result = commands.result(HIPAA_SYNTH)
     assert result.returncode == 2  # make's exit code for a failed recipe
     assert "Acknowledge with 'HIPAA.Security::HIPAA.Security-CloudWatchLogGroupEncrypted'" in result.stderr
     assert "\n   from-the-file/" in result.stderr  # the findings' resources are in the file's cluster
@@ -117,40 +116,38 @@ def test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth():
     assert (layered["clusterName"], layered["additionalNagPacks"]) == ("from-the-file", '["HIPAASecurity"]')
 
 
-def test_security_report_command(capsys, monkeypatch, tmp_path, default, lint_findings, checkov_findings):
+def test_security_report_command(capsys, monkeypatch, tmp_path):
+    """The report's own parsing, tables, SARIF and verdict; its cfn-lint and checkov runs are stood in for with
+    what they report (the scanners' real runs over the same templates are `make scan`'s)."""
     from tooling import security_report
-    from tooling.security_report import main
+    from tooling.security_report import CheckovFinding, main
 
-    # The report's cfn-lint and checkov runs get the session's runs over the same configuration's
-    # templates (by file name) and templates/: the report's own parsing and verdict run on real findings.
-    ours = (Path(default.app.outdir), ROOT / "templates")
-    by_name = {Path(path).name: lines for path, lines in lint_findings.items() if Path(path).parent in ours}
-    monkeypatch.setattr(
-        security_report,
-        "lint_each",
-        lambda files: {
-            str(f): [line.replace(line.split(":", 1)[0], str(f), 1) for line in by_name[f.name]] for f in files
-        },
-    )
-    scanned = [f for f in checkov_findings if Path(f.file).parent in ours]
+    linted: list[Path] = []
+    monkeypatch.setattr(security_report, "lint_each", lambda files: {str(f): [] for f in linted.extend(files) or files})
+    scanned: list[CheckovFinding] = []
 
-    class SessionCheckov:
+    class Checkov:  # one skipped finding per template: a custom-resource handler without a DLQ
         def __init__(self, files):
-            self.names = {f.name for f in files}
+            self.files = list(files)
 
         def findings(self):
-            return [f for f in scanned if Path(f.file).name in self.names]
+            found = [
+                CheckovFinding("CKV_AWS_116", "DLQ", str(f), "AWS::Lambda::Function.Handler", 5) for f in self.files
+            ]
+            scanned.extend(found)
+            return found
 
-    monkeypatch.setattr(security_report, "CheckovRun", SessionCheckov)
+    monkeypatch.setattr(security_report, "CheckovRun", Checkov)
     before = assemblies_in_tmp()
     assert main(["--sarif-dir", str(tmp_path)]) == 0
     assert assemblies_in_tmp() == before  # its cloud assembly is removed, not left in /tmp
     ok = capsys.readouterr().out
     assert f"checkov: {len(scanned)} findings, {len(scanned)} skipped with a reason, 0 unexplained" in ok
-    assert len(scanned) == 51
+    # the four templates of the default configuration and templates/'s one
+    assert sorted(p.name for p in linted)[-1] == "karpenter-1.14.1.yaml" and len(linted) == len(scanned) == 5
     logs = {p.name: json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.sarif"))}
     assert sorted(logs) == ["cdk-nag.sarif", "checkov.sarif"]
-    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [40, 51]
+    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [40, 5]
     assert all("suppressions" in r for log in logs.values() for r in log["runs"][0]["results"])
     assert "cdk-nag (AwsSolutions): 40 findings before acknowledgments, 40 acknowledged, 0 unacknowledged" in ok
     assert re.search(

@@ -1,25 +1,38 @@
-"""checkov over every synthesized template: each finding fixed or skipped with a reason in one reviewed
-place (karpenter_stack/checkov_skips.yaml), no stale skip; cdk-nag's and checkov's results as SARIF
-for code scanning."""
+"""checkov and cfn-lint as `make scan` runs them (tooling/scan.py): each checkov finding skipped with a reason in
+one reviewed place (karpenter_stack/checkov_skips.yaml), no stale or vague skip, cfn-lint's expected refusal;
+cdk-nag's and checkov's results as SARIF for code scanning. The scanners' real runs are `make scan`'s; here, the
+verdicts on findings as the scanners report them."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 
 from tests.cfn import each
+from tooling.scan import skip_problems
 from tooling.security_report import CheckovFinding, checkov_results, checkov_skips, sarif, skip_reason
 
+QUEUE = "AWS::SQS::Queue.KarpenterInterruptionQueue"
 
-def test_every_checkov_finding_is_skipped_with_a_reason(checkov_findings):
+
+def _findings_every_skip_uses() -> list[CheckovFinding]:
+    """One finding per skip, on a resource the skip names (a logical id its pattern accepts)."""
+    out = []
+    for skip in checkov_skips():
+        pattern = skip["resources"][0]
+        resource = pattern.replace("\\.", ".").replace("..+", ".Handler").replace("[0-9A-F]{8}", "0123ABCD")
+        assert re.fullmatch(pattern, resource), (pattern, resource)
+        out.append(CheckovFinding(skip["check"], "a check", "t.template.json", resource, 3))
+    return out
+
+
+def test_the_skips_are_narrow_and_explained():
     skips = checkov_skips()
-    unexplained = [f for f in each(checkov_findings) if skip_reason(f, skips) is None]
-    assert unexplained == []
+    assert skip_problems(_findings_every_skip_uses(), skips) == []
     # what is skipped, by check: CDK's and the safety net's custom-resource handlers and their logs,
     # the interruption queue's SQS-managed encryption, CDK's cluster creation role, the delivery pipeline's
     # replication bucket
-    assert set(Counter(f.check for f in checkov_findings)) == {
+    assert {s["check"] for s in skips} == {
         "CKV_AWS_18",
         "CKV_AWS_21",
         "CKV_AWS_111",
@@ -31,18 +44,28 @@ def test_every_checkov_finding_is_skipped_with_a_reason(checkov_findings):
         "CKV_AWS_27",
         "CKV_AWS_109",
     }
-
-
-def test_every_skip_is_used_narrow_and_explained(checkov_findings):
-    for skip in each(checkov_skips()):
-        used = [f for f in checkov_findings if skip_reason(f, [skip]) is not None]
-        assert used, f"{skip['check']}: skips nothing any more; remove it"
-        assert len(skip["reason"]) >= 150 and skip["reason"].endswith("."), skip["check"]
-        # resource types named: no skip covers a whole check on every resource type
-        assert all(re.match(r"AWS::[A-Za-z0-9]+::[A-Za-z0-9]+\\\.", r) for r in skip["resources"]), skip
-    # the two narrowest ones name their resources
-    (queue,) = [s for s in checkov_skips() if s["check"] == "CKV_AWS_27"]
+    (queue,) = [s for s in skips if s["check"] == "CKV_AWS_27"]
     assert queue["resources"] == ["AWS::SQS::Queue\\.KarpenterInterruptionQueue"]
+
+
+def test_the_scan_fails_on_an_unexplained_finding_and_on_a_stale_or_vague_skip():
+    skips = checkov_skips()
+    used = _findings_every_skip_uses()
+    new = CheckovFinding("CKV_AWS_999", "new rule", "t.template.json", "AWS::Lambda::Function.X", 1)
+    assert skip_problems([*used, new], skips) == [
+        "t.template.json: CKV_AWS_999 (new rule) on AWS::Lambda::Function.X: not skipped in "
+        "karpenter_stack/checkov_skips.yaml"
+    ]
+    without_queue = [f for f in used if f.check != "CKV_AWS_27"]
+    assert skip_problems(without_queue, skips) == ["checkov skip CKV_AWS_27: skips nothing any more; remove it"]
+    vague = [{"check": "CKV_AWS_27", "reason": "Encrypted enough", "resources": ["KarpenterInterruptionQueue"]}]
+    assert skip_problems([CheckovFinding("CKV_AWS_27", "SQS", "t", QUEUE, 1)], vague) == [
+        "t: CKV_AWS_27 (SQS) on AWS::SQS::Queue.KarpenterInterruptionQueue: not skipped in "
+        "karpenter_stack/checkov_skips.yaml",
+        "checkov skip CKV_AWS_27: skips nothing any more; remove it",
+        "checkov skip CKV_AWS_27: its reason must say why in at least 150 characters",
+        "checkov skip CKV_AWS_27: every resource must name its type (AWS::Service::Type\\.Id)",
+    ]
 
 
 def test_a_finding_no_skip_names_is_unexplained():
@@ -50,17 +73,21 @@ def test_a_finding_no_skip_names_is_unexplained():
     assert skip_reason(CheckovFinding("CKV_AWS_999", "new rule", "t.json", "AWS::Lambda::Function.X", 1), skips) is None
     # a listed check on a resource type its skip does not name
     assert skip_reason(CheckovFinding("CKV_AWS_27", "SQS", "t.json", "AWS::SQS::Queue.OtherQueue", 1), skips) is None
-    assert skip_reason(
-        CheckovFinding("CKV_AWS_27", "SQS", "t.json", "AWS::SQS::Queue.KarpenterInterruptionQueue", 1), skips
-    ).startswith("The interruption queue is encrypted with SQS-managed")
+    assert skip_reason(CheckovFinding("CKV_AWS_27", "SQS", "t.json", QUEUE, 1), skips).startswith(
+        "The interruption queue is encrypted with SQS-managed"
+    )
 
 
-def test_sarif_keeps_skipped_and_acknowledged_findings_as_suppressed_results(checkov_findings):
-    results = checkov_results(checkov_findings)
+def test_sarif_keeps_skipped_and_acknowledged_findings_as_suppressed_results():
+    findings = [
+        CheckovFinding(f.check, f.name, "/tmp/x/eks-karpenter.template.json", f.resource, f.line)
+        for f in _findings_every_skip_uses()
+    ]
+    results = checkov_results(findings)
     log = sarif("checkov", "3.3.30", results)
     assert (log["version"], log["$schema"]) == ("2.1.0", "https://json.schemastore.org/sarif-2.1.0.json")
     (run,) = log["runs"]
-    assert run["tool"]["driver"]["name"] == "checkov" and len(run["results"]) == len(checkov_findings)
+    assert run["tool"]["driver"]["name"] == "checkov" and len(run["results"]) == len(findings)
     assert {r["id"] for r in run["tool"]["driver"]["rules"]} == {r["ruleId"] for r in run["results"]}
     for result in each(run["results"]):
         (location,) = result["locations"]

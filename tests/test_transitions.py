@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from karpenter_stack.config import load_config, stack_name_for
-from tests import background
+from tests import commands
 from tests.cfn import only, render, resources, teardown
 from tooling import review as rv
 from tooling import workspace
@@ -359,20 +359,19 @@ def _deployed_with_api(dest) -> None:
     _deployed(dest, DEPLOYED)
 
 
-AGAINST_BASELINE = background.command(
+AGAINST_BASELINE = commands.command(
     "test-against-baseline",
     ["make", "--no-print-directory", "test"],
-    test="test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_take",
     env=workspace.clean_env(),
     prepare=_deployed_with_api,
 )
 
 
-@pytest.mark.background
+@pytest.mark.cli
 def test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_take():
     """Through the README's command, in a copy whose accepted baseline is an unset-mode cluster: cdk.json asks
     for API. The preflight stops it at once (the same check runs in every synth)."""
-    result = background.result(AGAINST_BASELINE)
+    result = commands.result(AGAINST_BASELINE)
     assert result.returncode == 2
     assert result.stderr.splitlines()[:2] == [
         "Configuration error:",

@@ -47,10 +47,6 @@ from tooling.lifecycle_model import references as _references
 ROOT = Path(__file__).resolve().parent.parent
 
 BASELINE = "baseline"
-SNAPSHOTS = "tests/__snapshots__/test_snapshots"
-SNAPSHOT = re.compile(
-    r"^test_templates_match_their_snapshots\[(?P<configuration>[^\]]+)\]\[(?P<template>[^\]]+)\]\.json$"
-)
 ACKNOWLEDGMENTS = ROOT / "acknowledged-replacements.yaml"
 
 # Resources whose replacement or removal loses state or takes long: type -> what goes with it.
@@ -164,27 +160,6 @@ class StackReport:
 
 
 # -- reading templates -----------------------------------------------------------------------------------
-
-
-def snapshot_templates(configuration: str, base: str | None = None, root: Path = ROOT) -> dict[str, dict[str, Any]]:
-    """The committed templates of a snapshot configuration (``default`` is cdk.json's): template name
-    (e.g. ``eks-karpenter.template``) -> template; from git revision ``base``, or the working tree."""
-    if base is None:
-        names = [p.name for p in (root / SNAPSHOTS).glob("*.json")]
-    else:
-        listing = _git(["ls-tree", "--name-only", f"{base}:{SNAPSHOTS}"], root)
-        names = listing.splitlines()
-    out = {}
-    for name in names:
-        match = SNAPSHOT.match(name)
-        if match and match["configuration"] == configuration:
-            text = (
-                (root / SNAPSHOTS / name).read_text()
-                if base is None
-                else _git(["show", f"{base}:{SNAPSHOTS}/{name}"], root)
-            )
-            out[match["template"]] = json.loads(text)
-    return out
 
 
 def baseline_templates(directory: str, base: str | None = None, root: Path = ROOT) -> dict[str, dict[str, Any]]:
