@@ -8,8 +8,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .node_specs import FEATURE_GATE_DEFAULTS, CamelModel, FeatureGate
+from .node_specs import FEATURE_GATE_DEFAULTS, FeatureGate
 from .quantities import GO_DURATION, parse_quantity
+from .specs.base import CamelModel
 
 _ON_BY_DEFAULT = ", ".join(g for g, on in FEATURE_GATE_DEFAULTS.items() if on) or "none"
 # Fargate's largest pod: 16 vCPU, 120 GiB.

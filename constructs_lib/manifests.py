@@ -15,7 +15,6 @@ from .names import (
 from .node_specs import (
     BOTTLEROCKET_OS_VOLUME,
     STORAGE_DEVICE,
-    CamelModel,
     DataVolumeSpec,
     DisruptionBudgetSpec,
     FeatureGate,
@@ -26,6 +25,7 @@ from .node_specs import (
     operating_system,
     pool_problems,
 )
+from .specs.base import CamelModel
 
 
 def _ebs(size: str, volume_type: str, iops: int | None = None, throughput: int | None = None) -> dict[str, Any]:

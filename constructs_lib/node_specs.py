@@ -9,37 +9,48 @@ the API server or a destroy refuses it. Field names are snake_case in Python and
 
 from __future__ import annotations
 
-import difflib
-import functools
-import gzip
-import importlib.metadata
-import importlib.util
-import json
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Annotated, ClassVar, Literal, overload
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .names import (
-    KARPENTER_AWS_WELL_KNOWN_LABELS,
-    KARPENTER_SH_LABELS_ALLOWED,
     NODE_OVERLAY_API_VERSION,
     NODE_OVERLAY_AWS_LABELS,
     RESTRICTED_TAG_KEYS,
     RESTRICTED_TAG_PREFIX,
 )
-from .quantities import GO_DURATION, parse_duration, parse_quantity
-
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+from .quantities import GO_DURATION, parse_duration
+from .specs.base import (
+    QUALIFIED_NAME,
+    CamelModel,
+    IntOrString,
+    ascii_int,
+    kubernetes_name,
+    label_key,
+    label_value,
+    non_negative_quantities,
+    optional_match,
+    quoted,
 )
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+from .specs.ec2 import (
+    DATA_DEVICE,
+    DATA_VOLUME_FIELDS,
+    INSTANCE_CATEGORIES,
+    INSTANCE_FAMILY,
+    INSTANCE_TYPE,
+    MAX_TAG_KEY,
+    MAX_TAG_VALUE,
+    MAX_VOLUME_GIB,
+    ROOT_VOLUME_FIELDS,
+    check_volume,
+    ec2_id,
+    ec2_tag_characters,
+    unknown_instance_type,
+)
+
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$", re.ASCII)
 # Requirement keys the NodePool fields produce (key -> field).
@@ -70,114 +81,6 @@ STORAGE_DEVICE = {
 }
 SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in _WINDOWS}}
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
-# EBS provisioned IOPS per volume type (EC2 EbsBlockDevice): range, and most IOPS per GiB of size.
-EBS_IOPS = {"gp3": (3000, 16000, 500), "io1": (100, 64000, 50), "io2": (100, 256000, 1000)}
-GP3_BASELINE_IOPS, GP3_MIN_THROUGHPUT, GP3_MAX_THROUGHPUT = 3000, 125, 1000
-# Smallest EBS volume per type (GiB), where above 1.
-EBS_MIN_GIB = {"io1": 4, "io2": 4, "st1": 125, "sc1": 125}
-# Largest EBS volume per type (GiB). EC2 (botocore 1.44.5's EC2 model, EbsBlockDevice.VolumeSize, read
-# 2026-11): gp2, io1, st1 and sc1 up to 16,384; gp3 and io2 (Block Express) up to 65,536. Karpenter 1.14.1's
-# EC2NodeClass volumeSize pattern allows at most 59000Gi, and the app writes sizes in Gi: 59,000 for those two.
-EBS_MAX_GIB = {"gp2": 16384, "io1": 16384, "st1": 16384, "sc1": 16384, "gp3": 59000, "io2": 59000}
-MAX_VOLUME_GIB = max(EBS_MAX_GIB.values())
-# karpenter.k8s.aws/instance-category values: the letters before an EC2 family's generation digit
-# (c7g -> c, inf2 -> inf, u-6tb1 -> u). A category outside this list matches no instance type, and the
-# pool's pods stay Pending.
-INSTANCE_CATEGORIES = (
-    "a",
-    "c",
-    "d",
-    "dl",
-    "f",
-    "g",
-    "gr",
-    "h",
-    "hpc",
-    "i",
-    "im",
-    "inf",
-    "is",
-    "m",
-    "mac",
-    "p",
-    "r",
-    "t",
-    "trn",
-    "u",
-    "vt",
-    "x",
-    "z",
-)
-# EC2 instance type and family names (t3.medium, m7g.xlarge, u-6tb1.metal; m7g, mac2-m2pro).
-INSTANCE_TYPE = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*\.[a-z0-9-]+$")
-_DATA_DEVICE = re.compile(r"/dev/(xvd|sd)[b-z]")
-INSTANCE_FAMILY = re.compile(r"^[a-z][a-z-]*[0-9][a-z0-9-]*$")
-
-
-def quoted(value: object) -> str:
-    """A user's value as a message echoes it: a Python literal, so a newline or any other control or
-    invisible character shows escaped and a message stays one line per problem. Every message that
-    echoes a value goes through here (tests/test_message_hygiene.py)."""
-    return repr(value) if isinstance(value, str) else json.dumps(value, default=str)
-
-
-def named(key: str) -> str:
-    """A key a message names: bare when it is a plain name (cpu, example.com/device), else quoted like a
-    value (a stray space or newline shows)."""
-    return key if _PLAIN_NAME.fullmatch(key) else quoted(key)
-
-
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
-
-
-@functools.cache
-def ec2_instance_types() -> tuple[frozenset[str], str]:
-    """Every EC2 instance type name, and where the list comes from: the ``InstanceType`` enum of the EC2
-    service model that botocore ships (pinned in requirements.txt, so the list moves only with that pin).
-    Read once, and only when an instance type must be checked (~35 ms: the gzipped model is ~4 MB of JSON)."""
-    spec = importlib.util.find_spec("botocore")
-    if spec is None or spec.origin is None:
-        raise ValueError("cannot check instance types: botocore is not installed (pip install -r requirements.txt)")
-    models = sorted((Path(spec.origin).parent / "data" / "ec2").glob("*/service-2.json*"))
-    raw = models[-1].read_bytes()  # the newest EC2 API version, as botocore itself picks it
-    model = json.loads(gzip.decompress(raw) if models[-1].suffix == ".gz" else raw)
-    source = f"botocore {importlib.metadata.version('botocore')}'s EC2 model"
-    return frozenset(model["shapes"]["InstanceType"]["enum"]), source
-
-
-def ec2_instance_families() -> frozenset[str]:
-    """The families of :func:`ec2_instance_types` (m7g of m7g.large)."""
-    return frozenset(t.split(".", 1)[0] for t in ec2_instance_types()[0])
-
-
-def unknown_instance_type(value: str, families: bool = False) -> str | None:
-    """None when ``value`` is an EC2 instance type (or, with ``families``, a family); else what is
-    allowed and the closest known names, for a message that has named the setting and the value."""
-    types, source = ec2_instance_types()
-    known = ec2_instance_families() if families else types
-    if value in known:
-        return None
-    close = difflib.get_close_matches(value, sorted(known), n=3)
-    hint = f"; did you mean {' or '.join(quoted(c) for c in close)}?" if close else ""
-    return f"is not one of the {len(known)} EC2 instance {'families' if families else 'types'} {source} lists{hint}"
-
-
-def ascii_int(value: str) -> bool:
-    """A whole number of ASCII digits, as Go's strconv and CEL's int() read one (str.isdigit also takes
-    '１' and '٣')."""
-    return _ASCII_DIGITS.fullmatch(value) is not None
-
-
-_ASCII_DIGITS = re.compile(r"[0-9]+")
-
-
-def int_or_string(value: object) -> object:
-    """A JSON integer given where the CRD types the field x-kubernetes-int-or-string, as its string."""
-    return str(value) if type(value) is int else value
-
-
-# A field the CRD types x-kubernetes-int-or-string (NodePool limits, NodeOverlay capacity): "4" or 4.
-IntOrString = Annotated[str, BeforeValidator(int_or_string)]
 
 
 CapacityType = Literal["spot", "on-demand", "reserved"]
@@ -201,17 +104,6 @@ FEATURE_GATE_DEFAULTS: dict[FeatureGate, bool] = {
 def gate_on(feature_gates: Mapping[FeatureGate, bool], name: FeatureGate) -> bool:
     """Whether a feature gate is on: as set, else the chart's default."""
     return feature_gates.get(name, FEATURE_GATE_DEFAULTS[name])
-
-
-class CamelModel(BaseModel):
-    """Frozen, no unknown keys, camelCase aliases (the JSON and context spelling)."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-    )
 
 
 EVICTION_SIGNALS = (
@@ -346,20 +238,8 @@ class KubeletSpec(CamelModel):
         return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
 
 
-# EC2 resource ids by prefix: 8 or 17 hex digits (matched in full). The one table: the app's settings use it too.
-EC2_ID = {
-    kind: re.compile(rf"{kind}-[0-9a-f]{{8}}([0-9a-f]{{9}})?", re.ASCII)
-    for kind in ("subnet", "sg", "cr", "snap", "vpc")
-}
-# EC2's longest tag key and value.
-MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256
 # Most tags one selector term may match on (the CRDs' maxProperties), and most terms of one kind.
 MAX_SELECTOR_TAGS, MAX_SELECTOR_TERMS = 20, 30
-
-
-def ec2_id(kind: str, value: str | None) -> str | None:
-    """An EC2 id of ``kind`` (subnet, sg, cr, snap): the prefix and 8 or 17 hex digits."""
-    return optional_match(value, EC2_ID[kind], f"must look like {kind}-0123456789abcdef0")
 
 
 def selector_tags(value: dict[str, str]) -> dict[str, str]:
@@ -376,16 +256,6 @@ def selector_tags(value: dict[str, str]) -> dict[str, str]:
                 f"{MAX_TAG_VALUE} characters, so it would select nothing"
             )
     return value
-
-
-def ec2_tag_characters(key: str, value: str) -> None:
-    """EC2 tag keys and values are letters, digits, spaces and + - = . _ : / @ (Unicode letters allowed, so
-    no ASCII pattern): a control character or line break (newline, tab, U+2028, ...) is never one."""
-    if any(unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp") for c in key + value):
-        raise ValueError(
-            f"tag {quoted(key)}: EC2 tag keys and values are letters, digits, spaces and + - = . _ : / @, "
-            "with no control characters"
-        )
 
 
 def exactly_one(term: BaseModel, fields: tuple[str, ...], what: str) -> None:
@@ -507,7 +377,7 @@ class DataVolumeSpec(CamelModel):
     @field_validator("device_name")
     @classmethod
     def _device(cls, value: str) -> str:
-        return optional_match(value, _DATA_DEVICE, "must be /dev/xvdb to /dev/xvdz or /dev/sdb to /dev/sdz")
+        return optional_match(value, DATA_DEVICE, "must be /dev/xvdb to /dev/xvdz or /dev/sdb to /dev/sdz")
 
     @model_validator(mode="after")
     def _size(self) -> DataVolumeSpec:
@@ -792,7 +662,7 @@ class TaintSpec(CamelModel):
     @field_validator("key")
     @classmethod
     def _key(cls, value: str) -> str:
-        if not _QUALIFIED_NAME.fullmatch(value):
+        if not QUALIFIED_NAME.fullmatch(value):
             raise ValueError("must be a Kubernetes qualified name like example.com/dedicated")
         return value
 
@@ -873,7 +743,7 @@ class NodePoolSpec(CamelModel):
     @classmethod
     def _limits(cls, value: dict[str, str]) -> dict[str, str]:
         for resource in value:
-            if not _QUALIFIED_NAME.fullmatch(resource):
+            if not QUALIFIED_NAME.fullmatch(resource):
                 raise ValueError(f"{quoted(resource)} is not a resource name like cpu, memory, nodes or nvidia.com/gpu")
         return non_negative_quantities(value, what="limit ")
 
@@ -934,49 +804,6 @@ class NodePoolSpec(CamelModel):
         return value
 
 
-ROOT_VOLUME_FIELDS = ("rootVolumeType", "rootVolumeSizeGib", "rootVolumeIops", "rootVolumeThroughput")
-DATA_VOLUME_FIELDS = ("volumeType", "sizeGib", "iops", "throughput")
-
-
-def check_volume(
-    fields: tuple[str, str, str, str], kind: str, size: int | None, iops: int | None, throughput: int | None
-) -> None:
-    """What EC2 refuses of an EBS volume's type, size, IOPS and throughput; ``fields`` names the four
-    settings in messages. ``size`` None: the volume takes its snapshot's size (then no IOPS are given)."""
-    type_field, size_field, iops_field, throughput_field = fields
-    if size is not None and size < EBS_MIN_GIB.get(kind, 1):
-        raise ValueError(f"{size_field} {size} is below the {EBS_MIN_GIB[kind]} GiB EC2 needs for {kind}")
-    if size is not None and size > EBS_MAX_GIB[kind]:
-        raise ValueError(
-            f"{size_field} {size} is above the {EBS_MAX_GIB[kind]} GiB EC2 allows for {kind} "
-            f"(gp3 and io2: up to {MAX_VOLUME_GIB})"
-        )
-    if kind in ("io1", "io2") and iops is None:
-        raise ValueError(f"{type_field} {kind} needs {iops_field}: EC2 requires provisioned IOPS for it")
-    if iops is not None and kind not in EBS_IOPS:
-        raise ValueError(
-            f"{iops_field} applies to gp3, io1 and io2, not {kind}"
-            + (" (gp2's IOPS follow its size; use gp3)" if kind == "gp2" else "")
-        )
-    if throughput is not None and kind != "gp3":
-        raise ValueError(f"{throughput_field} applies to gp3 only, not {kind}")
-    if iops is not None and size is not None:
-        low, high, per_gib = EBS_IOPS[kind]
-        if not low <= iops <= high or iops > per_gib * size:
-            raise ValueError(
-                f"{iops_field} {iops} is outside what EC2 allows for a {size} GiB {kind} volume: "
-                f"{low}-{min(high, per_gib * size)} ({per_gib} per GiB, at most {high})"
-            )
-    if throughput is not None:
-        most = min(GP3_MAX_THROUGHPUT, (iops or GP3_BASELINE_IOPS) // 4)
-        if not GP3_MIN_THROUGHPUT <= throughput <= most:
-            raise ValueError(
-                f"{throughput_field} {throughput} MiB/s is outside what EC2 allows with "
-                f"{iops or GP3_BASELINE_IOPS} IOPS: {GP3_MIN_THROUGHPUT}-{most} (at most IOPS/4)"
-            )
-
-
-# NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
 # amount (+0.1, -0.05) or a percentage (+10%, -10%, at most -100%).
 _PRICE = re.compile(r"\d+(\.\d+)?", re.ASCII)
 _PRICE_ADJUSTMENT = re.compile(r"[+-]\d*\.?\d+|\+\d*\.?\d+%|-\d{1,2}(\.\d+)?%|-100%", re.ASCII)
@@ -1064,7 +891,7 @@ class NodeOverlaySpec(CamelModel):
                 "itself; an overlay adds capacity of extended resources only"
             )
         for resource in value:
-            if not _QUALIFIED_NAME.fullmatch(resource):
+            if not QUALIFIED_NAME.fullmatch(resource):
                 raise ValueError(f"{quoted(resource)} is not a resource name like example.com/device")
         return non_negative_quantities(value)
 
@@ -1147,67 +974,3 @@ def pool_problems(
 def operating_system(node_class: NodeClassSpec) -> str:
     """The kubernetes.io/os of the nodes a class launches."""
     return "windows" if node_class.windows else "linux"
-
-
-def kubernetes_name(value: str) -> str:
-    """A Kubernetes object name (a DNS subdomain)."""
-    if not _DNS_SUBDOMAIN.fullmatch(value) or len(value) > 253:
-        raise ValueError("must be a lowercase DNS subdomain (a-z, 0-9, '-', '.')")
-    return value
-
-
-def non_negative_quantities(value: dict[str, str], what: str = "") -> dict[str, str]:
-    """Every value a Kubernetes quantity of at least zero (limits, reservations)."""
-    for resource, quantity in value.items():
-        try:
-            amount = parse_quantity(quantity)
-        except ValueError as err:
-            raise ValueError(f"{what}{named(resource)} {quoted(quantity)} {err}") from None
-        if amount < 0:
-            raise ValueError(f"{what}{named(resource)} {quoted(quantity)} must not be negative")
-    return value
-
-
-@overload
-def optional_match(value: str, pattern: re.Pattern[str], message: str) -> str: ...
-@overload
-def optional_match(value: str | None, pattern: re.Pattern[str], message: str) -> str | None: ...
-def optional_match(value: str | None, pattern: re.Pattern[str], message: str) -> str | None:
-    """``value`` when it is unset or matches ``pattern`` in full; else ValueError(message)."""
-    if value is not None and not pattern.fullmatch(value):
-        raise ValueError(message)
-    return value
-
-
-def label_value(value: str) -> str:
-    """A Kubernetes label value (also a requirement value): at most 63 characters of the allowed set."""
-    if not _LABEL_VALUE.fullmatch(value):
-        raise ValueError(f"label value {quoted(value)} must be at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.'")
-    return value
-
-
-def label_key(
-    key: str, *, aws_labels: Sequence[str] = KARPENTER_AWS_WELL_KNOWN_LABELS, node_pool_key: bool = False
-) -> str:
-    """A label or requirement key Karpenter accepts (not one of its restricted keys). ``aws_labels``: the
-    karpenter.k8s.aws keys the object's CRD allows; ``node_pool_key``: karpenter.sh/nodepool may be
-    required (a NodeOverlay's requirements; a pool's nodes get it from Karpenter)."""
-    if not _QUALIFIED_NAME.fullmatch(key) or len(key) > 316:
-        raise ValueError(
-            f"{quoted(key)} is not a Kubernetes label key (optional DNS prefix/, then a name of at most 63 characters)"
-        )
-    if key == "kubernetes.io/hostname" or key == "karpenter.sh/nodepool" and not node_pool_key:
-        raise ValueError(f"{quoted(key)} is a label key Karpenter sets itself; it cannot be set or required here")
-    domain = key.split("/", 1)[0]
-    if domain.endswith("karpenter.sh") and key not in KARPENTER_SH_LABELS_ALLOWED:
-        raise ValueError(
-            f'{quoted(key)}: label domain "karpenter.sh" is restricted (allowed there: '
-            f"karpenter.sh/capacity-type{', karpenter.sh/nodepool' if node_pool_key else ''})"
-        )
-    if domain.endswith("karpenter.k8s.aws") and key not in aws_labels:
-        raise ValueError(
-            f'{quoted(key)}: label domain "karpenter.k8s.aws" is restricted to Karpenter\'s well-known '
-            "labels (karpenter.k8s.aws/instance-family, -category, -generation, -size, -cpu, -memory, "
-            f"...{'' if aws_labels is KARPENTER_AWS_WELL_KNOWN_LABELS else '; for node overlays not tenancy, capacity-reservation or placement-group keys'})"
-        )
-    return key

@@ -14,7 +14,6 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
-    CamelModel,
     CapacityReservationTermSpec,
     DataVolumeSpec,
     DisruptionBudgetSpec,
@@ -27,9 +26,8 @@ from constructs_lib.node_specs import (
     SecurityGroupTermSpec,
     SubnetTermSpec,
     TaintSpec,
-    named,
-    quoted,
 )
+from constructs_lib.specs.base import CamelModel, named, quoted
 
 from .model import AppConfig, ExistingClusterConfig
 from .pipeline import WaveSpec

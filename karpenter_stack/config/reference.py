@@ -10,7 +10,6 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
-    CamelModel,
     CapacityReservationTermSpec,
     DataVolumeSpec,
     DisruptionBudgetSpec,
@@ -24,6 +23,7 @@ from constructs_lib.node_specs import (
     SubnetTermSpec,
     TaintSpec,
 )
+from constructs_lib.specs.base import CamelModel
 
 from .errors import NESTED_MODELS
 from .model import AppConfig, ExistingClusterConfig

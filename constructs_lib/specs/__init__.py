@@ -1,0 +1,6 @@
+"""Typed, validated specifications of Karpenter's Kubernetes objects: the props of the
+:class:`~constructs_lib.karpenter.Karpenter` construct, one module per object.
+
+* ``base``: the base model and the generic validators (names, labels, quantities, how messages echo values);
+* ``ec2``: EC2 and EBS facts (ids, tags, instance types and families, volume limits).
+"""
