@@ -59,8 +59,9 @@ from .karpenter_nodes import KarpenterNodes
 from .karpenter_release import KarpenterRelease, controller_values
 from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
-from .node_specs import NodeClassSpec, NodeOverlaySpec, NodePoolSpec
+from .node_specs import NodeOverlaySpec, NodePoolSpec
 from .queue_alarms import InterruptionQueueAlarms
+from .specs.node_class import NodeClassSpec
 from .teardown import TeardownSafetyNet
 
 

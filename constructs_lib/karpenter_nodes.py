@@ -8,7 +8,8 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
 from . import manifests
-from .node_specs import FeatureGate, NodeClassSpec, NodeOverlaySpec, NodePoolSpec
+from .node_specs import FeatureGate, NodeOverlaySpec, NodePoolSpec
+from .specs.node_class import NodeClassSpec
 
 
 class KarpenterNodes(Construct):

@@ -13,19 +13,16 @@ from .names import (
     NODE_POOL_API_VERSION,
 )
 from .node_specs import (
-    BOTTLEROCKET_OS_VOLUME,
-    STORAGE_DEVICE,
-    DataVolumeSpec,
     DisruptionBudgetSpec,
     FeatureGate,
-    NodeClassSpec,
     NodeOverlaySpec,
     NodePoolSpec,
     RequirementSpec,
-    operating_system,
     pool_problems,
 )
+from .specs.ami import BOTTLEROCKET_OS_VOLUME, STORAGE_DEVICE, operating_system
 from .specs.base import CamelModel
+from .specs.node_class import DataVolumeSpec, NodeClassSpec
 
 
 def _ebs(size: str, volume_type: str, iops: int | None = None, throughput: int | None = None) -> dict[str, Any]:
@@ -216,7 +213,7 @@ def node_objects(
             )
             for c in node_classes
         },
-        {p.name: node_pool(p, os=operating_system(classes[p.node_class])) for p in node_pools},
+        {p.name: node_pool(p, os=operating_system(classes[p.node_class].family)) for p in node_pools},
         {o.name: o.manifest() for o in node_overlays},
     )
 

@@ -277,13 +277,9 @@ TERMS = {
 
 def _unvalidated(kind: str, fields: dict) -> dict:
     from constructs_lib import manifests
-    from constructs_lib.node_specs import (
-        DisruptionBudgetSpec,
-        KubeletSpec,
-        NodeClassSpec,
-        NodePoolSpec,
-        RequirementSpec,
-    )
+    from constructs_lib.node_specs import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec
+    from constructs_lib.specs.kubelet import KubeletSpec
+    from constructs_lib.specs.node_class import NodeClassSpec
 
     if kind == "overlay":  # as NodeOverlaySpec.manifest writes it
         return {
@@ -293,12 +289,12 @@ def _unvalidated(kind: str, fields: dict) -> dict:
             "spec": {"requirements": [], **copy.deepcopy(fields)},
         }
     if kind == "class":
-        from constructs_lib import node_specs
+        from constructs_lib.specs import node_class
 
         fields = dict(fields)
         for key, model in TERMS.items():
             if key in fields:
-                fields[key] = [getattr(node_specs, model).model_construct(**term) for term in fields[key]]
+                fields[key] = [getattr(node_class, model).model_construct(**term) for term in fields[key]]
         if "kubelet" in fields:
             names = {f.alias or n: n for n, f in KubeletSpec.model_fields.items()}
             fields["kubelet"] = KubeletSpec.model_construct(

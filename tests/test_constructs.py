@@ -97,7 +97,7 @@ def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_g
 
 def test_node_classes_size_the_volume_that_holds_images_at_the_familys_device():
     from constructs_lib.manifests import ec2_node_class
-    from constructs_lib.node_specs import NodeClassSpec
+    from constructs_lib.specs.node_class import NodeClassSpec
 
     def devices(alias: str) -> list[tuple[str, str]]:
         spec = ec2_node_class(

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from constructs_lib import manifests
-from constructs_lib.node_specs import NodeClassSpec
+from constructs_lib.specs.node_class import NodeClassSpec
 from karpenter_stack.config import load_config, load_environments
 from tests.cel_rules import evaluate
 from tests.cfn import each

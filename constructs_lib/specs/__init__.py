@@ -2,5 +2,7 @@
 :class:`~constructs_lib.karpenter.Karpenter` construct, one module per object.
 
 * ``base``: the base model and the generic validators (names, labels, quantities, how messages echo values);
-* ``ec2``: EC2 and EBS facts (ids, tags, instance types and families, volume limits).
+* ``ec2``: EC2 and EBS facts (ids, tags, instance types and families, volume limits);
+* ``ami``: what each AMI family needs and offers (aliases, operating system, devices, snapshot sizes);
+* ``node_class`` and ``kubelet``: the EC2NodeClass.
 """

@@ -14,20 +14,22 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
-    CapacityReservationTermSpec,
-    DataVolumeSpec,
     DisruptionBudgetSpec,
-    KubeletSpec,
-    NodeClassSpec,
     NodeOverlaySpec,
     NodePoolSpec,
     OverlayRequirementSpec,
     RequirementSpec,
-    SecurityGroupTermSpec,
-    SubnetTermSpec,
     TaintSpec,
 )
 from constructs_lib.specs.base import CamelModel, named, quoted
+from constructs_lib.specs.kubelet import KubeletSpec
+from constructs_lib.specs.node_class import (
+    CapacityReservationTermSpec,
+    DataVolumeSpec,
+    NodeClassSpec,
+    SecurityGroupTermSpec,
+    SubnetTermSpec,
+)
 
 from .model import AppConfig, ExistingClusterConfig
 from .pipeline import WaveSpec

@@ -17,9 +17,10 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
-from constructs_lib.node_specs import NodeClassSpec, NodeOverlaySpec, NodePoolSpec, pool_problems
+from constructs_lib.node_specs import NodeOverlaySpec, NodePoolSpec, pool_problems
 from constructs_lib.specs.base import CamelModel, optional_match, quoted
 from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE, unknown_instance_type
+from constructs_lib.specs.node_class import NodeClassSpec
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 

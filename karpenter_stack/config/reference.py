@@ -10,20 +10,22 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.node_specs import (
-    CapacityReservationTermSpec,
-    DataVolumeSpec,
     DisruptionBudgetSpec,
-    KubeletSpec,
-    NodeClassSpec,
     NodeOverlaySpec,
     NodePoolSpec,
     OverlayRequirementSpec,
     RequirementSpec,
-    SecurityGroupTermSpec,
-    SubnetTermSpec,
     TaintSpec,
 )
 from constructs_lib.specs.base import CamelModel
+from constructs_lib.specs.kubelet import KubeletSpec
+from constructs_lib.specs.node_class import (
+    CapacityReservationTermSpec,
+    DataVolumeSpec,
+    NodeClassSpec,
+    SecurityGroupTermSpec,
+    SubnetTermSpec,
+)
 
 from .errors import NESTED_MODELS
 from .model import AppConfig, ExistingClusterConfig

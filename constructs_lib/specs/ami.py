@@ -1,0 +1,86 @@
+"""AMI families, in one place: the aliases Karpenter resolves, the operating system each family runs,
+the devices and snapshot sizes it boots with, and what it does not support."""
+
+from __future__ import annotations
+
+import re
+
+WINDOWS_FAMILIES = ("windows2019", "windows2022", "windows2025")
+# EC2NodeClass amiSelectorTerms[].alias: family@version (Karpenter 1.14.1's CRD).
+_ALIAS = re.compile(r"(al2|al2023|bottlerocket|windows2019|windows2022|windows2025)@(latest|v[0-9][0-9.]*)")
+# What each AMI family boots from (Karpenter 1.14's amifamily defaults): the device of the volume that
+# holds images, logs and pod storage, and the size of the AMI's snapshot for it -- EC2 refuses a smaller
+# volume at launch. Bottlerocket boots from a 4 GiB OS volume and keeps everything else on /dev/xvdb.
+STORAGE_DEVICE = {
+    "al2": "/dev/xvda",
+    "al2023": "/dev/xvda",
+    "bottlerocket": "/dev/xvdb",
+    **{w: "/dev/sda1" for w in WINDOWS_FAMILIES},
+}
+SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in WINDOWS_FAMILIES}}
+BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
+
+
+def check_alias(value: str) -> str:
+    """An AMI alias Karpenter resolves: a known family, and a version of the form that family is pinned by
+    (al2/al2023 by build date, Bottlerocket by release; Windows only @latest)."""
+    if not _ALIAS.fullmatch(value):
+        raise ValueError(
+            "must be family@version with family al2, al2023, bottlerocket, windows2019, windows2022 "
+            "or windows2025 and version 'latest' or a pinned vYYYYMMDD"
+        )
+    family, version = value.split("@", 1)
+    if family in ("al2", "al2023") and version != "latest" and not re.fullmatch(r"v[0-9]{8}", version):
+        raise ValueError(
+            f"{family} AMIs are pinned by their build date: {family}@vYYYYMMDD (e.g. "
+            f"{family}@v20260801), or {family}@latest"
+        )
+    if family == "bottlerocket" and version != "latest" and not re.fullmatch(r"v[0-9]+\.[0-9]+\.[0-9]+", version):
+        raise ValueError(
+            "Bottlerocket AMIs are pinned by their release: bottlerocket@vX.Y.Z (e.g. "
+            "bottlerocket@v1.50.0), or bottlerocket@latest"
+        )
+    if value.startswith("windows") and not value.endswith("@latest"):
+        raise ValueError("Windows AMI aliases only support @latest")
+    return value
+
+
+def family_of(alias: str) -> str:
+    """The family of an alias (al2023 of al2023@v20260801)."""
+    return alias.split("@", 1)[0]
+
+
+def is_windows(family: str) -> bool:
+    return family.startswith("windows")
+
+
+def operating_system(family: str) -> str:
+    """The kubernetes.io/os of the nodes a family's AMIs run."""
+    return "windows" if is_windows(family) else "linux"
+
+
+def reserved_devices(family: str) -> dict[str, str]:
+    """The devices the family itself uses, by letter (/dev/sdX and /dev/xvdX name one device): its storage
+    volume's, and Bottlerocket's OS volume's."""
+    return {
+        STORAGE_DEVICE[family].removesuffix("1")[-1]: STORAGE_DEVICE[family],
+        BOTTLEROCKET_OS_VOLUME["deviceName"][-1]: BOTTLEROCKET_OS_VOLUME["deviceName"],
+    }
+
+
+def check_pods_per_core(family: str, pods_per_core: int | None) -> None:
+    """Bottlerocket has no podsPerCore (Karpenter ignores it there)."""
+    if family == "bottlerocket" and pods_per_core is not None:
+        raise ValueError(
+            "kubelet.podsPerCore is not supported by Bottlerocket (Karpenter ignores it there); use kubelet.maxPods"
+        )
+
+
+def check_storage_size(family: str, size_gib: int) -> None:
+    """The storage volume is at least the family's snapshot for it: EC2 refuses a smaller one."""
+    minimum = SNAPSHOT_GIB[family]
+    if size_gib < minimum:
+        raise ValueError(
+            f"rootVolumeSizeGib {size_gib} is smaller than the {family} AMI's {minimum} GiB "
+            f"snapshot for {STORAGE_DEVICE[family]}; EC2 refuses a volume smaller than its snapshot"
+        )
