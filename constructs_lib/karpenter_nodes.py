@@ -8,8 +8,10 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
 from . import manifests
-from .node_specs import FeatureGate, NodeOverlaySpec, NodePoolSpec
+from .specs.controller import FeatureGate
 from .specs.node_class import NodeClassSpec
+from .specs.node_overlay import NodeOverlaySpec
+from .specs.node_pool import NodePoolSpec
 
 
 class KarpenterNodes(Construct):

@@ -12,17 +12,13 @@ from .names import (
     NODE_CLASS_KIND,
     NODE_POOL_API_VERSION,
 )
-from .node_specs import (
-    DisruptionBudgetSpec,
-    FeatureGate,
-    NodeOverlaySpec,
-    NodePoolSpec,
-    RequirementSpec,
-    pool_problems,
-)
 from .specs.ami import BOTTLEROCKET_OS_VOLUME, STORAGE_DEVICE, operating_system
 from .specs.base import CamelModel
+from .specs.controller import FeatureGate
 from .specs.node_class import DataVolumeSpec, NodeClassSpec
+from .specs.node_overlay import NodeOverlaySpec
+from .specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec
+from .specs.rules import pool_problems
 
 
 def _ebs(size: str, volume_type: str, iops: int | None = None, throughput: int | None = None) -> dict[str, Any]:

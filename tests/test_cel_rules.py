@@ -277,9 +277,9 @@ TERMS = {
 
 def _unvalidated(kind: str, fields: dict) -> dict:
     from constructs_lib import manifests
-    from constructs_lib.node_specs import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec
     from constructs_lib.specs.kubelet import KubeletSpec
     from constructs_lib.specs.node_class import NodeClassSpec
+    from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec
 
     if kind == "overlay":  # as NodeOverlaySpec.manifest writes it
         return {

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from aws_cdk.assertions import Template
 
-from constructs_lib.controller_spec import ControllerSpec
 from constructs_lib.karpenter_release import KarpenterRelease
 from constructs_lib.nag import logical_id_of
 from constructs_lib.network import ClusterVpc
 from constructs_lib.queue_alarms import InterruptionQueueAlarms
+from constructs_lib.specs.controller import ControllerSpec
 from constructs_lib.teardown import TeardownSafetyNet
 from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
 from tests.cfn import depends_on, only, render_json, resources, teardown

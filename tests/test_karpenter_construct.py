@@ -13,8 +13,8 @@ from aws_cdk.assertions import Template
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
 from constructs_lib.nag import logical_id_of
 from constructs_lib.names import NODE_MANAGED_POLICIES
-from constructs_lib.node_specs import NodePoolSpec
 from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.specs.node_pool import NodePoolSpec
 from karpenter_stack import versions
 from tests.bare import CLUSTER_NAME, OIDC_PROVIDER_ARN, SECURITY_GROUP_ID, bare_stack, imported_cluster
 from tests.cfn import depends_on, each, kubernetes_objects, only, render, render_json, resources

@@ -16,11 +16,13 @@ from typing import Literal, overload
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.controller_spec import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
-from constructs_lib.node_specs import NodeOverlaySpec, NodePoolSpec, pool_problems
 from constructs_lib.specs.base import CamelModel, optional_match, quoted
+from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
 from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE, unknown_instance_type
 from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.specs.node_overlay import NodeOverlaySpec
+from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.specs.rules import pool_problems
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 

@@ -8,16 +8,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.controller_spec import ControllerSpec
-from constructs_lib.node_specs import (
-    DisruptionBudgetSpec,
-    NodeOverlaySpec,
-    NodePoolSpec,
-    OverlayRequirementSpec,
-    RequirementSpec,
-    TaintSpec,
-)
 from constructs_lib.specs.base import CamelModel
+from constructs_lib.specs.controller import ControllerSpec
 from constructs_lib.specs.kubelet import KubeletSpec
 from constructs_lib.specs.node_class import (
     CapacityReservationTermSpec,
@@ -26,6 +18,8 @@ from constructs_lib.specs.node_class import (
     SecurityGroupTermSpec,
     SubnetTermSpec,
 )
+from constructs_lib.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
+from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec, TaintSpec
 
 from .errors import NESTED_MODELS
 from .model import AppConfig, ExistingClusterConfig

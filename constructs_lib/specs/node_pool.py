@@ -1,23 +1,16 @@
-"""Typed, validated specifications of Karpenter's Kubernetes objects: the props of the
-:class:`~constructs_lib.karpenter.Karpenter` construct's node classes and node pools.
-
-They validate what Karpenter's v1 CRDs and the app's lifecycle need (names, durations, quantities,
-label keys Karpenter restricts, bounded drains), so a bad value fails when the spec is built, not when
-the API server or a destroy refuses it. Field names are snake_case in Python and camelCase in JSON
-(``NodePoolSpec(capacity_types=[...])`` or ``{"capacityTypes": [...]}``).
-"""
+"""The NodePool: what Karpenter may launch for pending pods (requirements, labels, taints, limits,
+weight or static replicas), and when it may remove it (expiry, consolidation, disruption budgets)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .names import NODE_OVERLAY_API_VERSION, NODE_OVERLAY_AWS_LABELS
-from .quantities import parse_duration
-from .specs.base import (
+from ..quantities import parse_duration
+from .base import (
     QUALIFIED_NAME,
     CamelModel,
     IntOrString,
@@ -29,8 +22,7 @@ from .specs.base import (
     optional_match,
     quoted,
 )
-from .specs.ec2 import INSTANCE_CATEGORIES, INSTANCE_FAMILY, INSTANCE_TYPE, unknown_instance_type
-from .specs.node_class import NodeClassSpec
+from .ec2 import INSTANCE_CATEGORIES, INSTANCE_FAMILY, INSTANCE_TYPE, unknown_instance_type
 
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$", re.ASCII)
@@ -54,23 +46,6 @@ CapacityType = Literal["spot", "on-demand", "reserved"]
 Architecture = Literal["amd64", "arm64"]
 DEFAULT_CAPACITY_TYPES: tuple[CapacityType, ...] = ("spot", "on-demand")
 DEFAULT_ARCHITECTURES: tuple[Architecture, ...] = ("amd64", "arm64")
-# settings.featureGates of the Karpenter 1.14 chart (values.yaml), and the chart's defaults: the one table.
-FeatureGate = Literal[
-    "spotToSpotConsolidation", "nodeRepair", "nodeOverlay", "staticCapacity", "capacityBuffer", "reservedCapacity"
-]
-FEATURE_GATE_DEFAULTS: dict[FeatureGate, bool] = {
-    "spotToSpotConsolidation": False,
-    "nodeRepair": False,
-    "nodeOverlay": False,
-    "staticCapacity": False,
-    "capacityBuffer": False,
-    "reservedCapacity": True,
-}
-
-
-def gate_on(feature_gates: Mapping[FeatureGate, bool], name: FeatureGate) -> bool:
-    """Whether a feature gate is on: as set, else the chart's default."""
-    return feature_gates.get(name, FEATURE_GATE_DEFAULTS[name])
 
 
 class DisruptionBudgetSpec(CamelModel):
@@ -307,170 +282,3 @@ class NodePoolSpec(CamelModel):
                 "must be a duration like 30s, 5m or 1h30m (the CRD's pattern; no 'Never': null leaves it unset)"
             )
         return value
-
-
-# amount (+0.1, -0.05) or a percentage (+10%, -10%, at most -100%).
-_PRICE = re.compile(r"\d+(\.\d+)?", re.ASCII)
-_PRICE_ADJUSTMENT = re.compile(r"[+-]\d*\.?\d+|\+\d*\.?\d+%|-\d{1,2}(\.\d+)?%|-100%", re.ASCII)
-# Resources a NodeOverlay cannot add capacity of (the CRD refuses them: Karpenter computes them itself).
-OVERLAY_RESTRICTED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods")
-
-
-class OverlayRequirementSpec(CamelModel):
-    """Which instance types a NodeOverlay applies to (a node selector requirement, without minValues)."""
-
-    key: str = Field(description="Label key, e.g. karpenter.k8s.aws/instance-family or karpenter.sh/nodepool.")
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] = Field(
-        description="How the values apply."
-    )
-    values: list[str] = Field(default_factory=list, description="Values (none for Exists/DoesNotExist).")
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str) -> str:
-        return label_key(value, aws_labels=NODE_OVERLAY_AWS_LABELS, node_pool_key=True)
-
-    @field_validator("values")
-    @classmethod
-    def _values(cls, value: list[str]) -> list[str]:
-        for item in value:
-            label_value(item)
-        return value
-
-    @model_validator(mode="after")
-    def _values_fit_operator(self) -> OverlayRequirementSpec:
-        operator_values(self.key, self.operator, self.values)
-        return self
-
-
-class NodeOverlaySpec(CamelModel):
-    """One NodeOverlay (alpha; needs controller.featureGates.nodeOverlay): changes what Karpenter assumes
-    about matching instance types when it chooses one -- their price, or extra capacity of an extended
-    resource. It changes no running node."""
-
-    name: str = Field(description="Kubernetes name of the NodeOverlay.")
-    requirements: list[OverlayRequirementSpec] = Field(
-        default_factory=list,
-        max_length=100,
-        description="Instance types it applies to (all when empty); karpenter.sh/nodepool limits it to pools.",
-    )
-    price: str | None = Field(None, description='Price to assume (USD per hour), e.g. "0.25".')
-    price_adjustment: str | None = Field(
-        None, description="Change of the price: an amount (+0.1, -0.05) or a percentage (+10%, -10%, -100%)."
-    )
-    capacity: dict[str, IntOrString] = Field(
-        default_factory=dict,
-        description='Extra capacity of extended resources per node (e.g. {"example.com/device": "2"}); not '
-        "cpu, memory, ephemeral-storage or pods.",
-    )
-    weight: int | None = Field(
-        None, ge=1, le=10000, description="Which overlay wins where several match (higher first)."
-    )
-
-    @field_validator("name")
-    @classmethod
-    def _k8s_name(cls, value: str) -> str:
-        return kubernetes_name(value)
-
-    @field_validator("price")
-    @classmethod
-    def _price(cls, value: str | None) -> str | None:
-        return optional_match(value, _PRICE, "must be a price like 0.25 (USD per hour)")
-
-    @field_validator("price_adjustment")
-    @classmethod
-    def _adjustment(cls, value: str | None) -> str | None:
-        return optional_match(
-            value,
-            _PRICE_ADJUSTMENT,
-            "must be a signed amount like +0.1 or -0.05, or a percentage like +10% or -10% (at most -100%)",
-        )
-
-    @field_validator("capacity")
-    @classmethod
-    def _capacity(cls, value: dict[str, str]) -> dict[str, str]:
-        restricted = [r for r in value if r in OVERLAY_RESTRICTED_RESOURCES]
-        if restricted:
-            raise ValueError(
-                f"{', '.join(restricted)}: Karpenter computes {', '.join(OVERLAY_RESTRICTED_RESOURCES)} "
-                "itself; an overlay adds capacity of extended resources only"
-            )
-        for resource in value:
-            if not QUALIFIED_NAME.fullmatch(resource):
-                raise ValueError(f"{quoted(resource)} is not a resource name like example.com/device")
-        return non_negative_quantities(value)
-
-    @model_validator(mode="after")
-    def _effect(self) -> NodeOverlaySpec:
-        if self.price is not None and self.price_adjustment is not None:
-            raise ValueError("a node overlay sets price or priceAdjustment, not both")
-        if self.price is None and self.price_adjustment is None and not self.capacity:
-            raise ValueError("a node overlay needs price, priceAdjustment or capacity (it would change nothing)")
-        return self
-
-    def manifest(self) -> dict[str, object]:
-        return {
-            "apiVersion": NODE_OVERLAY_API_VERSION,
-            "kind": "NodeOverlay",
-            "metadata": {"name": self.name},
-            "spec": {
-                "requirements": [r.model_dump(by_alias=True, exclude_defaults=True) for r in self.requirements],
-                **self.model_dump(
-                    by_alias=True,
-                    exclude_none=True,
-                    exclude_defaults=True,
-                    include={"price", "price_adjustment", "capacity", "weight"},
-                ),
-            },
-        }
-
-
-def pool_problems(
-    node_classes: Sequence[NodeClassSpec],
-    node_pools: Sequence[NodePoolSpec],
-    feature_gates: Mapping[FeatureGate, bool],
-    node_overlays: Sequence[NodeOverlaySpec] = (),
-) -> list[str]:
-    """What makes pools, their classes and overlays unusable together: an unknown class, the reserved
-    capacity type without reservations to launch into or with its gate off, static capacity or overlays
-    with their gate off, a Windows pool that allows only arm64 (EKS's Windows AMIs are x86-64). One line
-    per problem, each starting with the setting."""
-    classes = {c.name: c for c in node_classes}
-    problems = []
-    if node_overlays and not gate_on(feature_gates, "nodeOverlay"):
-        problems.append(
-            f"nodeOverlays {', '.join(quoted(o.name) for o in node_overlays)}: Karpenter ignores node "
-            "overlays unless controller.featureGates.nodeOverlay is true"
-        )
-    for pool in node_pools:
-        node_class = classes.get(pool.node_class)
-        if node_class is None:
-            problems.append(
-                f"nodePools {quoted(pool.name)} refers to nodeClass {quoted(pool.node_class)}, which is not in "
-                f"nodeClasses ({', '.join(sorted(classes))})"
-            )
-            continue
-        if "reserved" in pool.capacity_types:
-            if not node_class.capacity_reservation_selector_terms:
-                problems.append(
-                    f"nodePools {quoted(pool.name)} allows the reserved capacity type, but its nodeClass "
-                    f"{quoted(node_class.name)} has no capacityReservationSelectorTerms: it would launch nothing "
-                    "reserved"
-                )
-            if not gate_on(feature_gates, "reservedCapacity"):
-                problems.append(
-                    f"nodePools {quoted(pool.name)} allows the reserved capacity type, which Karpenter ignores "
-                    "while controller.featureGates.reservedCapacity is false"
-                )
-        if node_class.windows and "amd64" not in pool.architectures:
-            problems.append(
-                f"nodePools {quoted(pool.name)} uses the Windows nodeClass {quoted(node_class.name)} but allows only "
-                "arm64: EKS's Windows AMIs are amd64 only, so it would launch nothing"
-            )
-    static = [p.name for p in node_pools if p.replicas is not None]
-    if static and not gate_on(feature_gates, "staticCapacity"):
-        problems.append(
-            f"nodePools {', '.join(quoted(n) for n in static)} set replicas (static capacity), which "
-            "Karpenter ignores unless controller.featureGates.staticCapacity is true"
-        )
-    return problems
