@@ -22,6 +22,10 @@ class KarpenterNodes(Construct):
     pools drain their nodes before the class removes instance profiles and launch templates); with a
     ``drain_bound``, every NodePool on it and it on every EC2NodeClass (on delete it runs between the
     two: the pools' drains end before any class waits for them).
+
+    The objects are built from the specs as given: whether pools, classes, overlays and ``feature_gates``
+    fit together is checked once, before, by whoever validates them (the app: its configuration, with
+    ``specs.rules.pool_problems``).
     """
 
     def __init__(
@@ -53,7 +57,6 @@ class KarpenterNodes(Construct):
             cluster_name=cluster_name,
             node_role_name=node_role_name,
             windows_node_role_name=windows_node_role_name,
-            feature_gates=feature_gates,
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,
         )

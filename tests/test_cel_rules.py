@@ -276,7 +276,6 @@ TERMS = {
 
 
 def _unvalidated(kind: str, fields: dict) -> dict:
-    from constructs_lib import manifests
     from constructs_lib.specs.kubelet import KubeletSpec
     from constructs_lib.specs.node_class import NodeClassSpec
     from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec
@@ -300,7 +299,7 @@ def _unvalidated(kind: str, fields: dict) -> dict:
             fields["kubelet"] = KubeletSpec.model_construct(
                 **{names.get(k, k): v for k, v in fields["kubelet"].items()}
             )
-        return manifests.ec2_node_class(NodeClassSpec.model_construct(**fields), cluster_name="c", node_role_name="r")
+        return NodeClassSpec.model_construct(**fields).manifest(cluster_name="c", node_role_name="r")
     specs = {
         "requirements": [
             RequirementSpec.model_construct(**{**r, "min_values": r.pop("minValues", None)})
@@ -309,7 +308,7 @@ def _unvalidated(kind: str, fields: dict) -> dict:
         "budgets": [DisruptionBudgetSpec.model_construct(**b) for b in fields.get("budgets", [])] or None,
     }
     built = {k: v for k, v in {**fields, **specs}.items() if v is not None}
-    return manifests.node_pool(NodePoolSpec.model_construct(**built))
+    return NodePoolSpec.model_construct(**built).manifest()
 
 
 @pytest.mark.parametrize("kind,fields,rule_message", PREEMPTED)

@@ -96,13 +96,12 @@ def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_g
 
 
 def test_node_classes_size_the_volume_that_holds_images_at_the_familys_device():
-    from constructs_lib.manifests import ec2_node_class
     from constructs_lib.specs.node_class import NodeClassSpec
 
     def devices(alias: str) -> list[tuple[str, str]]:
-        spec = ec2_node_class(
-            NodeClassSpec(ami_alias=alias, root_volume_size_gib=80), cluster_name="c", node_role_name="r"
-        )["spec"]
+        spec = NodeClassSpec(ami_alias=alias, root_volume_size_gib=80).manifest(cluster_name="c", node_role_name="r")[
+            "spec"
+        ]
         return [(d["deviceName"], d["ebs"]["volumeSize"]) for d in spec["blockDeviceMappings"]]
 
     assert devices("al2023@latest") == [("/dev/xvda", "80Gi")]

@@ -491,7 +491,6 @@ def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_r
             node_overlays=[],
             cluster_name="c",
             node_role_name="r",
-            feature_gates={"staticCapacity": True},
         )
         return json.dumps(list(pools.values()))
 

@@ -4,6 +4,9 @@ the devices and snapshot sizes it boots with, and what it does not support."""
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from .ec2 import ebs_volume
 
 WINDOWS_FAMILIES = ("windows2019", "windows2022", "windows2025")
 # EC2NodeClass amiSelectorTerms[].alias: family@version (Karpenter 1.14.1's CRD).
@@ -19,6 +22,19 @@ STORAGE_DEVICE = {
 }
 SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in WINDOWS_FAMILIES}}
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
+
+
+def os_volumes(family: str) -> list[dict[str, Any]]:
+    """The family's volumes besides the storage volume, as block device mappings: Bottlerocket's OS volume
+    (a mapping list replaces all of the family's defaults, so it is written out)."""
+    if family != "bottlerocket":
+        return []
+    return [
+        {
+            "deviceName": BOTTLEROCKET_OS_VOLUME["deviceName"],
+            "ebs": ebs_volume(BOTTLEROCKET_OS_VOLUME["size"], "gp3"),
+        }
+    ]
 
 
 def check_alias(value: str) -> str:

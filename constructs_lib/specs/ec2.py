@@ -12,6 +12,7 @@ import json
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 from .base import optional_match, quoted
 
@@ -117,6 +118,24 @@ def unknown_instance_type(value: str, families: bool = False) -> str | None:
     close = difflib.get_close_matches(value, sorted(known), n=3)
     hint = f"; did you mean {' or '.join(quoted(c) for c in close)}?" if close else ""
     return f"is not one of the {len(known)} EC2 instance {'families' if families else 'types'} {source} lists{hint}"
+
+
+def ebs_volume(
+    size: str | None, volume_type: str, iops: int | None = None, throughput: int | None = None
+) -> dict[str, Any]:
+    """The ``ebs`` of a block device mapping: encrypted and deleted with the instance; ``size`` None: the
+    snapshot's size."""
+    ebs: dict[str, Any] = {
+        **({"volumeSize": size} if size is not None else {}),
+        "volumeType": volume_type,
+        "encrypted": True,
+        "deleteOnTermination": True,
+    }
+    if iops is not None:
+        ebs["iops"] = iops
+    if throughput is not None:
+        ebs["throughput"] = throughput
+    return ebs
 
 
 def check_volume(

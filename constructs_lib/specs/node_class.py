@@ -4,12 +4,19 @@ reservations, volumes, instance metadata, tags and kubelet."""
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from ..names import RESTRICTED_TAG_KEYS, RESTRICTED_TAG_PREFIX
+from ..names import (
+    DISCOVERY_TAG_KEY,
+    NODE_CLASS_API_VERSION,
+    NODE_CLASS_KIND,
+    RESTRICTED_TAG_KEYS,
+    RESTRICTED_TAG_PREFIX,
+)
 from . import ami
 from .base import CamelModel, kubernetes_name, optional_match, quoted
 from .ec2 import (
@@ -20,6 +27,7 @@ from .ec2 import (
     MAX_VOLUME_GIB,
     ROOT_VOLUME_FIELDS,
     check_volume,
+    ebs_volume,
     ec2_id,
     ec2_tag_characters,
 )
@@ -181,6 +189,16 @@ class DataVolumeSpec(CamelModel):
         """The device letter: /dev/sdf and /dev/xvdf name the same device."""
         return self.device_name[-1]
 
+    def mapping(self) -> dict[str, Any]:
+        """The volume's block device mapping."""
+        if self.size_gib is None:  # the snapshot's size
+            ebs = ebs_volume(None, self.volume_type)
+        else:
+            ebs = ebs_volume(f"{self.size_gib}Gi", self.volume_type, self.iops, self.throughput)
+        if self.snapshot_id is not None:
+            ebs["snapshotID"] = self.snapshot_id
+        return {"deviceName": self.device_name, "ebs": ebs}
+
 
 class NodeClassSpec(CamelModel):
     """One EC2NodeClass: how Karpenter launches EC2 instances."""
@@ -321,3 +339,85 @@ class NodeClassSpec(CamelModel):
     def _volume_fits_the_snapshot(self) -> NodeClassSpec:
         ami.check_storage_size(self.family, self.root_volume_size_gib)
         return self
+
+    def manifest(
+        self,
+        *,
+        cluster_name: str,
+        node_role_name: str,
+        subnet_ids: Sequence[str] = (),
+        security_group_ids: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """The EC2NodeClass (karpenter.k8s.aws/v1).
+
+        Subnets and security groups are selected by the discovery tag, or by id when ids are given (an
+        existing VPC whose subnets CloudFormation cannot tag; an existing cluster's security group).
+        """
+        discovery = {"tags": {DISCOVERY_TAG_KEY: cluster_name}}
+        subnet_terms = [
+            *([{"id": s} for s in subnet_ids] if subnet_ids else [discovery]),
+            *_terms(self.extra_subnet_selector_terms),
+        ]
+        security_group_terms = [
+            *([{"id": g} for g in security_group_ids] if security_group_ids else [discovery]),
+            *_terms(self.extra_security_group_selector_terms),
+        ]
+        return {
+            "apiVersion": NODE_CLASS_API_VERSION,
+            "kind": NODE_CLASS_KIND,
+            "metadata": {"name": self.name},
+            "spec": {
+                # Karpenter creates and owns the instance profile for this role.
+                "role": node_role_name,
+                "amiSelectorTerms": [{"alias": self.ami_alias}],
+                "subnetSelectorTerms": subnet_terms,
+                "securityGroupSelectorTerms": security_group_terms,
+                "metadataOptions": {
+                    "httpEndpoint": "enabled",
+                    "httpProtocolIPv6": "disabled",
+                    "httpPutResponseHopLimit": self.metadata_hop_limit,
+                    "httpTokens": "required",
+                },
+                "blockDeviceMappings": self.block_device_mappings(),
+                **self._optional_fields(),
+            },
+        }
+
+    def _optional_fields(self) -> dict[str, Any]:
+        """The spec fields written only when set."""
+        return {
+            **(
+                {"capacityReservationSelectorTerms": _terms(terms)}
+                if (terms := self.capacity_reservation_selector_terms)
+                else {}
+            ),
+            **({"tags": dict(self.tags)} if self.tags else {}),
+            **({"kubelet": kubelet} if (kubelet := self.kubelet.manifest()) else {}),
+            **{
+                key: value
+                for key, value in (
+                    ("detailedMonitoring", self.detailed_monitoring),
+                    ("associatePublicIPAddress", self.associate_public_ip_address),
+                    ("instanceStorePolicy", self.instance_store_policy),
+                )
+                if value is not None
+            },
+        }
+
+    def block_device_mappings(self) -> list[dict[str, Any]]:
+        """The volume for images, logs and pods at the family's device and size, after the family's own
+        volumes (Bottlerocket's OS volume); then the extra data volumes."""
+        storage = {
+            "deviceName": ami.STORAGE_DEVICE[self.family],
+            "ebs": ebs_volume(
+                f"{self.root_volume_size_gib}Gi",
+                self.root_volume_type,
+                self.root_volume_iops,
+                self.root_volume_throughput,
+            ),
+        }
+        return [*ami.os_volumes(self.family), storage, *(v.mapping() for v in self.data_volumes)]
+
+
+def _terms(terms: Sequence[CamelModel]) -> list[dict[str, Any]]:
+    return [term.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) for term in terms]

@@ -123,6 +123,7 @@ class NodeOverlaySpec(CamelModel):
         return self
 
     def manifest(self) -> dict[str, object]:
+        """The NodeOverlay (karpenter.sh/v1alpha1)."""
         return {
             "apiVersion": NODE_OVERLAY_API_VERSION,
             "kind": "NodeOverlay",

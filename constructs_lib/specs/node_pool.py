@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ..names import NODE_CLASS_GROUP, NODE_CLASS_KIND, NODE_POOL_API_VERSION
 from ..quantities import parse_duration
 from .base import (
     QUALIFIED_NAME,
@@ -84,6 +85,16 @@ class DisruptionBudgetSpec(CamelModel):
             raise ValueError("a disruption budget needs schedule and duration together, or neither")
         return self
 
+    def manifest(self) -> dict[str, Any]:
+        """One entry of spec.disruption.budgets."""
+        budget: dict[str, Any] = {"nodes": self.nodes}
+        if self.reasons is not None:
+            budget["reasons"] = list(self.reasons)
+        if self.schedule is not None:
+            budget["schedule"] = self.schedule
+            budget["duration"] = self.duration
+        return budget
+
 
 class RequirementSpec(CamelModel):
     """An extra scheduling requirement (Kubernetes node selector requirement)."""
@@ -109,6 +120,15 @@ class RequirementSpec(CamelModel):
                 "value(s); Karpenter needs at least as many values as minValues"
             )
         return self
+
+    def manifest(self) -> dict[str, Any]:
+        """One entry of spec.template.spec.requirements."""
+        requirement: dict[str, Any] = {"key": self.key, "operator": self.operator}
+        if self.values:
+            requirement["values"] = list(self.values)
+        if self.min_values is not None:
+            requirement["minValues"] = self.min_values
+        return requirement
 
 
 def operator_values(key: str, operator: str, values: Sequence[str]) -> None:
@@ -145,6 +165,10 @@ class TaintSpec(CamelModel):
         if not QUALIFIED_NAME.fullmatch(value):
             raise ValueError("must be a Kubernetes qualified name like example.com/dedicated")
         return value
+
+    def manifest(self) -> dict[str, Any]:
+        """One entry of spec.template.spec.taints."""
+        return {k: v for k, v in (("key", self.key), ("value", self.value), ("effect", self.effect)) if v is not None}
 
 
 class NodePoolSpec(CamelModel):
@@ -282,3 +306,58 @@ class NodePoolSpec(CamelModel):
                 "must be a duration like 30s, 5m or 1h30m (the CRD's pattern; no 'Never': null leaves it unset)"
             )
         return value
+
+    def manifest(self, *, os: str = "linux") -> dict[str, Any]:
+        """The NodePool (karpenter.sh/v1); ``os``: the kubernetes.io/os its node class launches
+        (``ami.operating_system`` of the class's family)."""
+        body: dict[str, Any] = {
+            "template": self._template(os),
+            **({"limits": limits} if (limits := self.emitted_limits) else {}),
+            "disruption": {
+                "consolidationPolicy": self.consolidation_policy,
+                "consolidateAfter": self.consolidate_after,
+                "budgets": [b.manifest() for b in self.budgets],
+            },
+        }
+        if self.weight is not None:
+            body["weight"] = self.weight
+        if self.replicas is not None:
+            body["replicas"] = self.replicas
+        return {
+            "apiVersion": NODE_POOL_API_VERSION,
+            "kind": "NodePool",
+            "metadata": {"name": self.name},
+            "spec": body,
+        }
+
+    def _template(self, os: str) -> dict[str, Any]:
+        """spec.template: what every node of the pool gets."""
+        template: dict[str, Any] = {
+            "spec": {
+                "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": self.node_class},
+                "requirements": self._requirements(os),
+                "expireAfter": self.expire_after,
+                # The user's bound on every drain of a running cluster (a destroy bounds its own, see teardown).
+                **({"terminationGracePeriod": tgp} if (tgp := self.termination_grace_period) is not None else {}),
+            }
+        }
+        if self.taints:
+            template["spec"]["taints"] = [t.manifest() for t in self.taints]
+        if self.labels:
+            template["metadata"] = {"labels": dict(self.labels)}
+        return template
+
+    def _requirements(self, os: str) -> list[dict[str, Any]]:
+        """The requirements the fields produce, then the extra ones."""
+        return [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(self.capacity_types)},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": list(self.architectures)},
+            {"key": "kubernetes.io/os", "operator": "In", "values": [os]},
+            {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": list(self.instance_categories)},
+            {
+                "key": "karpenter.k8s.aws/instance-generation",
+                "operator": "Gt",
+                "values": [str(self.min_instance_generation)],
+            },
+            *(r.manifest() for r in self.requirements),
+        ]
