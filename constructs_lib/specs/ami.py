@@ -4,8 +4,10 @@ the devices and snapshot sizes it boots with, and what it does not support."""
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
 
+from .base import quoted
 from .ec2 import ebs_volume
 
 WINDOWS_FAMILIES = ("windows2019", "windows2022", "windows2025")
@@ -22,6 +24,22 @@ STORAGE_DEVICE = {
 }
 SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in WINDOWS_FAMILIES}}
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
+# When Amazon EKS released each Kubernetes minor (endoflife.date's Amazon EKS table, read 2026-11). An
+# EKS-optimized AMI release dated before it has no image for that minor: Karpenter resolves a pinned
+# alias through an SSM parameter per minor, which does not exist, and the node class never launches.
+EKS_RELEASE: dict[int, date] = {
+    31: date(2024, 9, 26),
+    32: date(2025, 1, 25),
+    33: date(2025, 5, 28),
+    34: date(2025, 10, 6),
+    35: date(2026, 1, 28),
+}
+# Where EKS's date is not in the table: upstream Kubernetes's x.y.0 release, a lower bound (EKS never
+# ships a minor before upstream does).
+UPSTREAM_RELEASE: dict[int, date] = {36: date(2026, 4, 22)}
+# EKS publishes no Amazon Linux 2 AMIs from this minor on.
+LAST_AL2_MINOR = 32
+_DATED_ALIAS = re.compile(r"^(al2|al2023)@v(\d{4})(\d{2})(\d{2})$", re.ASCII)
 
 
 def os_volumes(family: str) -> list[dict[str, Any]]:
@@ -100,3 +118,30 @@ def check_storage_size(family: str, size_gib: int) -> None:
             f"rootVolumeSizeGib {size_gib} is smaller than the {family} AMI's {minimum} GiB "
             f"snapshot for {STORAGE_DEVICE[family]}; EC2 refuses a volume smaller than its snapshot"
         )
+
+
+def unavailable_alias(alias: str, kubernetes_version: str, minor: int) -> str | None:
+    """Why an AMI alias has no image for Kubernetes ``kubernetes_version`` (minor ``minor``), or None: Amazon
+    Linux 2 ends with 1.32, and an alias pinned to a build date before EKS released the minor has none."""
+    family = family_of(alias)
+    if family == "al2" and minor > LAST_AL2_MINOR:
+        return (
+            f"amiAlias {quoted(alias)}: EKS publishes no Amazon Linux 2 AMIs for Kubernetes {kubernetes_version} "
+            f"(the last is 1.{LAST_AL2_MINOR}); use al2023 or bottlerocket"
+        )
+    match = _DATED_ALIAS.fullmatch(alias)
+    if not match:
+        return None
+    try:
+        built = date(*(int(g) for g in match.groups()[1:]))
+    except ValueError:
+        return f"amiAlias {quoted(alias)}: v{''.join(match.groups()[1:])} is not a date (vYYYYMMDD)"
+    released = EKS_RELEASE.get(minor) or UPSTREAM_RELEASE.get(minor)
+    if released is not None and built < released:
+        known = "" if minor in EKS_RELEASE else " at the earliest"
+        return (
+            f"amiAlias {quoted(alias)} has no AMI for Kubernetes {kubernetes_version}: EKS-optimized AMIs for "
+            f"{kubernetes_version} start with its EKS release ({released.isoformat()}{known}); pin "
+            f"{family}@v{released.strftime('%Y%m%d')} or later, or {family}@latest"
+        )
+    return None
