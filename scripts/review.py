@@ -40,6 +40,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# Karpenter's drift, derived from what each spec field declares (constructs_lib/specs/change.py).
+from constructs_lib.specs.node_class import CLASS_DYNAMIC  # noqa: E402
+from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC  # noqa: E402
 from karpenter_stack.cluster_updates import (  # noqa: E402
     auth_mode_refusal,
     auth_mode_sequence,
@@ -112,17 +115,6 @@ _CLUSTER_UPDATES = {
     "deletionProtection": "updateDeletionProtection",
     "controlPlaneScalingConfig": "updateControlPlaneScalingConfig",
 }
-
-# Karpenter's drift (karpenter.sh v1 NodeClaim hash; karpenter-provider-aws EC2NodeClass hash): fields
-# marked hash:"ignore" drift only nodes that no longer match them; behavioral NodePool fields never drift.
-POOL_BEHAVIORAL = ("weight", "limits", "disruption", "replicas")
-POOL_DYNAMIC = ("requirements", "resources")
-CLASS_DYNAMIC = (
-    "amiSelectorTerms",
-    "subnetSelectorTerms",
-    "securityGroupSelectorTerms",
-    "capacityReservationSelectorTerms",
-)
 
 
 # What the effects below say when pods restart or nodes go (the report's "interrupts").

@@ -7,5 +7,7 @@
   which Kubernetes minors it has images for);
 * ``node_class`` and ``kubelet``: the EC2NodeClass; ``node_pool``: the NodePool; ``node_overlay``: the NodeOverlay;
 * ``controller``: the controller's settings and the one table of feature gates;
-* ``rules``: what makes classes, pools, overlays and feature gates unusable together.
+* ``rules``: what makes classes, pools, overlays and feature gates unusable together;
+* ``change``: what changing a field does on a running cluster (in place, behavioral, static or dynamic drift,
+  replace), declared on every field of the node specs, and the tables derived from it.
 """

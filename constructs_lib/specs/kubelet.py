@@ -9,6 +9,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..quantities import GO_DURATION
 from .base import CamelModel, non_negative_quantities, quoted
+from .change import EC2_NODE_CLASS_HASH, Change, change
 
 EVICTION_SIGNALS = (
     "memory.available",
@@ -49,27 +50,48 @@ class KubeletSpec(CamelModel):
     """Kubelet settings of the nodes a node class launches (EC2NodeClass spec.kubelet). Changing them
     makes the class's nodes drift: Karpenter replaces them, within the pools' disruption budgets."""
 
-    max_pods: int | None = Field(None, ge=1, description="Most pods per node (unset: the AMI's ENI-based limit).")
+    max_pods: int | None = Field(
+        None,
+        ge=1,
+        description="Most pods per node (unset: the AMI's ENI-based limit).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+    )
     pods_per_core: int | None = Field(
-        None, ge=1, description="Most pods per vCPU (the lower of this and maxPods applies; not on Bottlerocket)."
+        None,
+        ge=1,
+        description="Most pods per vCPU (the lower of this and maxPods applies; not on Bottlerocket).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     system_reserved: dict[_Reserved, str] = Field(
-        default_factory=dict, description="Resources kept for the OS (cpu, memory, ephemeral-storage, pid)."
+        default_factory=dict,
+        description="Resources kept for the OS (cpu, memory, ephemeral-storage, pid).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     kube_reserved: dict[_Reserved, str] = Field(
-        default_factory=dict, description="Resources kept for kubelet and the container runtime."
+        default_factory=dict,
+        description="Resources kept for kubelet and the container runtime.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     eviction_hard: dict[_Signal, str] = Field(
-        default_factory=dict, description="Hard eviction thresholds per signal (a percentage or a quantity)."
+        default_factory=dict,
+        description="Hard eviction thresholds per signal (a percentage or a quantity).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     eviction_soft: dict[_Signal, str] = Field(
-        default_factory=dict, description="Soft eviction thresholds; each needs its evictionSoftGracePeriod."
+        default_factory=dict,
+        description="Soft eviction thresholds; each needs its evictionSoftGracePeriod.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     eviction_soft_grace_period: dict[_Signal, str] = Field(
-        default_factory=dict, description="How long a soft threshold may be exceeded before eviction (a duration)."
+        default_factory=dict,
+        description="How long a soft threshold may be exceeded before eviction (a duration).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     eviction_max_pod_grace_period: int | None = Field(
-        None, ge=0, description="Longest pod termination grace period (seconds) honoured on a soft eviction."
+        None,
+        ge=0,
+        description="Longest pod termination grace period (seconds) honoured on a soft eviction.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     image_gc_high_threshold_percent: int | None = Field(
         None,
@@ -77,6 +99,7 @@ class KubeletSpec(CamelModel):
         le=100,
         alias="imageGCHighThresholdPercent",
         description="Disk usage that starts image garbage collection (above the low threshold).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     image_gc_low_threshold_percent: int | None = Field(
         None,
@@ -84,12 +107,19 @@ class KubeletSpec(CamelModel):
         le=100,
         alias="imageGCLowThresholdPercent",
         description="Disk usage image garbage collection frees down to.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     cluster_dns: list[str] = Field(
-        default_factory=list, alias="clusterDNS", description="DNS server IPs for pods (unset: the cluster's)."
+        default_factory=list,
+        alias="clusterDNS",
+        description="DNS server IPs for pods (unset: the cluster's).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     cpu_cfs_quota: bool | None = Field(
-        None, alias="cpuCFSQuota", description="Enforce CPU limits with CFS quota (kubelet default: true)."
+        None,
+        alias="cpuCFSQuota",
+        description="Enforce CPU limits with CFS quota (kubelet default: true).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
 
     @field_validator("system_reserved", "kube_reserved")

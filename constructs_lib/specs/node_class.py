@@ -19,6 +19,7 @@ from ..names import (
 )
 from . import ami
 from .base import CamelModel, kubernetes_name, optional_match, quoted
+from .change import EC2_NODE_CLASS_HASH, EC2_NODE_CLASS_SELECTORS, OBJECT_NAME, Change, change, manifest_keys
 from .ec2 import (
     DATA_DEVICE,
     DATA_VOLUME_FIELDS,
@@ -203,12 +204,17 @@ class DataVolumeSpec(CamelModel):
 class NodeClassSpec(CamelModel):
     """One EC2NodeClass: how Karpenter launches EC2 instances."""
 
-    name: str = Field("default", description="Kubernetes name of the EC2NodeClass.")
+    name: str = Field(
+        "default",
+        description="Kubernetes name of the EC2NodeClass.",
+        json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+    )
     ami_alias: str = Field(
         "al2023@latest",
         description="AMI alias `family@version`: al2023, bottlerocket or al2 (pin a version in production, e.g. "
         "al2023@v20260801), windows2019/2022/2025 (@latest only; its pools launch Windows nodes). GPU and "
         "Neuron instances get the family's accelerated AMI variant automatically.",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.amiSelectorTerms", EC2_NODE_CLASS_SELECTORS),
     )
     root_volume_size_gib: int = Field(
         50,
@@ -216,59 +222,85 @@ class NodeClassSpec(CamelModel):
         le=MAX_VOLUME_GIB,
         description="GiB of the volume for images, logs and pods: the root volume (al2, al2023) or Bottlerocket's "
         "data volume; at least the AMI's 20 GiB snapshot.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
     )
     root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
-        "gp3", description="EBS type of that volume (io1/io2 need rootVolumeIops)."
+        "gp3",
+        description="EBS type of that volume (io1/io2 need rootVolumeIops).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
     )
     root_volume_iops: int | None = Field(
         None,
         description="Provisioned IOPS (gp3: 3000-16000, at most 500 per GiB; io1: 100-64000, 50 per GiB; "
         "io2: 100-256000, 1000 per GiB); unset on gp3: the included 3000.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
     )
     root_volume_throughput: int | None = Field(
-        None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4); unset: the included 125."
+        None,
+        description="gp3 throughput in MiB/s (125-1000, at most IOPS/4); unset: the included 125.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
     )
-    detailed_monitoring: bool | None = Field(None, description="1-minute CloudWatch metrics for the instances.")
+    detailed_monitoring: bool | None = Field(
+        None,
+        description="1-minute CloudWatch metrics for the instances.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.detailedMonitoring", EC2_NODE_CLASS_HASH),
+    )
     associate_public_ip_address: bool | None = Field(
         None,
         alias="associatePublicIPAddress",
         description="false: no public IP even in a public subnet (unset: the subnet's setting).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.associatePublicIPAddress", EC2_NODE_CLASS_HASH),
     )
     instance_store_policy: Literal["RAID0"] | None = Field(
-        None, description="RAID0: local NVMe instance stores become one volume for images, logs and pods."
+        None,
+        description="RAID0: local NVMe instance stores become one volume for images, logs and pods.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.instanceStorePolicy", EC2_NODE_CLASS_HASH),
     )
     metadata_hop_limit: int = Field(
-        1, ge=1, le=64, description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials."
+        1,
+        ge=1,
+        le=64,
+        description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.metadataOptions", EC2_NODE_CLASS_HASH),
     )
     tags: dict[str, str] = Field(
         default_factory=dict,
         description="Extra tags on launched EC2 resources (not the keys Karpenter sets itself, nor aws:*).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.tags", EC2_NODE_CLASS_HASH),
     )
     kubelet: KubeletSpec = Field(
-        default_factory=KubeletSpec, description="Kubelet settings (keys below); changing them replaces the nodes."
+        default_factory=KubeletSpec,
+        description="Kubelet settings (keys below); changing them replaces the nodes.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
     )
     data_volumes: list[DataVolumeSpec] = Field(
         default_factory=list,
         description="Extra EBS volumes on every node (keys below), attached unformatted; changing them replaces the "
         "nodes.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
     )
     extra_subnet_selector_terms: list[SubnetTermSpec] = Field(
         default_factory=list,
         max_length=MAX_SELECTOR_TERMS - 1,
         description="More subnets, ORed with the discovery tag (or the given subnet ids): {id} or {tags}. Nodes in "
         "subnets no longer selected are replaced (drift).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.subnetSelectorTerms", EC2_NODE_CLASS_SELECTORS),
     )
     extra_security_group_selector_terms: list[SecurityGroupTermSpec] = Field(
         default_factory=list,
         max_length=MAX_SELECTOR_TERMS - 1,
         description="More security groups for the nodes, on top of the cluster security group: {id}, {name} or "
         "{tags}. Changing them replaces the nodes (drift).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.securityGroupSelectorTerms", EC2_NODE_CLASS_SELECTORS),
     )
     capacity_reservation_selector_terms: list[CapacityReservationTermSpec] = Field(
         default_factory=list,
         max_length=MAX_SELECTOR_TERMS,
         description="On-demand capacity reservations the class may launch into: {id}, or {tags, ownerID?, "
         "instanceMatchCriteria?}; pools with the reserved capacity type use them first.",
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT, "spec.capacityReservationSelectorTerms", EC2_NODE_CLASS_SELECTORS
+        ),
     )
 
     @field_validator("name")
@@ -417,6 +449,11 @@ class NodeClassSpec(CamelModel):
             ),
         }
         return [*ami.os_volumes(self.family), storage, *(v.mapping() for v in self.data_volumes)]
+
+
+# What `make review` reads: the EC2NodeClass spec fields that drift only the nodes that no longer match them
+# (every other spec field drifts every node of the class's pools).
+CLASS_DYNAMIC = manifest_keys(NodeClassSpec, Change.DYNAMIC_DRIFT, "spec.")
 
 
 def _terms(terms: Sequence[CamelModel]) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from .base import (
     optional_match,
     quoted,
 )
+from .change import NODE_OVERLAY, OBJECT_NAME, Change, change
 from .node_pool import operator_values
 
 # NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
@@ -62,23 +63,38 @@ class NodeOverlaySpec(CamelModel):
     about matching instance types when it chooses one -- their price, or extra capacity of an extended
     resource. It changes no running node."""
 
-    name: str = Field(description="Kubernetes name of the NodeOverlay.")
+    name: str = Field(
+        description="Kubernetes name of the NodeOverlay.",
+        json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+    )
     requirements: list[OverlayRequirementSpec] = Field(
         default_factory=list,
         max_length=100,
         description="Instance types it applies to (all when empty); karpenter.sh/nodepool limits it to pools.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.requirements", NODE_OVERLAY),
     )
-    price: str | None = Field(None, description='Price to assume (USD per hour), e.g. "0.25".')
+    price: str | None = Field(
+        None,
+        description='Price to assume (USD per hour), e.g. "0.25".',
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.price", NODE_OVERLAY),
+    )
     price_adjustment: str | None = Field(
-        None, description="Change of the price: an amount (+0.1, -0.05) or a percentage (+10%, -10%, -100%)."
+        None,
+        description="Change of the price: an amount (+0.1, -0.05) or a percentage (+10%, -10%, -100%).",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.priceAdjustment", NODE_OVERLAY),
     )
     capacity: dict[str, IntOrString] = Field(
         default_factory=dict,
         description='Extra capacity of extended resources per node (e.g. {"example.com/device": "2"}); not '
         "cpu, memory, ephemeral-storage or pods.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.capacity", NODE_OVERLAY),
     )
     weight: int | None = Field(
-        None, ge=1, le=10000, description="Which overlay wins where several match (higher first)."
+        None,
+        ge=1,
+        le=10000,
+        description="Which overlay wins where several match (higher first).",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.weight", NODE_OVERLAY),
     )
 
     @field_validator("name")

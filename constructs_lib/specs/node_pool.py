@@ -23,6 +23,16 @@ from .base import (
     optional_match,
     quoted,
 )
+from .change import (
+    NODE_POOL_BEHAVIOR,
+    NODE_POOL_HASH,
+    NODE_POOL_REQUIREMENTS,
+    OBJECT_NAME,
+    Change,
+    FieldChange,
+    change,
+    manifest_keys,
+)
 from .ec2 import INSTANCE_CATEGORIES, INSTANCE_FAMILY, INSTANCE_TYPE, unknown_instance_type
 
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
@@ -174,42 +184,72 @@ class TaintSpec(CamelModel):
 class NodePoolSpec(CamelModel):
     """One NodePool: what Karpenter may launch for pending pods, and when it may remove it."""
 
-    name: str = Field("default", description="Kubernetes name of the NodePool.")
-    node_class: str = Field("default", description="Name of the EC2NodeClass (from nodeClasses) this pool uses.")
+    name: str = Field(
+        "default",
+        description="Kubernetes name of the NodePool.",
+        json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+    )
+    node_class: str = Field(
+        "default",
+        description="Name of the EC2NodeClass (from nodeClasses) this pool uses.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.nodeClassRef", NODE_POOL_HASH),
+    )
     capacity_types: list[CapacityType] = Field(
         default_factory=lambda: list(DEFAULT_CAPACITY_TYPES),
         min_length=1,
         description="karpenter.sh/capacity-type values; reserved needs the node class's "
         "capacityReservationSelectorTerms (Karpenter then prefers reservations, and falls back to the "
         "other types listed).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
     )
     architectures: list[Architecture] = Field(
-        default_factory=lambda: list(DEFAULT_ARCHITECTURES), min_length=1, description="kubernetes.io/arch values."
+        default_factory=lambda: list(DEFAULT_ARCHITECTURES),
+        min_length=1,
+        description="kubernetes.io/arch values.",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
     )
     instance_categories: list[str] = Field(
         default_factory=lambda: ["c", "m", "r"],
         min_length=1,
         description="karpenter.k8s.aws/instance-category values (EC2 family letters).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
     )
     min_instance_generation: int = Field(
-        2, ge=0, description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt)."
+        2,
+        ge=0,
+        description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
     )
     requirements: list[RequirementSpec] = Field(
-        default_factory=list, description="Extra requirements, after the ones the fields above produce."
+        default_factory=list,
+        description="Extra requirements, after the ones the fields above produce.",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
     )
     limits: dict[str, IntOrString] = Field(
         default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
         description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.limits", NODE_POOL_BEHAVIOR),
     )
-    weight: int | None = Field(None, ge=1, le=100, description="Priority among pools (higher first); unset = 0.")
+    weight: int | None = Field(
+        None,
+        ge=1,
+        le=100,
+        description="Priority among pools (higher first); unset = 0.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.weight", NODE_POOL_BEHAVIOR),
+    )
     replicas: int | None = Field(
         None,
         ge=0,
         description="Static capacity: keep exactly this many nodes, whatever the pods (alpha; needs "
         "controller.featureGates.staticCapacity). Then only limits.nodes applies and no weight; a pool "
         "cannot switch between static and dynamic in place (the CRD refuses it): rename it to switch.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.replicas", NODE_POOL_BEHAVIOR),
     )
-    expire_after: str = Field("720h", description="Replace nodes older than this (duration or Never).")
+    expire_after: str = Field(
+        "720h",
+        description="Replace nodes older than this (duration or Never).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.expireAfter", NODE_POOL_HASH),
+    )
     termination_grace_period: str | None = Field(
         DEFAULT_TERMINATION_GRACE_PERIOD,
         description=(
@@ -219,18 +259,34 @@ class NodePoolSpec(CamelModel):
             "default). A destroy bounds its own drains whatever this is. Part of the node template: changing it "
             "replaces the pool's nodes by drift."
         ),
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.terminationGracePeriod", NODE_POOL_HASH),
     )
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
-        "WhenEmptyOrUnderutilized", description="Which nodes Karpenter may consolidate."
+        "WhenEmptyOrUnderutilized",
+        description="Which nodes Karpenter may consolidate.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.consolidationPolicy", NODE_POOL_BEHAVIOR),
     )
-    consolidate_after: str = Field("1m", description="Wait this long after a pod change before consolidating.")
+    consolidate_after: str = Field(
+        "1m",
+        description="Wait this long after a pod change before consolidating.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.consolidateAfter", NODE_POOL_BEHAVIOR),
+    )
     budgets: list[DisruptionBudgetSpec] = Field(
         default_factory=lambda: [DisruptionBudgetSpec()],
         max_length=50,
         description="Disruption budgets: how many nodes may be disrupted at once.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.budgets", NODE_POOL_BEHAVIOR),
     )
-    labels: dict[str, str] = Field(default_factory=dict, description="Labels put on the pool's nodes.")
-    taints: list[TaintSpec] = Field(default_factory=list, description="Taints put on the pool's nodes.")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels put on the pool's nodes.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.metadata.labels", NODE_POOL_HASH),
+    )
+    taints: list[TaintSpec] = Field(
+        default_factory=list,
+        description="Taints put on the pool's nodes.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.taints", NODE_POOL_HASH),
+    )
 
     @field_validator("instance_categories")
     @classmethod
@@ -361,3 +417,16 @@ class NodePoolSpec(CamelModel):
             },
             *(r.manifest() for r in self.requirements),
         ]
+
+
+# A NodeClaim's resources are hash:"ignore" too; no NodePool of karpenter.sh/v1 has them in its template
+# (the 1.14.1 CRD), and this spec never writes them.
+_NOT_WRITTEN = {
+    "spec.template.spec.resources": FieldChange(
+        Change.DYNAMIC_DRIFT, "spec.template.spec.resources", NODE_POOL_REQUIREMENTS
+    )
+}
+# What `make review` reads: the NodePool spec fields that never drift, and the spec.template.spec fields that
+# drift only the nodes that no longer match them (every other template field drifts every node of the pool).
+POOL_BEHAVIORAL = manifest_keys(NodePoolSpec, Change.BEHAVIORAL, "spec.")
+POOL_DYNAMIC = manifest_keys(NodePoolSpec, Change.DYNAMIC_DRIFT, "spec.template.spec.", _NOT_WRITTEN)
