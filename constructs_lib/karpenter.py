@@ -52,15 +52,17 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, DependencyGroup, IDependable
 
 from .controller_role import ControllerCredentials, ControllerRole
-from .controller_spec import ControllerSpec
 from .discovery_tag import SecurityGroupTag
 from .karpenter_infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
 from .karpenter_nodes import KarpenterNodes
 from .karpenter_release import KarpenterRelease, controller_values
 from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
-from .node_specs import NodeClassSpec, NodeOverlaySpec, NodePoolSpec
 from .queue_alarms import InterruptionQueueAlarms
+from .specs.controller import ControllerSpec
+from .specs.node_class import NodeClassSpec
+from .specs.node_overlay import NodeOverlaySpec
+from .specs.node_pool import NodePoolSpec
 from .teardown import TeardownSafetyNet
 
 

@@ -8,7 +8,10 @@ from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
 from . import manifests
-from .node_specs import FeatureGate, NodeClassSpec, NodeOverlaySpec, NodePoolSpec
+from .specs.controller import FeatureGate
+from .specs.node_class import NodeClassSpec
+from .specs.node_overlay import NodeOverlaySpec
+from .specs.node_pool import NodePoolSpec
 
 
 class KarpenterNodes(Construct):
@@ -19,6 +22,10 @@ class KarpenterNodes(Construct):
     pools drain their nodes before the class removes instance profiles and launch templates); with a
     ``drain_bound``, every NodePool on it and it on every EC2NodeClass (on delete it runs between the
     two: the pools' drains end before any class waits for them).
+
+    The objects are built from the specs as given: whether pools, classes, overlays and ``feature_gates``
+    fit together is checked once, before, by whoever validates them (the app: its configuration, with
+    ``specs.rules.pool_problems``).
     """
 
     def __init__(
@@ -50,7 +57,6 @@ class KarpenterNodes(Construct):
             cluster_name=cluster_name,
             node_role_name=node_role_name,
             windows_node_role_name=windows_node_role_name,
-            feature_gates=feature_gates,
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,
         )

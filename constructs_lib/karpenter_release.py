@@ -9,8 +9,8 @@ from aws_cdk import Aws, Duration
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
-from .controller_spec import ControllerSpec
 from .names import CHART_REPOSITORY, CONTROLLER_CHART, CRD_CHART, CREDENTIALS_POD_ANNOTATION, IRSA_ROLE_ANNOTATION
+from .specs.controller import ControllerSpec
 
 # The kubectl handler Lambda stops at 15 minutes; Helm must give up before that so the failure is
 # reported as a Helm error rather than a Lambda timeout.

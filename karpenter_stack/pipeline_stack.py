@@ -16,7 +16,7 @@ from constructs import Construct
 
 from constructs_lib.delivery_pipeline import DeliveryPipeline, RepositorySource
 
-from . import versions
+from . import pipeline_tools
 from .config import AppConfig, PipelineConfig, stack_name_for
 from .stacks import environment_stack
 
@@ -58,9 +58,9 @@ class DeliveryPipelineStack(Stack):
             source=RepositorySource(config.repository, config.branch, config.connection_arn),
             pipeline_name=name,
             synth_commands=SYNTH_COMMANDS,
-            cli_version=versions.cdk_cli_version(),
-            cdk_assets_version=versions.CDK_ASSETS_VERSION,
-            build_runtimes=versions.build_runtimes(),
+            cli_version=pipeline_tools.cdk_cli_version(),
+            cdk_assets_version=pipeline_tools.CDK_ASSETS_VERSION,
+            build_runtimes=pipeline_tools.build_runtimes(),
         )
         for wave in config.waves:
             self.delivery.add_wave(wave.name, [stages[e] for e in wave.environments], approval=wave.approval)

@@ -1,10 +1,11 @@
-"""Version facts: which Kubernetes versions CDK and Karpenter support, where each one's kubectl
-layer comes from, and which Karpenter versions this project has a CloudFormation template for."""
+"""Version facts: which Kubernetes versions CDK, Karpenter and EKS support, where each one's kubectl
+layer comes from, which Karpenter versions this project has a CloudFormation template for, and which
+EKS add-on versions follow each Kubernetes minor. (The delivery pipeline's tool versions:
+``pipeline_tools``; which AMIs exist for a minor: ``constructs_lib.specs.ami``.)"""
 
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import cast
 
 from aws_cdk import aws_eks as eks
+
+from constructs_lib.specs import ami
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 _TEMPLATE_PATTERN = re.compile(r"^karpenter-(\d+\.\d+\.\d+)\.yaml$", re.ASCII)
@@ -257,64 +260,8 @@ def addon_versions(kubernetes_version: str, pinned: dict[str, str]) -> dict[str,
     return chosen
 
 
-# When Amazon EKS released each Kubernetes minor (endoflife.date's Amazon EKS table, read 2026-11). An
-# EKS-optimized AMI release dated before it has no image for that minor: Karpenter resolves a pinned
-# alias through an SSM parameter per minor, which does not exist, and the node class never launches.
-EKS_RELEASE: dict[int, date] = {
-    31: date(2024, 9, 26),
-    32: date(2025, 1, 25),
-    33: date(2025, 5, 28),
-    34: date(2025, 10, 6),
-    35: date(2026, 1, 28),
-}
-# Where EKS's date is not in the table: upstream Kubernetes's x.y.0 release, a lower bound (EKS never
-# ships a minor before upstream does).
-UPSTREAM_RELEASE: dict[int, date] = {36: date(2026, 4, 22)}
-# EKS publishes no Amazon Linux 2 AMIs from this minor on.
-LAST_AL2_MINOR = 32
-_DATED_ALIAS = re.compile(r"^(al2|al2023)@v(\d{4})(\d{2})(\d{2})$", re.ASCII)
-
-
 def check_ami_alias(alias: str, kubernetes_version: str) -> None:
-    """Refuse an AMI alias that has no image for this Kubernetes version."""
-    minor = minor_of(kubernetes_version)
-    family = alias.split("@")[0]
-    if family == "al2" and minor > LAST_AL2_MINOR:
-        raise VersionError(
-            f"amiAlias '{alias}': EKS publishes no Amazon Linux 2 AMIs for Kubernetes {kubernetes_version} "
-            f"(the last is 1.{LAST_AL2_MINOR}); use al2023 or bottlerocket"
-        )
-    match = _DATED_ALIAS.fullmatch(alias)
-    if not match:
-        return
-    try:
-        built = date(*(int(g) for g in match.groups()[1:]))
-    except ValueError:
-        raise VersionError(f"amiAlias '{alias}': v{''.join(match.groups()[1:])} is not a date (vYYYYMMDD)") from None
-    released = EKS_RELEASE.get(minor) or UPSTREAM_RELEASE.get(minor)
-    if released is not None and built < released:
-        known = "" if minor in EKS_RELEASE else " at the earliest"
-        raise VersionError(
-            f"amiAlias '{alias}' has no AMI for Kubernetes {kubernetes_version}: EKS-optimized AMIs for "
-            f"{kubernetes_version} start with its EKS release ({released.isoformat()}{known}); pin "
-            f"{family}@v{released.strftime('%Y%m%d')} or later, or {family}@latest"
-        )
-
-
-# The delivery pipeline's CodeBuild tools. The CDK CLI is package.json's (CDK Pipelines installs
-# `aws-cdk@2` otherwise: whatever 2.x is newest that day); cdk-assets publishes the assets (CDK Pipelines
-# installs `cdk-assets@latest` otherwise). Renovate updates the line below with the AWS CDK group.
-CDK_ASSETS_VERSION = "4.7.3"  # renovate: datasource=npm depName=cdk-assets
-PACKAGE_JSON = TEMPLATES_DIR.parent / "package.json"
-
-
-def cdk_cli_version() -> str:
-    """The CDK CLI version package.json pins (the one `make` installs)."""
-    return str(json.loads(PACKAGE_JSON.read_text())["devDependencies"]["aws-cdk"])
-
-
-def build_runtimes() -> dict[str, str]:
-    """CodeBuild runtime versions of the pipeline's builds: the CI's Python line (pyproject's ruff
-    target), and the Node.js major package.json pins for jsii."""
-    node = json.loads(PACKAGE_JSON.read_text())["devDependencies"]["node"].split(".")[0]
-    return {"python": "3.11", "nodejs": node}
+    """Refuse an AMI alias that has no image for this Kubernetes version (the rule: ``ami.unavailable_alias``)."""
+    problem = ami.unavailable_alias(alias, kubernetes_version, minor_of(kubernetes_version))
+    if problem is not None:
+        raise VersionError(problem)

@@ -276,14 +276,9 @@ TERMS = {
 
 
 def _unvalidated(kind: str, fields: dict) -> dict:
-    from constructs_lib import manifests
-    from constructs_lib.node_specs import (
-        DisruptionBudgetSpec,
-        KubeletSpec,
-        NodeClassSpec,
-        NodePoolSpec,
-        RequirementSpec,
-    )
+    from constructs_lib.specs.kubelet import KubeletSpec
+    from constructs_lib.specs.node_class import NodeClassSpec
+    from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec
 
     if kind == "overlay":  # as NodeOverlaySpec.manifest writes it
         return {
@@ -293,18 +288,18 @@ def _unvalidated(kind: str, fields: dict) -> dict:
             "spec": {"requirements": [], **copy.deepcopy(fields)},
         }
     if kind == "class":
-        from constructs_lib import node_specs
+        from constructs_lib.specs import node_class
 
         fields = dict(fields)
         for key, model in TERMS.items():
             if key in fields:
-                fields[key] = [getattr(node_specs, model).model_construct(**term) for term in fields[key]]
+                fields[key] = [getattr(node_class, model).model_construct(**term) for term in fields[key]]
         if "kubelet" in fields:
             names = {f.alias or n: n for n, f in KubeletSpec.model_fields.items()}
             fields["kubelet"] = KubeletSpec.model_construct(
                 **{names.get(k, k): v for k, v in fields["kubelet"].items()}
             )
-        return manifests.ec2_node_class(NodeClassSpec.model_construct(**fields), cluster_name="c", node_role_name="r")
+        return NodeClassSpec.model_construct(**fields).manifest(cluster_name="c", node_role_name="r")
     specs = {
         "requirements": [
             RequirementSpec.model_construct(**{**r, "min_values": r.pop("minValues", None)})
@@ -313,7 +308,7 @@ def _unvalidated(kind: str, fields: dict) -> dict:
         "budgets": [DisruptionBudgetSpec.model_construct(**b) for b in fields.get("budgets", [])] or None,
     }
     built = {k: v for k, v in {**fields, **specs}.items() if v is not None}
-    return manifests.node_pool(NodePoolSpec.model_construct(**built))
+    return NodePoolSpec.model_construct(**built).manifest()
 
 
 @pytest.mark.parametrize("kind,fields,rule_message", PREEMPTED)

@@ -104,17 +104,17 @@ def test_the_karpenter_release_in_cdk_json_is_found_and_names_the_upgrade_proced
 
 
 def test_the_pipelines_cdk_assets_release_is_found_and_moves_with_the_cdk():
-    """The delivery pipeline's CodeBuild installs cdk-assets at the version in versions.py (never latest)."""
-    from karpenter_stack import versions
+    """The delivery pipeline's CodeBuild installs cdk-assets at the version in pipeline_tools.py (never latest)."""
+    from karpenter_stack import pipeline_tools
 
     _, manager = CONFIG["customManagers"]
     (pattern,) = manager["matchStrings"]
-    found = re.search(pattern.replace("(?<", "(?P<"), (ROOT / "karpenter_stack" / "versions.py").read_text())
+    found = re.search(pattern.replace("(?<", "(?P<"), (ROOT / "karpenter_stack" / "pipeline_tools.py").read_text())
     assert found is not None
     assert (found.group("currentValue"), found.group("datasource"), found.group("depName")) == (
-        versions.CDK_ASSETS_VERSION,
+        pipeline_tools.CDK_ASSETS_VERSION,
         "npm",
         "cdk-assets",
     )
-    assert re.fullmatch(manager["managerFilePatterns"][0][1:-1], "karpenter_stack/versions.py")
-    assert _group("cdk-assets", "custom.regex", "karpenter_stack/versions.py") == "AWS CDK"
+    assert re.fullmatch(manager["managerFilePatterns"][0][1:-1], "karpenter_stack/pipeline_tools.py")
+    assert _group("cdk-assets", "custom.regex", "karpenter_stack/pipeline_tools.py") == "AWS CDK"

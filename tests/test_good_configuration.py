@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from constructs_lib import manifests
-from constructs_lib.node_specs import NodeClassSpec
+from constructs_lib.specs.node_class import NodeClassSpec
 from karpenter_stack.config import load_config, load_environments
 from tests.cfn import each
 from tests.conftest import ROOT, TODAY
@@ -322,7 +321,7 @@ def test_valid_configurations_load_and_emit_valid_objects(name):
 def test_amazon_linux_2_node_classes_are_valid_specs(alias):
     """Amazon Linux 2 is valid up to Kubernetes 1.32 (checked against the version at load time); the
     suite has no 1.32 kubectl layer installed, so the spec and its object are checked here."""
-    obj = manifests.ec2_node_class(NodeClassSpec(ami_alias=alias), cluster_name="c", node_role_name="r")
+    obj = NodeClassSpec(ami_alias=alias).manifest(cluster_name="c", node_role_name="r")
     assert object_violations(obj, "1.14.1", "1.32") == []
     assert evaluate(obj, "1.14.1").violations == []
 
@@ -333,10 +332,8 @@ def test_a_running_pool_cannot_switch_between_static_and_dynamic_in_place():
     from tooling.cel_rules import transition_violations
 
     gated = {"controller": {"featureGates": {"staticCapacity": True}}}
-    dynamic = manifests.node_pool(load_config({**gated, "nodePools": [{"name": "p"}]}, today=TODAY).node_pools[0])
-    static = manifests.node_pool(
-        load_config({**gated, "nodePools": [{"name": "p", "replicas": 2}]}, today=TODAY).node_pools[0]
-    )
+    dynamic = load_config({**gated, "nodePools": [{"name": "p"}]}, today=TODAY).node_pools[0].manifest()
+    static = load_config({**gated, "nodePools": [{"name": "p", "replicas": 2}]}, today=TODAY).node_pools[0].manifest()
     assert static["spec"]["replicas"] == 2 and "limits" not in static["spec"]
     assert transition_violations(dynamic, static, "1.14.1") == [
         "spec: Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) provisioning modes"

@@ -13,7 +13,8 @@ from aws_cdk.assertions import Template
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
 from constructs_lib.nag import logical_id_of
 from constructs_lib.names import NODE_MANAGED_POLICIES
-from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
+from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.specs.node_pool import NodePoolSpec
 from karpenter_stack import versions
 from tests.bare import CLUSTER_NAME, OIDC_PROVIDER_ARN, SECURITY_GROUP_ID, bare_stack, imported_cluster
 from tests.cfn import depends_on, each, kubernetes_objects, only, render, render_json, resources
@@ -216,21 +217,18 @@ def test_windows_node_classes_get_their_own_role_with_an_ec2_windows_access_entr
 
 
 def test_pools_and_classes_that_do_not_fit_are_refused_with_every_problem():
-    from constructs_lib.manifests import node_objects
+    from constructs_lib.specs.rules import pool_problems
 
-    with pytest.raises(ValueError) as info:
-        node_objects(
-            [NodeClassSpec(name="general")],
-            [
-                NodePoolSpec(name="r", node_class="general", capacity_types=["reserved"]),
-                NodePoolSpec(name="lost", node_class="gpu"),
-                NodePoolSpec(name="fixed", replicas=2),
-            ],
-            cluster_name=CLUSTER_NAME,
-            node_role_name="KarpenterNodeRole-x",
-            feature_gates={},
-        )
-    assert str(info.value).split("\n") == [
+    problems = pool_problems(
+        [NodeClassSpec(name="general")],
+        [
+            NodePoolSpec(name="r", node_class="general", capacity_types=["reserved"]),
+            NodePoolSpec(name="lost", node_class="gpu"),
+            NodePoolSpec(name="fixed", replicas=2),
+        ],
+        {},
+    )
+    assert problems == [
         "nodePools 'r' allows the reserved capacity type, but its nodeClass 'general' has no "
         "capacityReservationSelectorTerms: it would launch nothing reserved",
         "nodePools 'lost' refers to nodeClass 'gpu', which is not in nodeClasses (general)",

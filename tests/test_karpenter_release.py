@@ -288,12 +288,12 @@ def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():
 
 
 def test_the_feature_gate_table_is_every_gate_of_the_chart():
-    """One table of gates and defaults (node_specs): its gates are the FeatureGate type's and the 1.14.1 chart
+    """One table of gates and defaults (specs.controller): its gates are the FeatureGate type's and the 1.14.1 chart
     values schema's; the defaults are the chart's (values.yaml: all off but reservedCapacity)."""
     import json as json_
     import typing
 
-    from constructs_lib.node_specs import FEATURE_GATE_DEFAULTS, FeatureGate
+    from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS, FeatureGate
     from tests.conftest import ROOT
 
     schema = json_.loads(

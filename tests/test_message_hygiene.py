@@ -10,14 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from constructs_lib import node_specs
+from constructs_lib.specs import ec2
 from karpenter_stack.config import ConfigError, load_config
 from tests.conftest import ROOT, TODAY
 
 PACKAGES = ("constructs_lib", "karpenter_stack")
 # Modules whose messages echo configuration values (README: one line per problem).
 MESSAGE_MODULES = (
-    "constructs_lib/node_specs.py",
+    *(
+        f"constructs_lib/specs/{m}.py"
+        for m in ("base", "ec2", "ami", "kubelet", "node_class", "node_pool", "node_overlay", "rules")
+    ),
     "karpenter_stack/config/model.py",
     "karpenter_stack/config/errors.py",
     "karpenter_stack/config/layers.py",
@@ -72,7 +75,7 @@ def unicode_semantics(source: str, name: str = "<source>") -> list[str]:
 
 
 def hand_quoted(source: str, name: str = "<source>") -> list[str]:
-    """f-strings that quote an interpolated value by hand ('{x}') or with !r, instead of node_specs.quoted."""
+    """f-strings that quote an interpolated value by hand ('{x}') or with !r, instead of base.quoted."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.JoinedStr):
@@ -215,9 +218,9 @@ def test_a_line_break_in_a_value_or_key_never_splits_its_message(context, line_b
 
 
 def test_the_instance_type_list_is_read_once_and_only_when_a_type_is_checked():
-    node_specs.ec2_instance_types.cache_clear()
+    ec2.ec2_instance_types.cache_clear()
     load_config({"nodePools": [{"name": "p"}]}, today=TODAY)
-    assert node_specs.ec2_instance_types.cache_info().currsize == 0  # nothing to check: nothing read
+    assert ec2.ec2_instance_types.cache_info().currsize == 0  # nothing to check: nothing read
     load_config({"systemNodeInstanceType": "m7g.large", "controllerHosting": "nodegroup"}, today=TODAY)
     load_config(
         {
@@ -231,9 +234,9 @@ def test_the_instance_type_list_is_read_once_and_only_when_a_type_is_checked():
         },
         today=TODAY,
     )
-    info = node_specs.ec2_instance_types.cache_info()
+    info = ec2.ec2_instance_types.cache_info()
     assert (info.misses, info.hits) == (1, 1)
-    types, source = node_specs.ec2_instance_types()
+    types, source = ec2.ec2_instance_types()
     assert source == "botocore 1.44.5's EC2 model"  # requirements.txt's pin
     assert {"t3.medium", "m7g.large", "u-6tb1.metal", "p4d.24xlarge"} <= types and "m5.huge" not in types
-    assert node_specs.INSTANCE_TYPE.pattern and all(node_specs.INSTANCE_TYPE.fullmatch(t) for t in types)
+    assert ec2.INSTANCE_TYPE.pattern and all(ec2.INSTANCE_TYPE.fullmatch(t) for t in types)

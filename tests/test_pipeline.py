@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from karpenter_stack import versions
+from karpenter_stack import pipeline_tools
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.cfn import create_only_properties, each, template_change
@@ -90,13 +90,13 @@ def test_codebuild_installs_the_pinned_cdk_cli_and_cdk_assets_never_latest(deliv
     # one publisher per asset type, whose buildspec travels in the cloud assembly
     (assets,) = Path(delivery.app.outdir).glob("buildspec-*-FileAsset.yaml")
     spec = yaml.safe_load(assets.read_text())
-    assert spec["phases"]["install"]["commands"] == [f"npm install -g cdk-assets@{versions.CDK_ASSETS_VERSION}"]
+    assert spec["phases"]["install"]["commands"] == [f"npm install -g cdk-assets@{pipeline_tools.CDK_ASSETS_VERSION}"]
 
 
 def test_build_runtimes_are_the_ci_ones():
     workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
     assert 'python-version: "3.11"' in workflow and 'node-version: "22"' in workflow
-    assert versions.build_runtimes() == {"python": "3.11", "nodejs": "22"}
+    assert pipeline_tools.build_runtimes() == {"python": "3.11", "nodejs": "22"}
     assert 'target-version = "py311"' in (ROOT / "pyproject.toml").read_text()
 
 

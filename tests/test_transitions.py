@@ -461,7 +461,8 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
 
 def test_the_node_fields_are_in_the_matrix_with_every_mode_pair():
     """Capacity types and AMI families as modes (every ordered pair); every other field by type or sample."""
-    from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
+    from constructs_lib.specs.node_class import NodeClassSpec
+    from constructs_lib.specs.node_pool import NodePoolSpec
     from tooling import transitions as tr
 
     found = tr.node_transitions()
@@ -480,7 +481,8 @@ def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_r
     """Found by the matrix: the review called it in place, but the NodePool CRD's transition rule refuses the
     apply (a pool cannot switch between replicas and none), so the deploy fails and rolls back."""
     from constructs_lib import manifests
-    from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
+    from constructs_lib.specs.node_class import NodeClassSpec
+    from constructs_lib.specs.node_pool import NodePoolSpec
 
     def manifest(**pool):
         _, pools, _ = manifests.node_objects(
@@ -489,7 +491,6 @@ def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_r
             node_overlays=[],
             cluster_name="c",
             node_role_name="r",
-            feature_gates={"staticCapacity": True},
         )
         return json.dumps(list(pools.values()))
 

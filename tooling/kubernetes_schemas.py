@@ -77,7 +77,6 @@ def config_objects(config: Any) -> list[dict[str, Any]]:
         config.node_pools,
         cluster_name="c",
         node_role_name="KarpenterNodeRole-c",
-        feature_gates=config.controller.feature_gates,
         node_overlays=config.node_overlays,
     )
     return [*classes.values(), *pools.values(), *overlays.values()]

@@ -37,6 +37,9 @@ from typing import Any
 
 import yaml
 
+# Karpenter's drift, derived from what each spec field declares (constructs_lib/specs/change.py).
+from constructs_lib.specs.node_class import CLASS_DYNAMIC
+from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
 from karpenter_stack.cluster_updates import (
     auth_mode_refusal,
     auth_mode_sequence,
@@ -107,17 +110,6 @@ _CLUSTER_UPDATES = {
     "deletionProtection": "updateDeletionProtection",
     "controlPlaneScalingConfig": "updateControlPlaneScalingConfig",
 }
-
-# Karpenter's drift (karpenter.sh v1 NodeClaim hash; karpenter-provider-aws EC2NodeClass hash): fields
-# marked hash:"ignore" drift only nodes that no longer match them; behavioral NodePool fields never drift.
-POOL_BEHAVIORAL = ("weight", "limits", "disruption", "replicas")
-POOL_DYNAMIC = ("requirements", "resources")
-CLASS_DYNAMIC = (
-    "amiSelectorTerms",
-    "subnetSelectorTerms",
-    "securityGroupSelectorTerms",
-    "capacityReservationSelectorTerms",
-)
 
 
 # What the effects below say when pods restart or nodes go (the report's "interrupts").

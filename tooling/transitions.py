@@ -187,7 +187,8 @@ def _list_of_literals(annotation: Any) -> list[Any] | None:
 
 def node_transitions() -> list[Transition]:
     """The node pool's and node class's fields moved from their defaults and back (modes: every pair)."""
-    from constructs_lib.node_specs import NodeClassSpec, NodePoolSpec
+    from constructs_lib.specs.node_class import NodeClassSpec
+    from constructs_lib.specs.node_pool import NodePoolSpec
 
     found: list[Transition] = []
     for listing, spec in (("nodePools", NodePoolSpec), ("nodeClasses", NodeClassSpec)):

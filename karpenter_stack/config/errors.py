@@ -12,24 +12,18 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.controller_spec import ControllerSpec
-from constructs_lib.node_specs import (
-    CamelModel,
+from constructs_lib.specs.base import CamelModel, named, quoted
+from constructs_lib.specs.controller import ControllerSpec
+from constructs_lib.specs.kubelet import KubeletSpec
+from constructs_lib.specs.node_class import (
     CapacityReservationTermSpec,
     DataVolumeSpec,
-    DisruptionBudgetSpec,
-    KubeletSpec,
     NodeClassSpec,
-    NodeOverlaySpec,
-    NodePoolSpec,
-    OverlayRequirementSpec,
-    RequirementSpec,
     SecurityGroupTermSpec,
     SubnetTermSpec,
-    TaintSpec,
-    named,
-    quoted,
 )
+from constructs_lib.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
+from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec, TaintSpec
 
 from .model import AppConfig, ExistingClusterConfig
 from .pipeline import WaveSpec

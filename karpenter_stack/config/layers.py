@@ -20,7 +20,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from constructs_lib.node_specs import quoted
+from constructs_lib.specs.base import quoted
 
 from .. import versions
 from .errors import BUILT_IN, CDK_JSON, FLAG, ConfigError, format_errors, unknown_key, with_origins

@@ -1,6 +1,6 @@
 """The app's configuration model: every setting, its type, default, description and rules.
 
-Node classes and node pools are the Karpenter construct's own specs (constructs_lib.node_specs);
+Node classes and node pools are the Karpenter construct's own specs (constructs_lib.specs);
 this model adds what the app decides: the cluster, its network, hosting, protection and versions.
 Loading and layering are in ``layers``, error messages in ``errors``, the docs/ reference in
 ``reference``.
@@ -16,19 +16,13 @@ from typing import Literal, overload
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.controller_spec import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
-from constructs_lib.node_specs import (
-    EC2_ID,
-    INSTANCE_TYPE,
-    CamelModel,
-    NodeClassSpec,
-    NodeOverlaySpec,
-    NodePoolSpec,
-    optional_match,
-    pool_problems,
-    quoted,
-    unknown_instance_type,
-)
+from constructs_lib.specs.base import CamelModel, optional_match, quoted
+from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
+from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE, unknown_instance_type
+from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.specs.node_overlay import NodeOverlaySpec
+from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.specs.rules import pool_problems
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 

@@ -11,7 +11,7 @@ import re
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from constructs_lib.node_specs import CamelModel, optional_match
+from constructs_lib.specs.base import CamelModel, optional_match
 
 from .model import _FORMATS as _APP_FORMATS
 from .model import _unique, formatted

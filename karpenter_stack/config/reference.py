@@ -8,22 +8,18 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.controller_spec import ControllerSpec
-from constructs_lib.node_specs import (
-    CamelModel,
+from constructs_lib.specs.base import CamelModel
+from constructs_lib.specs.controller import ControllerSpec
+from constructs_lib.specs.kubelet import KubeletSpec
+from constructs_lib.specs.node_class import (
     CapacityReservationTermSpec,
     DataVolumeSpec,
-    DisruptionBudgetSpec,
-    KubeletSpec,
     NodeClassSpec,
-    NodeOverlaySpec,
-    NodePoolSpec,
-    OverlayRequirementSpec,
-    RequirementSpec,
     SecurityGroupTermSpec,
     SubnetTermSpec,
-    TaintSpec,
 )
+from constructs_lib.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
+from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec, TaintSpec
 
 from .errors import NESTED_MODELS
 from .model import AppConfig, ExistingClusterConfig

@@ -4,12 +4,32 @@ unset keeps the chart's default and is not written (the chart's values do not ch
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .node_specs import FEATURE_GATE_DEFAULTS, CamelModel, FeatureGate
-from .quantities import GO_DURATION, parse_quantity
+from ..quantities import GO_DURATION, parse_quantity
+from .base import CamelModel
+
+# settings.featureGates of the Karpenter 1.14 chart (values.yaml), and the chart's defaults: the one table.
+FeatureGate = Literal[
+    "spotToSpotConsolidation", "nodeRepair", "nodeOverlay", "staticCapacity", "capacityBuffer", "reservedCapacity"
+]
+FEATURE_GATE_DEFAULTS: dict[FeatureGate, bool] = {
+    "spotToSpotConsolidation": False,
+    "nodeRepair": False,
+    "nodeOverlay": False,
+    "staticCapacity": False,
+    "capacityBuffer": False,
+    "reservedCapacity": True,
+}
+
+
+def gate_on(feature_gates: Mapping[FeatureGate, bool], name: FeatureGate) -> bool:
+    """Whether a feature gate is on: as set, else the chart's default."""
+    return feature_gates.get(name, FEATURE_GATE_DEFAULTS[name])
+
 
 _ON_BY_DEFAULT = ", ".join(g for g, on in FEATURE_GATE_DEFAULTS.items() if on) or "none"
 # Fargate's largest pod: 16 vCPU, 120 GiB.

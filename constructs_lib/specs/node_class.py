@@ -1,0 +1,460 @@
+"""The EC2NodeClass: how Karpenter launches EC2 instances -- AMI, subnets, security groups, capacity
+reservations, volumes, instance metadata, tags and kubelet."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from ..names import (
+    DISCOVERY_TAG_KEY,
+    NODE_CLASS_API_VERSION,
+    NODE_CLASS_KIND,
+    RESTRICTED_TAG_KEYS,
+    RESTRICTED_TAG_PREFIX,
+)
+from . import ami
+from .base import CamelModel, kubernetes_name, optional_match, quoted
+from .change import EC2_NODE_CLASS_HASH, EC2_NODE_CLASS_SELECTORS, OBJECT_NAME, Change, change, manifest_keys
+from .ec2 import (
+    DATA_DEVICE,
+    DATA_VOLUME_FIELDS,
+    MAX_TAG_KEY,
+    MAX_TAG_VALUE,
+    MAX_VOLUME_GIB,
+    ROOT_VOLUME_FIELDS,
+    check_volume,
+    ebs_volume,
+    ec2_id,
+    ec2_tag_characters,
+)
+from .kubelet import KubeletSpec
+
+# Most tags one selector term may match on (the CRDs' maxProperties), and most terms of one kind.
+MAX_SELECTOR_TAGS, MAX_SELECTOR_TERMS = 20, 30
+
+
+def selector_tags(value: dict[str, str]) -> dict[str, str]:
+    """Tags a selector term matches (a value '*' matches any value of the key)."""
+    if len(value) > MAX_SELECTOR_TAGS:
+        raise ValueError(f"a selector term matches at most {MAX_SELECTOR_TAGS} tags (has {len(value)})")
+    for key, tag in value.items():
+        if not key or not tag:
+            raise ValueError(f"tag {quoted(key)}: empty keys and values select nothing (use '*' for any value)")
+        ec2_tag_characters(key, tag)
+        if len(key) > MAX_TAG_KEY or len(tag) > MAX_TAG_VALUE:  # no EC2 resource carries such a tag
+            raise ValueError(
+                f"tag {quoted(key)}: EC2 allows keys of at most {MAX_TAG_KEY} and values of at most "
+                f"{MAX_TAG_VALUE} characters, so it would select nothing"
+            )
+    return value
+
+
+def exactly_one(term: BaseModel, fields: tuple[str, ...], what: str) -> None:
+    """A selector term selects by exactly one of ``fields`` (camelCase names in the message)."""
+    chosen = [f for f in fields if getattr(term, f)]
+    if len(chosen) != 1:
+        names = [to_camel(f) for f in fields]
+        raise ValueError(
+            f"a {what} selector term selects by exactly one of {', '.join(names)} "
+            f"(has {', '.join(to_camel(f) for f in chosen) or 'none'})"
+        )
+
+
+class SelectorTermSpec(CamelModel):
+    """What selector terms share: an EC2 id of the term's kind (ID_KIND), tags to match."""
+
+    ID_KIND: ClassVar[str]
+
+    @field_validator("id", check_fields=False)
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return ec2_id(cls.ID_KIND, value)
+
+    @field_validator("tags", check_fields=False)
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        return selector_tags(value)
+
+
+class SubnetTermSpec(SelectorTermSpec):
+    """One more subnetSelectorTerms entry: a subnet by id, or subnets by tags."""
+
+    id: str | None = Field(None, description="A subnet id (subnet-...).")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags the subnets carry ('*': any value).")
+
+    ID_KIND: ClassVar[str] = "subnet"
+
+    @model_validator(mode="after")
+    def _one(self) -> SubnetTermSpec:
+        exactly_one(self, ("id", "tags"), "subnet")
+        return self
+
+
+class SecurityGroupTermSpec(SelectorTermSpec):
+    """One more securityGroupSelectorTerms entry: a group by id or by name, or groups by tags."""
+
+    id: str | None = Field(None, description="A security group id (sg-...).")
+    name: str | None = Field(None, description="A security group name (its GroupName, not its Name tag).")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags the groups carry ('*': any value).")
+
+    ID_KIND: ClassVar[str] = "sg"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not 1 <= len(value) <= 255:
+            raise ValueError("a security group name has 1 to 255 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _one(self) -> SecurityGroupTermSpec:
+        exactly_one(self, ("id", "name", "tags"), "security group")
+        return self
+
+
+class CapacityReservationTermSpec(SelectorTermSpec):
+    """One capacityReservationSelectorTerms entry: a reservation by id, or reservations by tags (and owner)
+    or by instance match criteria."""
+
+    id: str | None = Field(None, description="A capacity reservation id (cr-...).")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags the reservations carry ('*': any value).")
+    owner_id: str | None = Field(
+        None,
+        alias="ownerID",
+        description="Account that owns the reservations (shared ones); with tags or instanceMatchCriteria.",
+    )
+    instance_match_criteria: Literal["open", "targeted"] | None = Field(
+        None, description="open: reservations any matching instance may use; targeted: only instances naming them."
+    )
+
+    ID_KIND: ClassVar[str] = "cr"
+
+    @field_validator("owner_id")
+    @classmethod
+    def _owner(cls, value: str | None) -> str | None:
+        return optional_match(value, re.compile(r"[0-9]{12}"), "must be a 12-digit AWS account id")
+
+    @model_validator(mode="after")
+    def _one(self) -> CapacityReservationTermSpec:
+        if self.id is not None and (self.tags or self.owner_id or self.instance_match_criteria):
+            raise ValueError(
+                "a capacity reservation selector term with an id takes no tags, ownerID or instanceMatchCriteria"
+            )
+        if self.id is None and not self.tags and self.instance_match_criteria is None:
+            raise ValueError("a capacity reservation selector term needs an id, tags or instanceMatchCriteria")
+        if self.owner_id is not None and not self.tags and self.instance_match_criteria is None:
+            raise ValueError("ownerID narrows a selection: set tags or instanceMatchCriteria too")
+        return self
+
+
+class DataVolumeSpec(CamelModel):
+    """An extra EBS volume attached to every node of the class (encrypted, deleted with the instance).
+    It is attached, not formatted or mounted: the node's OS or a DaemonSet of yours uses it."""
+
+    device_name: str = Field(description="Device name, /dev/xvdb-/dev/xvdz or /dev/sdb-/dev/sdz.")
+    size_gib: int | None = Field(
+        None, ge=1, le=MAX_VOLUME_GIB, description="GiB (unset with snapshotID: the snapshot's)."
+    )
+    volume_type: Literal["gp3", "gp2", "io1", "io2", "st1", "sc1"] = Field("gp3", description="EBS volume type.")
+    iops: int | None = Field(None, description="Provisioned IOPS (gp3, io1, io2; same ranges as rootVolumeIops).")
+    throughput: int | None = Field(None, description="gp3 throughput in MiB/s (125-1000, at most IOPS/4).")
+    snapshot_id: str | None = Field(None, alias="snapshotID", description="Create the volume from this snapshot.")
+
+    @field_validator("snapshot_id")
+    @classmethod
+    def _snapshot(cls, value: str | None) -> str | None:
+        return ec2_id("snap", value)
+
+    @field_validator("device_name")
+    @classmethod
+    def _device(cls, value: str) -> str:
+        return optional_match(value, DATA_DEVICE, "must be /dev/xvdb to /dev/xvdz or /dev/sdb to /dev/sdz")
+
+    @model_validator(mode="after")
+    def _size(self) -> DataVolumeSpec:
+        if self.size_gib is None and self.snapshot_id is None:
+            raise ValueError("a data volume needs sizeGib or snapshotID")
+        if self.size_gib is None and self.iops is not None:
+            raise ValueError("iops needs sizeGib (EC2 checks IOPS against the volume's size)")
+        # sized by its snapshot: gp3 throughput is checked against the IOPS (the included 3000), not the size
+        check_volume(DATA_VOLUME_FIELDS, self.volume_type, self.size_gib, self.iops, self.throughput)
+        return self
+
+    @property
+    def letter(self) -> str:
+        """The device letter: /dev/sdf and /dev/xvdf name the same device."""
+        return self.device_name[-1]
+
+    def mapping(self) -> dict[str, Any]:
+        """The volume's block device mapping."""
+        if self.size_gib is None:  # the snapshot's size
+            ebs = ebs_volume(None, self.volume_type)
+        else:
+            ebs = ebs_volume(f"{self.size_gib}Gi", self.volume_type, self.iops, self.throughput)
+        if self.snapshot_id is not None:
+            ebs["snapshotID"] = self.snapshot_id
+        return {"deviceName": self.device_name, "ebs": ebs}
+
+
+class NodeClassSpec(CamelModel):
+    """One EC2NodeClass: how Karpenter launches EC2 instances."""
+
+    name: str = Field(
+        "default",
+        description="Kubernetes name of the EC2NodeClass.",
+        json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+    )
+    ami_alias: str = Field(
+        "al2023@latest",
+        description="AMI alias `family@version`: al2023, bottlerocket or al2 (pin a version in production, e.g. "
+        "al2023@v20260801), windows2019/2022/2025 (@latest only; its pools launch Windows nodes). GPU and "
+        "Neuron instances get the family's accelerated AMI variant automatically.",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.amiSelectorTerms", EC2_NODE_CLASS_SELECTORS),
+    )
+    root_volume_size_gib: int = Field(
+        50,
+        ge=1,
+        le=MAX_VOLUME_GIB,
+        description="GiB of the volume for images, logs and pods: the root volume (al2, al2023) or Bottlerocket's "
+        "data volume; at least the AMI's 20 GiB snapshot.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+    )
+    root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
+        "gp3",
+        description="EBS type of that volume (io1/io2 need rootVolumeIops).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+    )
+    root_volume_iops: int | None = Field(
+        None,
+        description="Provisioned IOPS (gp3: 3000-16000, at most 500 per GiB; io1: 100-64000, 50 per GiB; "
+        "io2: 100-256000, 1000 per GiB); unset on gp3: the included 3000.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+    )
+    root_volume_throughput: int | None = Field(
+        None,
+        description="gp3 throughput in MiB/s (125-1000, at most IOPS/4); unset: the included 125.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+    )
+    detailed_monitoring: bool | None = Field(
+        None,
+        description="1-minute CloudWatch metrics for the instances.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.detailedMonitoring", EC2_NODE_CLASS_HASH),
+    )
+    associate_public_ip_address: bool | None = Field(
+        None,
+        alias="associatePublicIPAddress",
+        description="false: no public IP even in a public subnet (unset: the subnet's setting).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.associatePublicIPAddress", EC2_NODE_CLASS_HASH),
+    )
+    instance_store_policy: Literal["RAID0"] | None = Field(
+        None,
+        description="RAID0: local NVMe instance stores become one volume for images, logs and pods.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.instanceStorePolicy", EC2_NODE_CLASS_HASH),
+    )
+    metadata_hop_limit: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.metadataOptions", EC2_NODE_CLASS_HASH),
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra tags on launched EC2 resources (not the keys Karpenter sets itself, nor aws:*).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.tags", EC2_NODE_CLASS_HASH),
+    )
+    kubelet: KubeletSpec = Field(
+        default_factory=KubeletSpec,
+        description="Kubelet settings (keys below); changing them replaces the nodes.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+    )
+    data_volumes: list[DataVolumeSpec] = Field(
+        default_factory=list,
+        description="Extra EBS volumes on every node (keys below), attached unformatted; changing them replaces the "
+        "nodes.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+    )
+    extra_subnet_selector_terms: list[SubnetTermSpec] = Field(
+        default_factory=list,
+        max_length=MAX_SELECTOR_TERMS - 1,
+        description="More subnets, ORed with the discovery tag (or the given subnet ids): {id} or {tags}. Nodes in "
+        "subnets no longer selected are replaced (drift).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.subnetSelectorTerms", EC2_NODE_CLASS_SELECTORS),
+    )
+    extra_security_group_selector_terms: list[SecurityGroupTermSpec] = Field(
+        default_factory=list,
+        max_length=MAX_SELECTOR_TERMS - 1,
+        description="More security groups for the nodes, on top of the cluster security group: {id}, {name} or "
+        "{tags}. Changing them replaces the nodes (drift).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.securityGroupSelectorTerms", EC2_NODE_CLASS_SELECTORS),
+    )
+    capacity_reservation_selector_terms: list[CapacityReservationTermSpec] = Field(
+        default_factory=list,
+        max_length=MAX_SELECTOR_TERMS,
+        description="On-demand capacity reservations the class may launch into: {id}, or {tags, ownerID?, "
+        "instanceMatchCriteria?}; pools with the reserved capacity type use them first.",
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT, "spec.capacityReservationSelectorTerms", EC2_NODE_CLASS_SELECTORS
+        ),
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _k8s_name(cls, value: str) -> str:
+        return kubernetes_name(value)
+
+    @model_validator(mode="after")
+    def _volume_performance(self) -> NodeClassSpec:
+        check_volume(
+            ROOT_VOLUME_FIELDS,
+            self.root_volume_type,
+            self.root_volume_size_gib,
+            self.root_volume_iops,
+            self.root_volume_throughput,
+        )
+        return self
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, tag in value.items():
+            if not key or key in RESTRICTED_TAG_KEYS or key.startswith(RESTRICTED_TAG_PREFIX):
+                raise ValueError(
+                    f"tag {quoted(key)} is one Karpenter sets itself (restricted: "
+                    f"{', '.join(RESTRICTED_TAG_KEYS)}, {RESTRICTED_TAG_PREFIX}*) or empty"
+                )
+            ec2_tag_characters(key, tag)
+            if key.lower().startswith("aws:"):
+                raise ValueError(f"tag {quoted(key)}: the aws: prefix is reserved for AWS")
+            if len(key) > 128 or len(tag) > 256:
+                raise ValueError(
+                    f"tag {quoted(key)}: EC2 allows keys of at most 128 and values of at most 256 characters"
+                )
+        return value
+
+    @field_validator("ami_alias")
+    @classmethod
+    def _alias(cls, value: str) -> str:
+        return ami.check_alias(value)
+
+    @property
+    def family(self) -> str:
+        return ami.family_of(self.ami_alias)
+
+    @model_validator(mode="after")
+    def _data_volume_devices(self) -> NodeClassSpec:
+        taken = ami.reserved_devices(self.family)
+        for volume in self.data_volumes:
+            if volume.letter in taken:
+                raise ValueError(
+                    f"dataVolumes {volume.device_name} is the same device as {taken[volume.letter]} "
+                    f"(/dev/sdX and /dev/xvdX name one device); use another letter"
+                )
+            taken[volume.letter] = volume.device_name
+        return self
+
+    @property
+    def windows(self) -> bool:
+        return ami.is_windows(self.family)
+
+    @model_validator(mode="after")
+    def _pods_per_core(self) -> NodeClassSpec:
+        ami.check_pods_per_core(self.family, self.kubelet.pods_per_core)
+        return self
+
+    @model_validator(mode="after")
+    def _volume_fits_the_snapshot(self) -> NodeClassSpec:
+        ami.check_storage_size(self.family, self.root_volume_size_gib)
+        return self
+
+    def manifest(
+        self,
+        *,
+        cluster_name: str,
+        node_role_name: str,
+        subnet_ids: Sequence[str] = (),
+        security_group_ids: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """The EC2NodeClass (karpenter.k8s.aws/v1).
+
+        Subnets and security groups are selected by the discovery tag, or by id when ids are given (an
+        existing VPC whose subnets CloudFormation cannot tag; an existing cluster's security group).
+        """
+        discovery = {"tags": {DISCOVERY_TAG_KEY: cluster_name}}
+        subnet_terms = [
+            *([{"id": s} for s in subnet_ids] if subnet_ids else [discovery]),
+            *_terms(self.extra_subnet_selector_terms),
+        ]
+        security_group_terms = [
+            *([{"id": g} for g in security_group_ids] if security_group_ids else [discovery]),
+            *_terms(self.extra_security_group_selector_terms),
+        ]
+        return {
+            "apiVersion": NODE_CLASS_API_VERSION,
+            "kind": NODE_CLASS_KIND,
+            "metadata": {"name": self.name},
+            "spec": {
+                # Karpenter creates and owns the instance profile for this role.
+                "role": node_role_name,
+                "amiSelectorTerms": [{"alias": self.ami_alias}],
+                "subnetSelectorTerms": subnet_terms,
+                "securityGroupSelectorTerms": security_group_terms,
+                "metadataOptions": {
+                    "httpEndpoint": "enabled",
+                    "httpProtocolIPv6": "disabled",
+                    "httpPutResponseHopLimit": self.metadata_hop_limit,
+                    "httpTokens": "required",
+                },
+                "blockDeviceMappings": self.block_device_mappings(),
+                **self._optional_fields(),
+            },
+        }
+
+    def _optional_fields(self) -> dict[str, Any]:
+        """The spec fields written only when set."""
+        return {
+            **(
+                {"capacityReservationSelectorTerms": _terms(terms)}
+                if (terms := self.capacity_reservation_selector_terms)
+                else {}
+            ),
+            **({"tags": dict(self.tags)} if self.tags else {}),
+            **({"kubelet": kubelet} if (kubelet := self.kubelet.manifest()) else {}),
+            **{
+                key: value
+                for key, value in (
+                    ("detailedMonitoring", self.detailed_monitoring),
+                    ("associatePublicIPAddress", self.associate_public_ip_address),
+                    ("instanceStorePolicy", self.instance_store_policy),
+                )
+                if value is not None
+            },
+        }
+
+    def block_device_mappings(self) -> list[dict[str, Any]]:
+        """The volume for images, logs and pods at the family's device and size, after the family's own
+        volumes (Bottlerocket's OS volume); then the extra data volumes."""
+        storage = {
+            "deviceName": ami.STORAGE_DEVICE[self.family],
+            "ebs": ebs_volume(
+                f"{self.root_volume_size_gib}Gi",
+                self.root_volume_type,
+                self.root_volume_iops,
+                self.root_volume_throughput,
+            ),
+        }
+        return [*ami.os_volumes(self.family), storage, *(v.mapping() for v in self.data_volumes)]
+
+
+# What `make review` reads: the EC2NodeClass spec fields that drift only the nodes that no longer match them
+# (every other spec field drifts every node of the class's pools).
+CLASS_DYNAMIC = manifest_keys(NodeClassSpec, Change.DYNAMIC_DRIFT, "spec.")
+
+
+def _terms(terms: Sequence[CamelModel]) -> list[dict[str, Any]]:
+    return [term.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) for term in terms]

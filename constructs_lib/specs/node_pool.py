@@ -1,0 +1,432 @@
+"""The NodePool: what Karpenter may launch for pending pods (requirements, labels, taints, limits,
+weight or static replicas), and when it may remove it (expiry, consolidation, disruption budgets)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..names import NODE_CLASS_GROUP, NODE_CLASS_KIND, NODE_POOL_API_VERSION
+from ..quantities import parse_duration
+from .base import (
+    QUALIFIED_NAME,
+    CamelModel,
+    IntOrString,
+    ascii_int,
+    kubernetes_name,
+    label_key,
+    label_value,
+    non_negative_quantities,
+    optional_match,
+    quoted,
+)
+from .change import (
+    NODE_POOL_BEHAVIOR,
+    NODE_POOL_HASH,
+    NODE_POOL_REQUIREMENTS,
+    OBJECT_NAME,
+    Change,
+    FieldChange,
+    change,
+    manifest_keys,
+)
+from .ec2 import INSTANCE_CATEGORIES, INSTANCE_FAMILY, INSTANCE_TYPE, unknown_instance_type
+
+_BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$", re.ASCII)
+# Requirement keys the NodePool fields produce (key -> field).
+_STRUCTURED_REQUIREMENTS = {
+    "karpenter.sh/capacity-type": "capacityTypes",
+    "kubernetes.io/arch": "architectures",
+    "kubernetes.io/os": "the node class's AMI family (linux, or windows for windows20XX)",
+    "karpenter.k8s.aws/instance-category": "instanceCategories",
+    "karpenter.k8s.aws/instance-generation": "minInstanceGeneration",
+}
+# NodePool spec.template.spec.terminationGracePeriod (Karpenter 1.14.1 CRD karpenter.sh_nodepools.yaml:
+# pattern ^([0-9]+(s|m|h))+$, optional; unset = drains wait for every PodDisruptionBudget, indefinitely).
+_GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
+# The default: EKS Auto Mode's built-in NodePools bound every drain at 24h. A destroy does not depend on
+# it: the teardown safety net's drain bound terminates what is left of this stack's nodes after 8 minutes.
+DEFAULT_TERMINATION_GRACE_PERIOD = "24h"
+
+
+CapacityType = Literal["spot", "on-demand", "reserved"]
+Architecture = Literal["amd64", "arm64"]
+DEFAULT_CAPACITY_TYPES: tuple[CapacityType, ...] = ("spot", "on-demand")
+DEFAULT_ARCHITECTURES: tuple[Architecture, ...] = ("amd64", "arm64")
+
+
+class DisruptionBudgetSpec(CamelModel):
+    nodes: str = Field("10%", description="Nodes that may be disrupted at once: a count or a percentage.")
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
+        None, description="Disruption reasons the budget applies to; unset = all."
+    )
+    schedule: str | None = Field(None, description="Cron schedule (UTC) when the budget is active; needs duration.")
+    duration: str | None = Field(None, description="How long the budget stays active after each schedule hit.")
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: str) -> str:
+        if not re.fullmatch(r"^((100|[0-9]{1,2})%|[0-9]+)$", value):
+            raise ValueError("must be a whole number or a percentage 0%-100%")
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str | None) -> str | None:
+        return optional_match(
+            value,
+            _CRON,
+            "must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or "
+            "@hourly, @daily, @weekly, @monthly, @yearly",
+        )
+
+    @field_validator("duration")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        return optional_match(value, _BUDGET_DURATION, "must be hours and/or minutes like 8h, 30m or 1h30m")
+
+    @model_validator(mode="after")
+    def _schedule_with_duration(self) -> DisruptionBudgetSpec:
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("a disruption budget needs schedule and duration together, or neither")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        """One entry of spec.disruption.budgets."""
+        budget: dict[str, Any] = {"nodes": self.nodes}
+        if self.reasons is not None:
+            budget["reasons"] = list(self.reasons)
+        if self.schedule is not None:
+            budget["schedule"] = self.schedule
+            budget["duration"] = self.duration
+        return budget
+
+
+class RequirementSpec(CamelModel):
+    """An extra scheduling requirement (Kubernetes node selector requirement)."""
+
+    key: str = Field(description="Node label key, e.g. karpenter.k8s.aws/instance-family.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] = Field(
+        description="How the values apply."
+    )
+    values: list[str] = Field(default_factory=list, description="Values (none for Exists/DoesNotExist).")
+    min_values: int | None = Field(None, ge=1, le=50, description="Minimum distinct values Karpenter must keep.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return label_key(value)
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> RequirementSpec:
+        operator_values(self.key, self.operator, self.values)
+        if self.operator == "In" and self.min_values is not None and len(self.values) < self.min_values:
+            raise ValueError(
+                f"requirement {quoted(self.key)} has minValues {self.min_values} but only {len(self.values)} "
+                "value(s); Karpenter needs at least as many values as minValues"
+            )
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        """One entry of spec.template.spec.requirements."""
+        requirement: dict[str, Any] = {"key": self.key, "operator": self.operator}
+        if self.values:
+            requirement["values"] = list(self.values)
+        if self.min_values is not None:
+            requirement["minValues"] = self.min_values
+        return requirement
+
+
+def operator_values(key: str, operator: str, values: Sequence[str]) -> None:
+    """The values a requirement's operator needs (the CRDs' rules), and EC2 names where the key is one."""
+    if operator in ("In", "NotIn") and not values:
+        raise ValueError(f"requirement {quoted(key)} with operator {operator} needs at least one value")
+    if operator in ("Exists", "DoesNotExist") and values:
+        raise ValueError(f"requirement {quoted(key)} with operator {operator} takes no values")
+    names = {
+        "node.kubernetes.io/instance-type": (INSTANCE_TYPE, "instance type like m7g.large"),
+        "karpenter.k8s.aws/instance-family": (INSTANCE_FAMILY, "instance family like m7g"),
+    }
+    if key in names:
+        pattern, what = names[key]
+        bad = [v for v in values if not pattern.fullmatch(v)]
+        if bad:
+            raise ValueError(f"requirement {quoted(key)}: {', '.join(quoted(v) for v in bad)} is no EC2 {what}")
+        for v in values:  # of the right form: is it one EC2 has?
+            unknown = unknown_instance_type(v, families=key == "karpenter.k8s.aws/instance-family")
+            if unknown:
+                raise ValueError(f"requirement {quoted(key)}: {quoted(v)} {unknown}")
+    if operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not ascii_int(values[0])):
+        raise ValueError(f"requirement {quoted(key)} with operator {operator} needs exactly one whole number")
+
+
+class TaintSpec(CamelModel):
+    key: str = Field(description="Taint key.")
+    value: str | None = Field(None, description="Taint value.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Taint effect.")
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        if not QUALIFIED_NAME.fullmatch(value):
+            raise ValueError("must be a Kubernetes qualified name like example.com/dedicated")
+        return value
+
+    def manifest(self) -> dict[str, Any]:
+        """One entry of spec.template.spec.taints."""
+        return {k: v for k, v in (("key", self.key), ("value", self.value), ("effect", self.effect)) if v is not None}
+
+
+class NodePoolSpec(CamelModel):
+    """One NodePool: what Karpenter may launch for pending pods, and when it may remove it."""
+
+    name: str = Field(
+        "default",
+        description="Kubernetes name of the NodePool.",
+        json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+    )
+    node_class: str = Field(
+        "default",
+        description="Name of the EC2NodeClass (from nodeClasses) this pool uses.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.nodeClassRef", NODE_POOL_HASH),
+    )
+    capacity_types: list[CapacityType] = Field(
+        default_factory=lambda: list(DEFAULT_CAPACITY_TYPES),
+        min_length=1,
+        description="karpenter.sh/capacity-type values; reserved needs the node class's "
+        "capacityReservationSelectorTerms (Karpenter then prefers reservations, and falls back to the "
+        "other types listed).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+    )
+    architectures: list[Architecture] = Field(
+        default_factory=lambda: list(DEFAULT_ARCHITECTURES),
+        min_length=1,
+        description="kubernetes.io/arch values.",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+    )
+    instance_categories: list[str] = Field(
+        default_factory=lambda: ["c", "m", "r"],
+        min_length=1,
+        description="karpenter.k8s.aws/instance-category values (EC2 family letters).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+    )
+    min_instance_generation: int = Field(
+        2,
+        ge=0,
+        description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt).",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+    )
+    requirements: list[RequirementSpec] = Field(
+        default_factory=list,
+        description="Extra requirements, after the ones the fields above produce.",
+        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+    )
+    limits: dict[str, IntOrString] = Field(
+        default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
+        description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.limits", NODE_POOL_BEHAVIOR),
+    )
+    weight: int | None = Field(
+        None,
+        ge=1,
+        le=100,
+        description="Priority among pools (higher first); unset = 0.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.weight", NODE_POOL_BEHAVIOR),
+    )
+    replicas: int | None = Field(
+        None,
+        ge=0,
+        description="Static capacity: keep exactly this many nodes, whatever the pods (alpha; needs "
+        "controller.featureGates.staticCapacity). Then only limits.nodes applies and no weight; a pool "
+        "cannot switch between static and dynamic in place (the CRD refuses it): rename it to switch.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.replicas", NODE_POOL_BEHAVIOR),
+    )
+    expire_after: str = Field(
+        "720h",
+        description="Replace nodes older than this (duration or Never).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.expireAfter", NODE_POOL_HASH),
+    )
+    termination_grace_period: str | None = Field(
+        DEFAULT_TERMINATION_GRACE_PERIOD,
+        description=(
+            "Longest drain of a node (drift, expiry, consolidation, a deleted pool): after it, Karpenter deletes "
+            "the remaining pods even past PodDisruptionBudgets and do-not-disrupt. Any duration the CRD accepts "
+            "(30s, 90m, 1h30m); null leaves it unset, so drains wait for every budget indefinitely (upstream's "
+            "default). A destroy bounds its own drains whatever this is. Part of the node template: changing it "
+            "replaces the pool's nodes by drift."
+        ),
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.terminationGracePeriod", NODE_POOL_HASH),
+    )
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
+        "WhenEmptyOrUnderutilized",
+        description="Which nodes Karpenter may consolidate.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.consolidationPolicy", NODE_POOL_BEHAVIOR),
+    )
+    consolidate_after: str = Field(
+        "1m",
+        description="Wait this long after a pod change before consolidating.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.consolidateAfter", NODE_POOL_BEHAVIOR),
+    )
+    budgets: list[DisruptionBudgetSpec] = Field(
+        default_factory=lambda: [DisruptionBudgetSpec()],
+        max_length=50,
+        description="Disruption budgets: how many nodes may be disrupted at once.",
+        json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.budgets", NODE_POOL_BEHAVIOR),
+    )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels put on the pool's nodes.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.metadata.labels", NODE_POOL_HASH),
+    )
+    taints: list[TaintSpec] = Field(
+        default_factory=list,
+        description="Taints put on the pool's nodes.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.taints", NODE_POOL_HASH),
+    )
+
+    @field_validator("instance_categories")
+    @classmethod
+    def _categories(cls, value: list[str]) -> list[str]:
+        unknown = [c for c in value if c not in INSTANCE_CATEGORIES]
+        if unknown:
+            raise ValueError(
+                f"{', '.join(quoted(c) for c in unknown)} is no EC2 instance category (known: "
+                f"{', '.join(INSTANCE_CATEGORIES)}); a pool of unknown categories launches nothing"
+            )
+        return value
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, value: dict[str, str]) -> dict[str, str]:
+        for resource in value:
+            if not QUALIFIED_NAME.fullmatch(resource):
+                raise ValueError(f"{quoted(resource)} is not a resource name like cpu, memory, nodes or nvidia.com/gpu")
+        return non_negative_quantities(value, what="limit ")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            label_key(key)
+            label_value(label)
+        return value
+
+    @model_validator(mode="after")
+    def _static_capacity(self) -> NodePoolSpec:
+        if self.replicas is None:
+            return self
+        if self.weight is not None:
+            raise ValueError("a pool with replicas (static capacity) takes no weight")
+        other = sorted(set(self.limits) - {"nodes"}) if "limits" in self.model_fields_set else []
+        if other:
+            raise ValueError(f"a pool with replicas (static capacity) takes only limits.nodes, not {', '.join(other)}")
+        return self
+
+    @property
+    def emitted_limits(self) -> dict[str, str]:
+        """The limits written: a static pool's only when set (the default cpu/memory limits do not apply)."""
+        if self.replicas is not None and "limits" not in self.model_fields_set:
+            return {}
+        return dict(self.limits)
+
+    @model_validator(mode="after")
+    def _no_duplicate_requirement_keys(self) -> NodePoolSpec:
+        for requirement in self.requirements:
+            if requirement.key in _STRUCTURED_REQUIREMENTS:
+                raise ValueError(
+                    f"requirement {quoted(requirement.key)} is set by "
+                    f"{_STRUCTURED_REQUIREMENTS[requirement.key]}; use that field instead"
+                )
+        return self
+
+    @field_validator("name", "node_class")
+    @classmethod
+    def _k8s_name(cls, value: str) -> str:
+        return kubernetes_name(value)
+
+    @field_validator("expire_after", "consolidate_after")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @field_validator("termination_grace_period")
+    @classmethod
+    def _grace(cls, value: str | None) -> str | None:
+        if value is not None and not _GRACE_PERIOD.fullmatch(value):
+            raise ValueError(
+                "must be a duration like 30s, 5m or 1h30m (the CRD's pattern; no 'Never': null leaves it unset)"
+            )
+        return value
+
+    def manifest(self, *, os: str = "linux") -> dict[str, Any]:
+        """The NodePool (karpenter.sh/v1); ``os``: the kubernetes.io/os its node class launches
+        (``ami.operating_system`` of the class's family)."""
+        body: dict[str, Any] = {
+            "template": self._template(os),
+            **({"limits": limits} if (limits := self.emitted_limits) else {}),
+            "disruption": {
+                "consolidationPolicy": self.consolidation_policy,
+                "consolidateAfter": self.consolidate_after,
+                "budgets": [b.manifest() for b in self.budgets],
+            },
+        }
+        if self.weight is not None:
+            body["weight"] = self.weight
+        if self.replicas is not None:
+            body["replicas"] = self.replicas
+        return {
+            "apiVersion": NODE_POOL_API_VERSION,
+            "kind": "NodePool",
+            "metadata": {"name": self.name},
+            "spec": body,
+        }
+
+    def _template(self, os: str) -> dict[str, Any]:
+        """spec.template: what every node of the pool gets."""
+        template: dict[str, Any] = {
+            "spec": {
+                "nodeClassRef": {"group": NODE_CLASS_GROUP, "kind": NODE_CLASS_KIND, "name": self.node_class},
+                "requirements": self._requirements(os),
+                "expireAfter": self.expire_after,
+                # The user's bound on every drain of a running cluster (a destroy bounds its own, see teardown).
+                **({"terminationGracePeriod": tgp} if (tgp := self.termination_grace_period) is not None else {}),
+            }
+        }
+        if self.taints:
+            template["spec"]["taints"] = [t.manifest() for t in self.taints]
+        if self.labels:
+            template["metadata"] = {"labels": dict(self.labels)}
+        return template
+
+    def _requirements(self, os: str) -> list[dict[str, Any]]:
+        """The requirements the fields produce, then the extra ones."""
+        return [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(self.capacity_types)},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": list(self.architectures)},
+            {"key": "kubernetes.io/os", "operator": "In", "values": [os]},
+            {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": list(self.instance_categories)},
+            {
+                "key": "karpenter.k8s.aws/instance-generation",
+                "operator": "Gt",
+                "values": [str(self.min_instance_generation)],
+            },
+            *(r.manifest() for r in self.requirements),
+        ]
+
+
+# A NodeClaim's resources are hash:"ignore" too; no NodePool of karpenter.sh/v1 has them in its template
+# (the 1.14.1 CRD), and this spec never writes them.
+_NOT_WRITTEN = {
+    "spec.template.spec.resources": FieldChange(
+        Change.DYNAMIC_DRIFT, "spec.template.spec.resources", NODE_POOL_REQUIREMENTS
+    )
+}
+# What `make review` reads: the NodePool spec fields that never drift, and the spec.template.spec fields that
+# drift only the nodes that no longer match them (every other template field drifts every node of the pool).
+POOL_BEHAVIORAL = manifest_keys(NodePoolSpec, Change.BEHAVIORAL, "spec.")
+POOL_DYNAMIC = manifest_keys(NodePoolSpec, Change.DYNAMIC_DRIFT, "spec.template.spec.", _NOT_WRITTEN)
