@@ -9,7 +9,7 @@ from aws_cdk import Annotations, CfnOutput, Environment, Stack
 from constructs import Construct
 
 from constructs_lib.destroy_policy import apply_destroy_policy
-from constructs_lib.karpenter import Karpenter
+from constructs_lib.karpenter import Karpenter, KarpenterProps
 from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib.stack_protection import TerminationProtection
 
@@ -39,24 +39,14 @@ class AppStack(Stack):
         for warning in config.warnings:
             Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
 
-    def karpenter_options(self) -> dict[str, Any]:
-        """The Karpenter construct's props that come straight from the configuration (each stack adds
-        the cluster, how nodes are authorized and what they are placed by)."""
-        config = self.config
-        return dict(
-            cluster_name=config.cluster_name,
-            version=config.karpenter_version,
-            template_file=versions.karpenter_template(config.karpenter_version),
-            node_classes=config.node_classes,
-            node_pools=config.node_pools,
-            node_overlays=config.node_overlays,
-            namespace=config.karpenter_namespace,
-            service_account=config.karpenter_service_account,
-            service_monitor=config.service_monitor,
-            controller=config.controller,
-            spot_service_linked_role=config.create_spot_service_linked_role,
-            interruption_queue_alarms=config.interruption_queue_alarms,
-            alarm_topic_arn=config.alarm_topic_arn,
+    def karpenter_props(self, **placement: Any) -> KarpenterProps:
+        """The Karpenter construct's props: the settings that are props as they are (``KarpenterProp``), the
+        template of their Karpenter version, and what the stack places it with (``placement``: the cluster, how
+        nodes are authorized, what the controller and the nodes come after, how they select subnets)."""
+        return KarpenterProps(
+            template_file=versions.karpenter_template(self.config.karpenter_version),
+            **self.config.karpenter_settings(),
+            **placement,
         )
 
     def add_karpenter_outputs(self, karpenter: Karpenter) -> None:

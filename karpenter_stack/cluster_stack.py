@@ -242,9 +242,7 @@ class KarpenterClusterStack(AppStack):
         # Id "Default" adds nothing to the logical ids of what it contains: everything Karpenter adds
         # keeps the ids it had when the stack built these parts itself, so deployed stacks update in
         # place (tests/test_logical_ids.py). Another app can give it any id.
-        return Karpenter(
-            self,
-            "Default",
+        props = self.karpenter_props(
             cluster=cast(eks.ICluster, self.cluster),  # (jsii's typing: Cluster lacks ICluster.kubectl_provider)
             node_authorization=NODE_AUTHORIZATION[self.config.authentication_mode],
             # (not CoreDNS: the controller resolves through the VPC's resolver, dnsPolicy Default)
@@ -261,8 +259,8 @@ class KarpenterClusterStack(AppStack):
             node_networking=[a for name, a in self.addons.addons.items() if name != "coredns"],
             discovery_subnets=self.network.vpc.private_subnets if self.network.created else (),
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
-            **self.karpenter_options(),
         )
+        return Karpenter(self, "Default", props)
 
     def _cluster_outputs(self) -> None:
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name, description="EKS cluster name")

@@ -37,15 +37,13 @@ class KarpenterOnExistingClusterStack(AppStack):
             **kwargs,
         )
         self.cluster = self._import_cluster(existing)
-        self.karpenter = Karpenter(
-            self,
-            "Karpenter",
+        props = self.karpenter_props(
             cluster=self.cluster,
             node_authorization=NodeAuthorization.ACCESS_ENTRY,
             subnet_ids=existing.subnet_ids,
             security_group_ids=[existing.cluster_security_group_id],
-            **self.karpenter_options(),
         )
+        self.karpenter = Karpenter(self, "Karpenter", props)
         self.add_karpenter_outputs(self.karpenter)
         self.finish()
 

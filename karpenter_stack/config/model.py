@@ -11,7 +11,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from typing import Literal, overload
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, overload
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -99,6 +100,14 @@ def formatted(table: Mapping[str, tuple[re.Pattern[str], str]], value: str | Non
     return optional_match(value, pattern, message)
 
 
+@dataclass(frozen=True)
+class KarpenterProp:
+    """Marks a setting that is, as it is, a prop of the Karpenter construct (``KarpenterProps``): under the
+    setting's own name, or ``name``. The app builds the construct's props from the settings so marked."""
+
+    name: str | None = None
+
+
 # Settings that shape a cluster this app creates; with existingCluster nobody may set them.
 CREATED_CLUSTER_ONLY = (
     "authentication_mode",
@@ -179,15 +188,21 @@ class AppConfig(CamelModel):
         "standard",
         description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
     )
-    cluster_name: str = Field(
+    cluster_name: Annotated[str, KarpenterProp()] = Field(
         DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources."
     )
     kubernetes_version: str = Field(
         "1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package."
     )
-    karpenter_version: str = Field("1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml.")
-    karpenter_namespace: str = Field("kube-system", description="Namespace of the Karpenter controller.")
-    karpenter_service_account: str = Field("karpenter", description="Service account of the Karpenter controller.")
+    karpenter_version: Annotated[str, KarpenterProp("version")] = Field(
+        "1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml."
+    )
+    karpenter_namespace: Annotated[str, KarpenterProp("namespace")] = Field(
+        "kube-system", description="Namespace of the Karpenter controller."
+    )
+    karpenter_service_account: Annotated[str, KarpenterProp("service_account")] = Field(
+        "karpenter", description="Service account of the Karpenter controller."
+    )
     account: str | None = Field(None, description="AWS account id; unset = environment-agnostic stack.")
     region: str | None = Field(None, description="AWS region; unset = environment-agnostic stack.")
     vpc_id: str | None = Field(
@@ -243,15 +258,17 @@ class AppConfig(CamelModel):
         False,
         description="Apply the 'inflate' demo Deployment (pause containers, 0 replicas, 1 CPU each) to watch a scale-up.",
     )
-    service_monitor: bool = Field(
+    service_monitor: Annotated[bool, KarpenterProp()] = Field(
         False,
         description="Create the chart's Prometheus ServiceMonitor for Karpenter's metrics (needs the Prometheus operator CRDs).",
     )
-    interruption_queue_alarms: bool = Field(
+    interruption_queue_alarms: Annotated[bool, KarpenterProp()] = Field(
         False, description="CloudWatch alarms when interruption messages pile up or grow old in the queue."
     )
-    alarm_topic_arn: str | None = Field(None, description="SNS topic the alarms notify (with interruptionQueueAlarms).")
-    create_spot_service_linked_role: bool = Field(
+    alarm_topic_arn: Annotated[str | None, KarpenterProp()] = Field(
+        None, description="SNS topic the alarms notify (with interruptionQueueAlarms)."
+    )
+    create_spot_service_linked_role: Annotated[bool, KarpenterProp("spot_service_linked_role")] = Field(
         False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
     )
     addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"], str] = Field(
@@ -289,7 +306,7 @@ class AppConfig(CamelModel):
         "cluster deletes that role and its mapping in place. Not service-linked roles; role paths only with "
         "access entries (aws-auth matches roles without their path).",
     )
-    controller: ControllerSpec = Field(
+    controller: Annotated[ControllerSpec, KarpenterProp()] = Field(
         default_factory=ControllerSpec,
         description="The Karpenter controller: featureGates, batchMaxDuration, batchIdleDuration, zonalShift, logLevel, "
         "cpu, memory (keys below).",
@@ -301,13 +318,13 @@ class AppConfig(CamelModel):
             "creating one: no VPC, cluster, hosting or add-ons are created, and the settings that shape them are refused."
         ),
     )
-    node_classes: list[NodeClassSpec] = Field(
+    node_classes: Annotated[list[NodeClassSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodeClassSpec()], min_length=1, description="EC2NodeClasses to apply."
     )
-    node_pools: list[NodePoolSpec] = Field(
+    node_pools: Annotated[list[NodePoolSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodePoolSpec()], min_length=1, description="NodePools to apply."
     )
-    node_overlays: list[NodeOverlaySpec] = Field(
+    node_overlays: Annotated[list[NodeOverlaySpec], KarpenterProp()] = Field(
         default_factory=list,
         description="NodeOverlays to apply (alpha, needs controller.featureGates.nodeOverlay): price or extended-"
         "resource capacity Karpenter assumes for matching instance types.",
@@ -453,6 +470,15 @@ class AppConfig(CamelModel):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def karpenter_settings(self) -> dict[str, Any]:
+        """The settings marked :class:`KarpenterProp`, by the name of the construct's prop they are."""
+        return {
+            marker.name or name: getattr(self, name)
+            for name, field in type(self).model_fields.items()
+            for marker in field.metadata
+            if isinstance(marker, KarpenterProp)
+        }
 
     @property
     def pinned_addon_versions(self) -> dict[str, str]:
