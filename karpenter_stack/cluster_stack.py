@@ -108,19 +108,7 @@ class KarpenterClusterStack(AppStack):
     def _cluster(self) -> eks.Cluster:
         config, name = self.config, self.config.cluster_name
         layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
-        # Without `administrators`: a role an operator assumes for kubectl (mapped to system:masters), for
-        # anyone in the account who is allowed sts:AssumeRole on it (the card's design). With them, only
-        # those roles are cluster admins (see _administrators), and this role is not created.
-        self.admin_role = (
-            None
-            if config.administrators
-            else iam.Role(
-                self,
-                "ClusterAdminRole",
-                assumed_by=iam.AccountRootPrincipal(),
-                description=f"kubectl administrators of EKS cluster {name}",
-            )
-        )
+        self.admin_role = self._admin_role()
         # Kubernetes secrets are envelope-encrypted with a key of ours (rotated yearly by KMS).
         self.secrets_key = kms.Key(
             self,
@@ -162,15 +150,32 @@ class KarpenterClusterStack(AppStack):
         acknowledge_cluster(cluster, cluster_name=name, public_access_cidrs=config.public_access_cidrs)
         self._administrators(cluster)
         if self.windows:
-            # EKS's VPC resource controller assigns Windows nodes' pod IPs with the cluster role.
-            cluster.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(WINDOWS_CLUSTER_POLICY))
-            acknowledge(
-                cluster.role,
-                managed_policy_finding(WINDOWS_CLUSTER_POLICY),
-                "Windows node classes: EKS's VPC resource controller assigns Windows pods' IP addresses with "
-                "the cluster role, which needs this AWS managed policy (EKS user guide, Windows support).",
-            )
+            self._windows_cluster_role(cluster)
         return cluster
+
+    def _admin_role(self) -> iam.Role | None:
+        """Without `administrators`: a role an operator assumes for kubectl (mapped to system:masters), for
+        anyone in the account who is allowed sts:AssumeRole on it (the card's design). With them, only
+        those roles are cluster admins (see _administrators), and this role is not created."""
+        if self.config.administrators:
+            return None
+        return iam.Role(
+            self,
+            "ClusterAdminRole",
+            assumed_by=iam.AccountRootPrincipal(),
+            description=f"kubectl administrators of EKS cluster {self.config.cluster_name}",
+        )
+
+    @staticmethod
+    def _windows_cluster_role(cluster: eks.Cluster) -> None:
+        """EKS's VPC resource controller assigns Windows nodes' pod IPs with the cluster role."""
+        cluster.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(WINDOWS_CLUSTER_POLICY))
+        acknowledge(
+            cluster.role,
+            managed_policy_finding(WINDOWS_CLUSTER_POLICY),
+            "Windows node classes: EKS's VPC resource controller assigns Windows pods' IP addresses with "
+            "the cluster role, which needs this AWS managed policy (EKS user guide, Windows support).",
+        )
 
     @property
     def windows(self) -> bool:
