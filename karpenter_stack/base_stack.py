@@ -9,18 +9,20 @@ from aws_cdk import Annotations, CfnOutput, Environment, Stack
 from constructs import Construct
 
 from constructs_lib.destroy_policy import apply_destroy_policy
-from constructs_lib.karpenter import Karpenter, KarpenterProps
+from constructs_lib.karpenter import Karpenter
 from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib.stack_protection import TerminationProtection
 
-from . import versions
-from .config import AppConfig
+from .config import ResolvedEnvironment
 
 
 class AppStack(Stack):
-    """A stack built from one environment's :class:`AppConfig`."""
+    """A stack built from one resolved environment (:attr:`resolved`; its configuration: :attr:`config`)."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, description: str, **kwargs: Any) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, environment: ResolvedEnvironment, description: str, **kwargs: Any
+    ) -> None:
+        config = environment.config
         env = Environment(account=config.account, region=config.region) if config.account or config.region else None
         super().__init__(
             scope,
@@ -32,22 +34,13 @@ class AppStack(Stack):
             termination_protection=config.termination_protection,
             **kwargs,
         )
+        self.resolved = environment
         self.config = config
         if config.termination_protection:
             # CDK Pipelines ignores termination_protection: the stack protects itself (by hand, the CLI does too)
             TerminationProtection(self, "TerminationProtection")
         for warning in config.warnings:
             Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
-
-    def karpenter_props(self, **placement: Any) -> KarpenterProps:
-        """The Karpenter construct's props: the settings that are props as they are (``KarpenterProp``), the
-        template of their Karpenter version, and what the stack places it with (``placement``: the cluster, how
-        nodes are authorized, what the controller and the nodes come after, how they select subnets)."""
-        return KarpenterProps(
-            template_file=versions.karpenter_template(self.config.karpenter_version),
-            **self.config.karpenter_settings(),
-            **placement,
-        )
 
     def add_karpenter_outputs(self, karpenter: Karpenter) -> None:
         CfnOutput(
