@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 
 from karpenter_stack import versions
-from karpenter_stack.config import AppConfig, ConfigError, default_context, load_config
+from karpenter_stack.config import AppConfig, ConfigError, PipelineConfig, default_context, load_config
 from tests.conftest import PRODUCT_CONTEXT, ROOT, TODAY
 
 
@@ -379,6 +379,23 @@ def test_a_topic_validator_is_a_function_of_the_configuration_that_returns_its_p
         "alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true"
     ]
     assert validate.rule_problems(AppConfig()) == []
+
+
+def test_the_model_tree_is_walked_from_the_annotations():
+    from constructs_lib.node_specs import NodeOverlaySpec, NodePoolSpec, OverlayRequirementSpec, RequirementSpec
+    from karpenter_stack.config import reference, tree
+
+    # the same key holds another model depending on where it is
+    assert tree.child(NodePoolSpec, "requirements") is RequirementSpec
+    assert tree.child(NodeOverlaySpec, "requirements") is OverlayRequirementSpec
+    assert tree.child(NodePoolSpec, "name") is None
+    paths = [n.path for n in tree.walk(AppConfig)]
+    assert paths[:4] == [None, "controller", "existingCluster", "nodeClasses[]"]
+    assert "nodeOverlays[].requirements[]" in paths and "nodeClasses[].kubelet" in paths
+    # every model of the tree is a section of the reference, under its path
+    titles = re.findall(r"^## (.+)$", reference.reference_markdown(), re.M)
+    assert len(titles) == len(paths) + len(tree.walk(PipelineConfig)) == 17
+    assert "`nodePools[].taints[]` entries" in titles and "`pipeline.waves[]` entries" in titles
 
 
 def test_documented_configuration_reference_is_generated_from_the_model():

@@ -3,8 +3,8 @@ their values), ``merge`` (the layers: defaults < profile < cdk.json < environmen
 model's checks of each setting, then the topic validators across settings), ``resolve`` (what each environment
 stands for, as the one object its stack reads); ``load`` runs the first three in order.
 
-The settings are declared once in ``model`` (and ``pipeline``, the delivery pipeline's); ``errors`` words the
-messages, ``reference`` generates docs/configuration-reference.md. What the rest of the app uses is re-exported
+The settings are declared once in ``model`` (and ``pipeline``, the delivery pipeline's); ``tree`` walks the
+models from their roots, for ``errors`` (the messages) and ``reference`` (docs/configuration-reference.md). What the rest of the app uses is re-exported
 here.
 """
 
