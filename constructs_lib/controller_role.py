@@ -80,27 +80,34 @@ class ControllerRole(Construct):
                 raise ValueError(
                     "ControllerCredentials.POD_IDENTITY needs cluster_name (the trust checks its session tag)"
                 )
-            trust = self.role.assume_role_policy
-            assert trust is not None  # a Role always has one
-            trust.add_statements(
-                iam.PolicyStatement(
-                    actions=["sts:AssumeRole", "sts:TagSession"],
-                    principals=[iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL)],
-                    conditions={
-                        "StringEquals": {
-                            "aws:SourceAccount": Aws.ACCOUNT_ID,
-                            "aws:RequestTag/eks-cluster-name": cluster_name,
-                            "aws:RequestTag/kubernetes-namespace": namespace,
-                            "aws:RequestTag/kubernetes-service-account": service_account,
-                        }
-                    },
-                )
+            self.pod_identity = self._pod_identity(cluster, cluster_name, namespace, service_account)
+
+    def _pod_identity(
+        self, cluster: eks.ICluster, cluster_name: str, namespace: str, service_account: str
+    ) -> eks.CfnPodIdentityAssociation:
+        """EKS Pod Identity may assume the role for the service account (with the session tags of this cluster,
+        namespace and service account only), and the association of that service account with the role."""
+        trust = self.role.assume_role_policy
+        assert trust is not None  # a Role always has one
+        trust.add_statements(
+            iam.PolicyStatement(
+                actions=["sts:AssumeRole", "sts:TagSession"],
+                principals=[iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL)],
+                conditions={
+                    "StringEquals": {
+                        "aws:SourceAccount": Aws.ACCOUNT_ID,
+                        "aws:RequestTag/eks-cluster-name": cluster_name,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": service_account,
+                    }
+                },
             )
-            self.pod_identity = eks.CfnPodIdentityAssociation(
-                self,
-                "PodIdentityAssociation",
-                cluster_name=cluster.cluster_name,
-                namespace=namespace,
-                service_account=service_account,
-                role_arn=self.role.role_arn,
-            )
+        )
+        return eks.CfnPodIdentityAssociation(
+            self,
+            "PodIdentityAssociation",
+            cluster_name=cluster.cluster_name,
+            namespace=namespace,
+            service_account=service_account,
+            role_arn=self.role.role_arn,
+        )

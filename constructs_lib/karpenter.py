@@ -1,15 +1,17 @@
 """Everything Karpenter adds to an EKS cluster, as one construct.
 
-Usable from any CDK app with a cluster it creates (``eks.Cluster``) or imports
+Usable from any CDK app, with one props object (:class:`KarpenterProps`), with a cluster it creates (``eks.Cluster``) or imports
 (``eks.Cluster.from_cluster_attributes``)::
 
     karpenter = Karpenter(
         self, "Karpenter",
-        cluster=cluster, cluster_name="prod",
-        version="1.14.1", template_file="templates/karpenter-1.14.1.yaml",
-        node_classes=[NodeClassSpec(ami_alias="al2023@v20260801")],
-        node_pools=[NodePoolSpec(name="default", capacity_types=["on-demand"])],
-        node_authorization=NodeAuthorization.ACCESS_ENTRY,
+        KarpenterProps(
+            cluster=cluster, cluster_name="prod",
+            version="1.14.1", template_file="templates/karpenter-1.14.1.yaml",
+            node_classes=[NodeClassSpec(ami_alias="al2023@v20260801")],
+            node_pools=[NodePoolSpec(name="default", capacity_types=["on-demand"])],
+            node_authorization=NodeAuthorization.ACCESS_ENTRY,
+        ),
     )
     karpenter.controller_chart  # handles: node_role, controller_role, queue_name, node_pools, ...
 
@@ -41,9 +43,7 @@ Each part acknowledges its own cdk-nag findings (``constructs_lib.nag``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from enum import Enum
-from pathlib import Path
+from collections.abc import Sequence
 
 from aws_cdk import Aws, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
@@ -55,100 +55,31 @@ from .controller_role import ControllerCredentials, ControllerRole
 from .discovery_tag import SecurityGroupTag
 from .karpenter_infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
 from .karpenter_nodes import KarpenterNodes
+from .karpenter_props import KarpenterProps, NodeAuthorization
 from .karpenter_release import KarpenterRelease, controller_values
 from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
 from .queue_alarms import InterruptionQueueAlarms
-from .specs.controller import ControllerSpec
-from .specs.node_class import NodeClassSpec
-from .specs.node_overlay import NodeOverlaySpec
-from .specs.node_pool import NodePoolSpec
 from .teardown import TeardownSafetyNet
 
-
-class NodeAuthorization(Enum):
-    """How Karpenter's nodes are allowed to join the cluster."""
-
-    AWS_AUTH = "aws-auth"  # a mapping in the aws-auth ConfigMap (needs an eks.Cluster this app owns)
-    ACCESS_ENTRY = "access-entry"  # an EKS access entry (authentication mode API or API_AND_CONFIG_MAP)
-    # both (authentication mode API_AND_CONFIG_MAP): nodes keep joining whichever EKS reads, so the
-    # cluster can move to API later without a window where its nodes are not authorized
-    AWS_AUTH_AND_ACCESS_ENTRY = "aws-auth+access-entry"
+__all__ = ["Karpenter", "KarpenterProps", "NodeAuthorization"]
 
 
 class Karpenter(Construct):
-    """Karpenter on one EKS cluster. Handles: :attr:`infra` (the nested stack), :attr:`node_role`,
-    :attr:`node_role_name`, :attr:`node_role_arn`, :attr:`queue_name`, :attr:`queue_arn`,
-    :attr:`controller_role`, :attr:`crd_chart`, :attr:`controller_chart`, :attr:`node_classes`,
-    :attr:`node_pools`, :attr:`node_overlays`, :attr:`node_access`, :attr:`teardown`, :attr:`discovery_tag`."""
+    """Karpenter on one EKS cluster, built from :class:`KarpenterProps` (kept as :attr:`props`). Handles:
+    :attr:`infra` (the nested stack), :attr:`node_role`, :attr:`node_role_name`, :attr:`node_role_arn`,
+    :attr:`queue_name`, :attr:`queue_arn`, :attr:`controller_role`, :attr:`crd_chart`, :attr:`controller_chart`,
+    :attr:`node_classes`, :attr:`node_pools`, :attr:`node_overlays`, :attr:`node_access`, :attr:`teardown`,
+    :attr:`discovery_tag`, :attr:`spot_service_linked_role`, :attr:`queue_alarms`."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        cluster: eks.ICluster,
-        cluster_name: str,
-        version: str,
-        template_file: str | Path,
-        node_classes: Sequence[NodeClassSpec],
-        node_pools: Sequence[NodePoolSpec],
-        node_authorization: NodeAuthorization,
-        node_overlays: Sequence[NodeOverlaySpec] = (),
-        namespace: str = "kube-system",
-        service_account: str = "karpenter",
-        controller_after: Sequence[IDependable] = (),
-        controller_dns_policy: str = "ClusterFirst",
-        controller_tolerations: Sequence[Mapping[str, str]] = (),
-        controller_pod_annotations: Mapping[str, str] | None = None,
-        node_networking: Sequence[IDependable] = (),
-        discovery_subnets: Sequence[ec2.ISubnet] = (),
-        subnet_ids: Sequence[str] = (),
-        security_group_ids: Sequence[str] = (),
-        service_monitor: bool = False,
-        controller: ControllerSpec = ControllerSpec(),
-        controller_credentials: ControllerCredentials = ControllerCredentials.IRSA,
-        spot_service_linked_role: bool = False,
-        interruption_queue_alarms: bool = False,
-        alarm_topic_arn: str | None = None,
-    ) -> None:
-        """
-        :param cluster: the cluster, created or imported (an imported one needs its kubectl role, kubectl
-            layer and OIDC provider).
-        :param cluster_name: the cluster's name as a literal (not the cluster's token): IAM and the queue
-            then do not wait for the cluster.
-        :param template_file: Karpenter's CloudFormation template for ``version``.
-        :param node_authorization: aws-auth mapping or EKS access entry for the node role.
-        :param controller_after: what the controller needs before it starts and must outlive it on
-            delete (the capacity it runs on, CoreDNS).
-        :param node_networking: what Karpenter's nodes need while they exist (vpc-cni, kube-proxy,
-            CoreDNS add-ons): created before and deleted after every node class and pool.
-        :param discovery_subnets: subnets created in this app that this construct tags for discovery
-            (``karpenter.sh/discovery=<cluster_name>``).
-        :param subnet_ids: select node subnets by id; unset: by the discovery tag (on ``discovery_subnets``,
-            or added by whoever owns the subnets).
-        :param controller: feature gates, batching, zonal shift, log level and size of the controller.
-        :param controller_credentials: IRSA (anywhere) or EKS Pod Identity (not on Fargate; the
-            ``eks-pod-identity-agent`` add-on must run on the controller's nodes: pass it in
-            ``controller_after``).
-        :param security_group_ids: select node security groups by id; unset: the cluster security group,
-            tagged for discovery by this construct.
-        """
+    def __init__(self, scope: Construct, id: str, props: KarpenterProps) -> None:
         super().__init__(scope, id)
-        self.cluster = cluster
-        for subnet in discovery_subnets:
-            Tags.of(subnet).add(DISCOVERY_TAG_KEY, cluster_name)
-        self.discovery_tag: SecurityGroupTag | None = None
-        if not security_group_ids:
-            self.discovery_tag = SecurityGroupTag(
-                self,
-                "ClusterSecurityGroupDiscoveryTag",
-                security_group_id=cluster.cluster_security_group_id,
-                key=DISCOVERY_TAG_KEY,
-                value=cluster_name,
-            )
-
-        self.infra = KarpenterInfraStack(self, "Karpenter", cluster_name=cluster_name, template_file=template_file)
+        self.props = props
+        self.cluster = props.cluster
+        self.discovery_tag = self._discovery_tags()
+        self.infra = KarpenterInfraStack(
+            self, "Karpenter", cluster_name=props.cluster_name, template_file=props.template_file
+        )
         self.node_role_name = self.infra.node_role_name
         self.node_role_arn = self.infra.node_role_arn
         self.queue_name = self.infra.queue_name
@@ -156,109 +87,134 @@ class Karpenter(Construct):
         self.node_role = iam.Role.from_role_arn(self, "KarpenterNodeRoleRef", self.node_role_arn, mutable=False)
         self._acknowledge_template()
         self.node_access_entry: eks.AccessEntry | None = None
-        self.windows_node_role: iam.Role | None = None
-        if any(c.windows for c in node_classes):
-            self.windows_node_role = self._windows_node_role()
-        self.node_access = self._authorize_nodes(node_authorization)
-
-        self.spot_service_linked_role: iam.CfnServiceLinkedRole | None = None
-        if spot_service_linked_role:
-            self.spot_service_linked_role = iam.CfnServiceLinkedRole(
-                self, "SpotServiceLinkedRole", aws_service_name="spot.amazonaws.com"
-            )
-            # One per account, shared with every other spot user: deleting it with this stack would
-            # break spot launches account-wide (and a later create here fails: it already exists).
-            self.spot_service_linked_role.apply_removal_policy(RemovalPolicy.RETAIN)
-
+        self.windows_node_role = self._windows_node_role() if any(c.windows for c in props.node_classes) else None
+        self.node_access = self._authorize_nodes(props.node_authorization)
+        self.spot_service_linked_role = self._spot_service_linked_role() if props.spot_service_linked_role else None
         self.controller_role = ControllerRole(
             self,
             "ControllerRole",
-            cluster=cluster,
-            namespace=namespace,
-            service_account=service_account,
+            cluster=props.cluster,
+            namespace=props.namespace,
+            service_account=props.service_account,
             managed_policy_arns=self.infra.controller_policy_arns,
-            credentials=controller_credentials,
-            cluster_name=cluster_name,
+            credentials=props.controller_credentials,
+            cluster_name=props.cluster_name,
         )
-        irsa = controller_credentials is ControllerCredentials.IRSA
-        self.release = KarpenterRelease(
-            self,
-            "KarpenterRelease",
-            cluster=cluster,
-            version=version,
-            namespace=namespace,
-            values=controller_values(
-                cluster_name=cluster_name,
-                interruption_queue=self.queue_name,
-                service_account=service_account,
-                role_arn=self.controller_role.role_arn if irsa else None,
-                dns_policy=controller_dns_policy,
-                tolerations=[dict(t) for t in controller_tolerations] or None,
-                service_monitor=service_monitor,
-                controller=controller,
-                pod_annotations=controller_pod_annotations,
-            ),
-        )
+        self.release = self._release()
         self.crd_chart = self.release.crd_chart
         self.controller_chart = self.release.controller_chart
+        node_needs = self._order_controller()
+        self.teardown = self._safety_net(props.cluster_name, node_needs, self._ours_only())
+        self.nodes = self._nodes(node_needs)
+        self.node_classes = self.nodes.node_classes
+        self.node_pools = self.nodes.node_pools
+        self.node_overlays = self.nodes.node_overlays
+        self.queue_alarms = (
+            InterruptionQueueAlarms(
+                self, "InterruptionQueueAlarms", queue_name=self.queue_name, topic_arn=props.alarm_topic_arn
+            )
+            if props.interruption_queue_alarms
+            else None
+        )
+
+    def _discovery_tags(self) -> SecurityGroupTag | None:
+        """The discovery tag on the given subnets and, unless security groups are selected by id, on the cluster
+        security group (the tag's custom resource, returned)."""
+        props = self.props
+        for subnet in props.discovery_subnets:
+            Tags.of(subnet).add(DISCOVERY_TAG_KEY, props.cluster_name)
+        if props.security_group_ids:
+            return None
+        return SecurityGroupTag(
+            self,
+            "ClusterSecurityGroupDiscoveryTag",
+            security_group_id=props.cluster.cluster_security_group_id,
+            key=DISCOVERY_TAG_KEY,
+            value=props.cluster_name,
+        )
+
+    def _spot_service_linked_role(self) -> iam.CfnServiceLinkedRole:
+        role = iam.CfnServiceLinkedRole(self, "SpotServiceLinkedRole", aws_service_name="spot.amazonaws.com")
+        # One per account, shared with every other spot user: deleting it with this stack would
+        # break spot launches account-wide (and a later create here fails: it already exists).
+        role.apply_removal_policy(RemovalPolicy.RETAIN)
+        return role
+
+    def _release(self) -> KarpenterRelease:
+        props = self.props
+        irsa = props.controller_credentials is ControllerCredentials.IRSA
+        return KarpenterRelease(
+            self,
+            "KarpenterRelease",
+            cluster=props.cluster,
+            version=props.version,
+            namespace=props.namespace,
+            values=controller_values(
+                cluster_name=props.cluster_name,
+                interruption_queue=self.queue_name,
+                service_account=props.service_account,
+                role_arn=self.controller_role.role_arn if irsa else None,
+                dns_policy=props.controller_dns_policy,
+                tolerations=[dict(t) for t in props.controller_tolerations] or None,
+                service_monitor=props.service_monitor,
+                controller=props.controller,
+                pod_annotations=props.controller_pod_annotations,
+            ),
+        )
+
+    def _order_controller(self) -> list[IDependable]:
+        """The controller after its credentials and ``controller_after``; returns what Karpenter's nodes need
+        while they exist (it outlives the safety net and every node object)."""
         windows_pass_role = [self._windows_pass_role(self.windows_node_role)] if self.windows_node_role else []
         if self.controller_role.pod_identity is not None:
             # Create: the association exists before the controller's pods (EKS injects credentials at pod
             # creation). Delete: the controller goes first, so it drains nodes with working credentials.
             self.controller_chart.node.add_dependency(self.controller_role.pod_identity)
-        if controller_after:
+        if self.props.controller_after:
             # Create: the controller starts on its capacity with DNS. Delete: it goes first, so it is
             # never left without a host or a resolver while it drains nodes.
-            self.controller_chart.node.add_dependency(*controller_after)
-
-        # What Karpenter's nodes need while they exist: it outlives the safety net and every node object.
+            self.controller_chart.node.add_dependency(*self.props.controller_after)
         # (Windows nodes: the controller may pass their role until the last one is gone.)
-        node_needs = [
-            *node_networking,
+        return [
+            *self.props.node_networking,
             *([self.discovery_tag.resource] if self.discovery_tag else []),
             *windows_pass_role,
         ]
-        # On a cluster this app did not create, other teams may run NodePools of their own: the safety net
-        # touches only this stack's pools and classes there.
-        ours_only = (
-            None
-            if isinstance(self.cluster, eks.Cluster)
-            else ([p.name for p in node_pools], [c.name for c in node_classes])
-        )
-        self.teardown = self._safety_net(cluster_name, node_needs, ours_only)
-        self.nodes = KarpenterNodes(
+
+    def _ours_only(self) -> tuple[list[str], list[str]] | None:
+        """On a cluster this app did not create, other teams may run NodePools of their own: the safety net
+        touches only this construct's pools and classes there."""
+        if isinstance(self.cluster, eks.Cluster):
+            return None
+        return [p.name for p in self.props.node_pools], [c.name for c in self.props.node_classes]
+
+    def _nodes(self, node_needs: Sequence[IDependable]) -> KarpenterNodes:
+        props = self.props
+        nodes = KarpenterNodes(
             self,
             "KarpenterNodes",
-            cluster=cluster,
-            cluster_name=cluster_name,
+            cluster=props.cluster,
+            cluster_name=props.cluster_name,
             node_role_name=self.node_role_name,
             windows_node_role_name=self.windows_node_role.role_name if self.windows_node_role else None,
-            node_classes=node_classes,
-            node_pools=node_pools,
-            node_overlays=node_overlays,
+            node_classes=props.node_classes,
+            node_pools=props.node_pools,
+            node_overlays=props.node_overlays,
             # Karpenter's objects go before the controller that runs their finalizers, the authorization
             # that lets their nodes stay in the cluster while they drain, the pod networking and the
             # security group those nodes use.
             depends_on=[*self.release.charts, self.node_access, self.teardown.resource, *node_needs],
             drain_bound=self.teardown.drain_bound,
-            feature_gates=controller.feature_gates,
-            subnet_ids=subnet_ids,
-            security_group_ids=security_group_ids,
+            feature_gates=props.controller.feature_gates,
+            subnet_ids=props.subnet_ids,
+            security_group_ids=props.security_group_ids,
         )
-        self.node_classes = self.nodes.node_classes
-        self.node_pools = self.nodes.node_pools
-        self.node_overlays = self.nodes.node_overlays
         if self.spot_service_linked_role is not None:
             # Spot launches need the role: pools that may launch spot are applied after it exists.
-            for pool in node_pools:
+            for pool in props.node_pools:
                 if "spot" in pool.capacity_types:
-                    self.node_pools[pool.name].node.add_dependency(self.spot_service_linked_role)
-
-        self.queue_alarms: InterruptionQueueAlarms | None = None
-        if interruption_queue_alarms:
-            self.queue_alarms = InterruptionQueueAlarms(
-                self, "InterruptionQueueAlarms", queue_name=self.queue_name, topic_arn=alarm_topic_arn
-            )
+                    nodes.node_pools[pool.name].node.add_dependency(self.spot_service_linked_role)
+        return nodes
 
     def _windows_node_role(self) -> iam.Role:
         """The role of Windows nodes: the node role's trust and managed policies, as a role of its own

@@ -64,7 +64,11 @@ class ClusterVpc(Construct):
             ],
         )
         self.private_subnet_ids = [s.subnet_id for s in self.vpc.private_subnets]
-        # All traffic, to an encrypted log group of ours with a bounded retention.
+        self._flow_logs(cluster_name)
+        self._tag_subnets()
+
+    def _flow_logs(self, cluster_name: str) -> None:
+        """All traffic, to an encrypted log group of ours with a bounded retention."""
         self.flow_log_key = kms.Key(
             self, "FlowLogKey", description=f"VPC flow logs of EKS cluster {cluster_name}", enable_key_rotation=True
         )
@@ -77,6 +81,9 @@ class ClusterVpc(Construct):
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+
+    def _tag_subnets(self) -> None:
+        """The load-balancer role tags, and the acknowledgments of the public subnets' route to the internet."""
         for subnet in self.vpc.private_subnets:
             # Where the AWS Load Balancer Controller puts internal load balancers.
             Tags.of(subnet).add("kubernetes.io/role/internal-elb", "1")

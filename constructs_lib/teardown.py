@@ -73,26 +73,6 @@ class TeardownSafetyNet(Construct):
         self.load_balancers: CustomResource | None = None
         if (node_pools is None) != (node_classes is None):
             raise ValueError("node_pools and node_classes scope the safety net together")
-        stack = Stack.of(self)
-        owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
-        # Every Karpenter pool of the cluster, or only this stack's (a node group's instances and launch
-        # templates carry the cluster tag too, never the nodepool tag: as upstream's controller policy).
-        by_pool: dict[str, Any] = (
-            {"StringEquals": owned, "StringLike": {f"aws:ResourceTag/{NODEPOOL_TAG}": "*"}}
-            if node_pools is None
-            else {"StringEquals": {**owned, f"aws:ResourceTag/{NODEPOOL_TAG}": list(node_pools)}}
-        )
-        by_class: dict[str, Any] = (
-            by_pool
-            if node_classes is None
-            else {"StringEquals": {**owned, f"aws:ResourceTag/{NODECLASS_TAG}": list(node_classes)}}
-        )
-        profiles = stack.format_arn(
-            service="iam",
-            region="",
-            resource="instance-profile",
-            resource_name=f"karpenter/{stack.region}/{cluster_name}/*",
-        )
         self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         self.policy = iam.ManagedPolicy(
             self,
@@ -109,42 +89,7 @@ class TeardownSafetyNet(Construct):
                     actions=["cloudformation:DescribeStacks"],
                     resources=[Aws.STACK_ID],
                 ),
-                iam.PolicyStatement(
-                    sid="FindLeftovers",  # Describe/List calls have no resource-level permissions
-                    actions=["ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "iam:ListInstanceProfiles"],
-                    resources=["*"],
-                ),
-                iam.PolicyStatement(
-                    sid="TerminateThisClustersKarpenterInstances",
-                    actions=["ec2:TerminateInstances"],
-                    resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
-                    conditions=by_pool,
-                ),
-                iam.PolicyStatement(
-                    sid="DeleteThisClustersLaunchTemplates",
-                    actions=["ec2:DeleteLaunchTemplate"],
-                    resources=[stack.format_arn(service="ec2", resource="launch-template", resource_name="*")],
-                    conditions=by_class,
-                ),
-                iam.PolicyStatement(
-                    sid="DeleteThisClustersInstanceProfiles",
-                    actions=["iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
-                    resources=[profiles],
-                    conditions=None
-                    if node_classes is None
-                    else {"StringEquals": {f"aws:ResourceTag/{NODECLASS_TAG}": list(node_classes)}},
-                ),
-                *(
-                    []
-                    if node_classes is None
-                    else [
-                        iam.PolicyStatement(
-                            sid="ReadWhichClassMadeAnInstanceProfile",
-                            actions=["iam:GetInstanceProfile"],
-                            resources=[profiles],
-                        )
-                    ]
-                ),
+                *_cleanup_statements(Stack.of(self), cluster_name, node_pools, node_classes),
             ],
         )
         self.role = iam.Role(
@@ -166,25 +111,32 @@ class TeardownSafetyNet(Construct):
             environment={"CLUSTER_NAME": cluster_name},
             description=f"Deletes what Karpenter left behind for EKS cluster {cluster_name} on stack deletion",
         )
+        self.resource, self.drain_bound = self._custom_resources(node_pools, node_classes)
+        self._acknowledge(cluster_name)
+
+    def _custom_resources(
+        self, node_pools: Sequence[str] | None, node_classes: Sequence[str] | None
+    ) -> tuple[CustomResource, CustomResource]:
+        """The safety net's resource and its drain bound."""
         # (a Delete carries the resource's latest properties: the pools and classes at that time)
         ours = {} if node_pools is None else {"NodePools": list(node_pools), "NodeClasses": list(node_classes or [])}
-        self.resource = CustomResource(
+        resource = CustomResource(
             self,
             "Resource",
             service_token=self.function.function_arn,
             resource_type="Custom::KarpenterTeardown",
-            properties={"ClusterName": cluster_name, **ours},
+            properties={"ClusterName": self.cluster_name, **ours},
             service_timeout=SERVICE_TIMEOUT,
         )
-        self.drain_bound = CustomResource(
+        drain_bound = CustomResource(
             self,
             "DrainBound",
             service_token=self.function.function_arn,
             resource_type="Custom::KarpenterTeardown",
-            properties={"ClusterName": cluster_name, "Phase": INSTANCES_PHASE, **ours},
+            properties={"ClusterName": self.cluster_name, "Phase": INSTANCES_PHASE, **ours},
             service_timeout=SERVICE_TIMEOUT,
         )
-        self._acknowledge(cluster_name)
+        return resource, drain_bound
 
     def clean_load_balancers(self, vpc_id: str, vpc_arn: str) -> CustomResource:
         """A third custom resource: on stack deletion, the load balancers and their security groups that
@@ -192,42 +144,8 @@ class TeardownSafetyNet(Construct):
         cloud provider or the AWS Load Balancer Controller). The caller orders it after the cluster and
         before the subnets (their network interfaces and security groups block the VPC's deletion)."""
         cluster_name = self.cluster_name
-        by_cluster = (
-            ("InTree", {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}),
-            ("Controller", {f"aws:ResourceTag/{LBC_CLUSTER_TAG}": cluster_name}),
-        )
         stack = Stack.of(self)
-        self.policy.add_statements(
-            iam.PolicyStatement(
-                sid="FindLoadBalancersAndTheirSecurityGroups",  # Describe calls have no resource-level permissions
-                actions=[
-                    "elasticloadbalancing:DescribeLoadBalancers",
-                    "elasticloadbalancing:DescribeTags",
-                    "ec2:DescribeSecurityGroups",
-                ],
-                resources=["*"],
-            ),
-            *(
-                iam.PolicyStatement(
-                    sid=f"DeleteThisClusters{who}LoadBalancers",
-                    actions=["elasticloadbalancing:DeleteLoadBalancer"],
-                    resources=[
-                        stack.format_arn(service="elasticloadbalancing", resource="loadbalancer", resource_name="*")
-                    ],
-                    conditions={"StringEquals": tag},
-                )
-                for who, tag in by_cluster
-            ),
-            *(
-                iam.PolicyStatement(
-                    sid=f"DeleteThisClusters{who}LoadBalancerSecurityGroups",
-                    actions=["ec2:DeleteSecurityGroup"],
-                    resources=[stack.format_arn(service="ec2", resource="security-group", resource_name="*")],
-                    conditions={"StringEquals": tag, "ArnEquals": {"ec2:Vpc": vpc_arn}},
-                )
-                for who, tag in by_cluster
-            ),
-        )
+        self.policy.add_statements(*_load_balancer_statements(stack, cluster_name, vpc_arn))
         self.load_balancers = CustomResource(
             self,
             "LoadBalancers",
@@ -283,3 +201,117 @@ class TeardownSafetyNet(Construct):
             "The teardown handler logs the ids of the instances, launch templates and instance profiles it "
             "deletes; no secrets. Retention is one month.",
         )
+
+
+def _cleanup_statements(
+    stack: Stack, cluster_name: str, node_pools: Sequence[str] | None, node_classes: Sequence[str] | None
+) -> list[iam.PolicyStatement]:
+    """What the safety net may find and delete: every Karpenter instance, launch template and instance profile of
+    the cluster, or only those of ``node_pools`` and ``node_classes``."""
+    by_pool, by_class = _tag_conditions(cluster_name, node_pools, node_classes)
+    profiles = stack.format_arn(
+        service="iam",
+        region="",
+        resource="instance-profile",
+        resource_name=f"karpenter/{stack.region}/{cluster_name}/*",
+    )
+    return [
+        iam.PolicyStatement(
+            sid="FindLeftovers",  # Describe/List calls have no resource-level permissions
+            actions=["ec2:DescribeInstances", "ec2:DescribeLaunchTemplates", "iam:ListInstanceProfiles"],
+            resources=["*"],
+        ),
+        iam.PolicyStatement(
+            sid="TerminateThisClustersKarpenterInstances",
+            actions=["ec2:TerminateInstances"],
+            resources=[stack.format_arn(service="ec2", resource="instance", resource_name="*")],
+            conditions=by_pool,
+        ),
+        iam.PolicyStatement(
+            sid="DeleteThisClustersLaunchTemplates",
+            actions=["ec2:DeleteLaunchTemplate"],
+            resources=[stack.format_arn(service="ec2", resource="launch-template", resource_name="*")],
+            conditions=by_class,
+        ),
+        iam.PolicyStatement(
+            sid="DeleteThisClustersInstanceProfiles",
+            actions=["iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
+            resources=[profiles],
+            conditions=None
+            if node_classes is None
+            else {"StringEquals": {f"aws:ResourceTag/{NODECLASS_TAG}": list(node_classes)}},
+        ),
+        *(
+            []
+            if node_classes is None
+            else [
+                iam.PolicyStatement(
+                    sid="ReadWhichClassMadeAnInstanceProfile",
+                    actions=["iam:GetInstanceProfile"],
+                    resources=[profiles],
+                )
+            ]
+        ),
+    ]
+
+
+def _tag_conditions(
+    cluster_name: str, node_pools: Sequence[str] | None, node_classes: Sequence[str] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The conditions on the tags of instances (by pool) and of launch templates (by class) the safety net may
+    delete."""
+    owned = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}
+    # Every Karpenter pool of the cluster, or only this stack's (a node group's instances and launch
+    # templates carry the cluster tag too, never the nodepool tag: as upstream's controller policy).
+    by_pool: dict[str, Any] = (
+        {"StringEquals": owned, "StringLike": {f"aws:ResourceTag/{NODEPOOL_TAG}": "*"}}
+        if node_pools is None
+        else {"StringEquals": {**owned, f"aws:ResourceTag/{NODEPOOL_TAG}": list(node_pools)}}
+    )
+    by_class: dict[str, Any] = (
+        by_pool
+        if node_classes is None
+        else {"StringEquals": {**owned, f"aws:ResourceTag/{NODECLASS_TAG}": list(node_classes)}}
+    )
+    return by_pool, by_class
+
+
+def _load_balancer_statements(stack: Stack, cluster_name: str, vpc_arn: str) -> list[iam.PolicyStatement]:
+    """What the load-balancer cleanup may find and delete: load balancers and their security groups tagged for
+    the cluster by the in-tree AWS cloud provider or the AWS Load Balancer Controller (security groups: in its
+    VPC only)."""
+    by_cluster = (
+        ("InTree", {f"aws:ResourceTag/kubernetes.io/cluster/{cluster_name}": "owned"}),
+        ("Controller", {f"aws:ResourceTag/{LBC_CLUSTER_TAG}": cluster_name}),
+    )
+    return [
+        iam.PolicyStatement(
+            sid="FindLoadBalancersAndTheirSecurityGroups",  # Describe calls have no resource-level permissions
+            actions=[
+                "elasticloadbalancing:DescribeLoadBalancers",
+                "elasticloadbalancing:DescribeTags",
+                "ec2:DescribeSecurityGroups",
+            ],
+            resources=["*"],
+        ),
+        *(
+            iam.PolicyStatement(
+                sid=f"DeleteThisClusters{who}LoadBalancers",
+                actions=["elasticloadbalancing:DeleteLoadBalancer"],
+                resources=[
+                    stack.format_arn(service="elasticloadbalancing", resource="loadbalancer", resource_name="*")
+                ],
+                conditions={"StringEquals": tag},
+            )
+            for who, tag in by_cluster
+        ),
+        *(
+            iam.PolicyStatement(
+                sid=f"DeleteThisClusters{who}LoadBalancerSecurityGroups",
+                actions=["ec2:DeleteSecurityGroup"],
+                resources=[stack.format_arn(service="ec2", resource="security-group", resource_name="*")],
+                conditions={"StringEquals": tag, "ArnEquals": {"ec2:Vpc": vpc_arn}},
+            )
+            for who, tag in by_cluster
+        ),
+    ]

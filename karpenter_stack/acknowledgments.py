@@ -84,9 +84,15 @@ def _child(scope: IConstruct, *path: str) -> IConstruct:
 def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_access_cidrs: Sequence[str]) -> None:
     """The findings of ``cluster``'s own resources and of aws-cdk-lib's provider stacks it creates."""
     stack = Stack.of(cluster)
-    # --- aws-cdk-lib's provider nested stacks: everything inside is CDK's machinery ---------------
     cluster_provider = stack.node.find_child("@aws-cdk--aws-eks.ClusterResourceProvider")
     kubectl_provider = stack.node.find_child("@aws-cdk--aws-eks.KubectlProvider")
+    _acknowledge_providers(cluster_provider, kubectl_provider)
+    kubectl_role, creation_policy = _acknowledge_cluster_roles(cluster, cluster_name, public_access_cidrs)
+    _acknowledge_nist(cluster_provider, kubectl_provider, kubectl_role, creation_policy)
+
+
+def _acknowledge_providers(cluster_provider: IConstruct, kubectl_provider: IConstruct) -> None:
+    """aws-cdk-lib's provider nested stacks: everything inside is CDK's machinery."""
     for provider in (cluster_provider, kubectl_provider):
         acknowledge(provider, LAMBDA_BASIC, AWS_MANAGED_FOR_LAMBDA + " " + CDK_PROVIDER)
     for path in CLUSTER_PROVIDER_INVOKED:
@@ -119,7 +125,13 @@ def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_acces
     )
     acknowledge(kubectl_provider, LAMBDA_VPC, KUBECTL_IN_VPC + " " + CDK_PROVIDER)
 
-    # --- roles aws-cdk-lib's Cluster creates in our stack ----------------------------------------
+
+def _acknowledge_cluster_roles(
+    cluster: eks.Cluster, cluster_name: str, public_access_cidrs: Sequence[str]
+) -> tuple[IConstruct, IConstruct]:
+    """The roles aws-cdk-lib's Cluster creates in our stack, and the cluster's public endpoint; returns the
+    kubectl handler's role and the cluster-creation role's policy."""
+    stack = Stack.of(cluster)
     kubectl_role = _child(cluster, "KubectlHandlerRole")
     acknowledge(kubectl_role, LAMBDA_BASIC, AWS_MANAGED_FOR_LAMBDA + " Role of CDK's kubectl handler.")
     acknowledge(
@@ -162,8 +174,13 @@ def acknowledge_cluster(cluster: eks.Cluster, *, cluster_name: str, public_acces
             f"from publicAccessCidrs ({', '.join(public_access_cidrs)}). Set endpointAccess=private "
             "to turn it off.",
         )
+    return kubectl_role, creation_policy
 
-    # --- NIST 800-53 R5 (registered only when that pack runs) -------------------------------------
+
+def _acknowledge_nist(
+    cluster_provider: IConstruct, kubectl_provider: IConstruct, kubectl_role: IConstruct, creation_policy: IConstruct
+) -> None:
+    """NIST 800-53 R5 (registered only when that pack runs)."""
     for provider in (cluster_provider, kubectl_provider):
         for rule, why in (*NIST_HANDLERS, NIST_LOGS):
             acknowledge(provider, f"NIST.800.53.R5-{rule}", f"{why} {CDK_PROVIDER}")

@@ -15,7 +15,7 @@ from constructs_lib.nag import acknowledging
 
 from . import baseline, context_sources
 from .cluster_stack import KarpenterClusterStack
-from .config import DEFAULT_CLUSTER_NAME, flag_settings, load_environments, load_pipeline
+from .config import ResolvedApp, resolve_app
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
 from .preflight import lookup_note
 from .security import register_packs
@@ -64,32 +64,38 @@ def build_deferred(
     context = app.node.get_all_context()
     if file_context is None:
         file_context = context_sources.cdk_json_context()
-    configs = load_environments(context, today=today, file_context=file_context)
-    pipeline = load_pipeline(context, configs, file_context=file_context)
-    baseline.check(configs)  # what the deployed cluster (your accepted baseline) cannot take
+    resolved = resolve_app(context, today=today, file_context=file_context)
+    baseline.check(resolved.configs)  # what the deployed cluster (your accepted baseline) cannot take
     # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
     # for) every pack any environment enables.
-    packs = register_packs(app, sorted({p for c in configs.values() for p in c.additional_nag_packs}))
+    packs = register_packs(app, sorted({p for c in resolved.configs.values() for p in c.additional_nag_packs}))
     # Constructs acknowledge their own findings as they are built; only those of the packs that run
     # are registered (none when acknowledge=False).
     with acknowledging(packs if acknowledge else (), defer=True) as batch:
-        if pipeline is None:
-            stacks = [environment_stack(app, config) for config in configs.values()]
-        else:
-            # (imported here: CDK Pipelines' modules cost a synth without a pipeline ~30 ms)
-            from .pipeline_stack import DeliveryPipelineStack, EnvironmentStage
-
-            # Each environment in a Stage (same stack name, same logical ids), deployed by the pipeline.
-            stages = {name: EnvironmentStage(app, name, config=config) for name, config in configs.items()}
-            DeliveryPipelineStack(
-                app,
-                config=pipeline,
-                cluster_name=str(context.get("clusterName", DEFAULT_CLUSTER_NAME)),
-                stages=stages,
-                flags=flag_settings(context, file_context),
-            )
-            stacks = [stage.stack for stage in stages.values()]
+        stacks = _stacks(app, resolved)
     return stacks, batch.register
+
+
+def _stacks(app: cdk.App, resolved: ResolvedApp) -> list[KarpenterClusterStack | KarpenterOnExistingClusterStack]:
+    """One stack per environment, or with the pipeline, one stage per environment and the pipeline's stack."""
+    if resolved.pipeline is None:
+        return [environment_stack(app, environment) for environment in resolved.environments.values()]
+    # (imported here: CDK Pipelines' modules cost a synth without a pipeline ~30 ms)
+    from .pipeline_stack import DeliveryPipelineStack, EnvironmentStage
+
+    # Each environment in a Stage (same stack name, same logical ids), deployed by the pipeline.
+    stages = {
+        name: EnvironmentStage(app, name, environment=environment)
+        for name, environment in resolved.environments.items()
+    }
+    DeliveryPipelineStack(
+        app,
+        config=resolved.pipeline,
+        cluster_name=resolved.shared_cluster_name,
+        stages=stages,
+        flags=resolved.flags,
+    )
+    return [stage.stack for stage in stages.values()]
 
 
 def missing_lookups(assembly: cx_api.CloudAssembly) -> list[str]:

@@ -13,14 +13,16 @@ from constructs_lib.karpenter import Karpenter
 from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib.stack_protection import TerminationProtection
 
-from . import versions
-from .config import AppConfig
+from .config import ResolvedEnvironment
 
 
 class AppStack(Stack):
-    """A stack built from one environment's :class:`AppConfig`."""
+    """A stack built from one resolved environment (:attr:`resolved`; its configuration: :attr:`config`)."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, description: str, **kwargs: Any) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, environment: ResolvedEnvironment, description: str, **kwargs: Any
+    ) -> None:
+        config = environment.config
         env = Environment(account=config.account, region=config.region) if config.account or config.region else None
         super().__init__(
             scope,
@@ -32,32 +34,13 @@ class AppStack(Stack):
             termination_protection=config.termination_protection,
             **kwargs,
         )
+        self.resolved = environment
         self.config = config
         if config.termination_protection:
             # CDK Pipelines ignores termination_protection: the stack protects itself (by hand, the CLI does too)
             TerminationProtection(self, "TerminationProtection")
         for warning in config.warnings:
             Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
-
-    def karpenter_options(self) -> dict[str, Any]:
-        """The Karpenter construct's props that come straight from the configuration (each stack adds
-        the cluster, how nodes are authorized and what they are placed by)."""
-        config = self.config
-        return dict(
-            cluster_name=config.cluster_name,
-            version=config.karpenter_version,
-            template_file=versions.karpenter_template(config.karpenter_version),
-            node_classes=config.node_classes,
-            node_pools=config.node_pools,
-            node_overlays=config.node_overlays,
-            namespace=config.karpenter_namespace,
-            service_account=config.karpenter_service_account,
-            service_monitor=config.service_monitor,
-            controller=config.controller,
-            spot_service_linked_role=config.create_spot_service_linked_role,
-            interruption_queue_alarms=config.interruption_queue_alarms,
-            alarm_topic_arn=config.alarm_topic_arn,
-        )
 
     def add_karpenter_outputs(self, karpenter: Karpenter) -> None:
         CfnOutput(

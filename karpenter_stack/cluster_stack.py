@@ -21,10 +21,9 @@ from constructs_lib.nag import acknowledge, managed_policy_finding
 from constructs_lib.names import POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
 from constructs_lib.network import ClusterVpc
 
-from . import versions
 from .acknowledgments import acknowledge_cluster
 from .base_stack import AppStack
-from .config import AppConfig, ConfigError
+from .config import AppConfig, ConfigError, ResolvedEnvironment
 
 # How Karpenter's nodes join, per authentication mode (unset is EKS's CONFIG_MAP).
 NODE_AUTHORIZATION = {
@@ -68,11 +67,12 @@ class KarpenterClusterStack(AppStack):
     """An EKS cluster with no default capacity, autoscaled by Karpenter: network -> cluster ->
     controller hosting (and the add-ons that run there) -> Karpenter."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
+    def __init__(self, scope: Construct, id: str, *, environment: ResolvedEnvironment, **kwargs: Any) -> None:
+        config = environment.config
         super().__init__(
             scope,
             id,
-            config=config,
+            environment=environment,
             description=f"EKS cluster {config.cluster_name} autoscaled by Karpenter {config.karpenter_version}",
             **kwargs,
         )
@@ -107,20 +107,7 @@ class KarpenterClusterStack(AppStack):
 
     def _cluster(self) -> eks.Cluster:
         config, name = self.config, self.config.cluster_name
-        layer_class = versions.KubectlLayer.for_version(config.kubernetes_version).load()
-        # Without `administrators`: a role an operator assumes for kubectl (mapped to system:masters), for
-        # anyone in the account who is allowed sts:AssumeRole on it (the card's design). With them, only
-        # those roles are cluster admins (see _administrators), and this role is not created.
-        self.admin_role = (
-            None
-            if config.administrators
-            else iam.Role(
-                self,
-                "ClusterAdminRole",
-                assumed_by=iam.AccountRootPrincipal(),
-                description=f"kubectl administrators of EKS cluster {name}",
-            )
-        )
+        self.admin_role = self._admin_role()
         # Kubernetes secrets are envelope-encrypted with a key of ours (rotated yearly by KMS).
         self.secrets_key = kms.Key(
             self,
@@ -132,8 +119,8 @@ class KarpenterClusterStack(AppStack):
             self,
             "Cluster",
             cluster_name=name,
-            version=versions.eks_kubernetes_version(config.kubernetes_version),
-            kubectl_layer=layer_class(self, "KubectlLayer"),
+            version=self.resolved.kubernetes_version,
+            kubectl_layer=self.resolved.kubectl_layer(self, "KubectlLayer"),
             vpc=self.network.vpc,
             vpc_subnets=[self.network.private_subnets],
             default_capacity=0,
@@ -162,15 +149,32 @@ class KarpenterClusterStack(AppStack):
         acknowledge_cluster(cluster, cluster_name=name, public_access_cidrs=config.public_access_cidrs)
         self._administrators(cluster)
         if self.windows:
-            # EKS's VPC resource controller assigns Windows nodes' pod IPs with the cluster role.
-            cluster.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(WINDOWS_CLUSTER_POLICY))
-            acknowledge(
-                cluster.role,
-                managed_policy_finding(WINDOWS_CLUSTER_POLICY),
-                "Windows node classes: EKS's VPC resource controller assigns Windows pods' IP addresses with "
-                "the cluster role, which needs this AWS managed policy (EKS user guide, Windows support).",
-            )
+            self._windows_cluster_role(cluster)
         return cluster
+
+    def _admin_role(self) -> iam.Role | None:
+        """Without `administrators`: a role an operator assumes for kubectl (mapped to system:masters), for
+        anyone in the account who is allowed sts:AssumeRole on it (the card's design). With them, only
+        those roles are cluster admins (see _administrators), and this role is not created."""
+        if self.config.administrators:
+            return None
+        return iam.Role(
+            self,
+            "ClusterAdminRole",
+            assumed_by=iam.AccountRootPrincipal(),
+            description=f"kubectl administrators of EKS cluster {self.config.cluster_name}",
+        )
+
+    @staticmethod
+    def _windows_cluster_role(cluster: eks.Cluster) -> None:
+        """EKS's VPC resource controller assigns Windows nodes' pod IPs with the cluster role."""
+        cluster.role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(WINDOWS_CLUSTER_POLICY))
+        acknowledge(
+            cluster.role,
+            managed_policy_finding(WINDOWS_CLUSTER_POLICY),
+            "Windows node classes: EKS's VPC resource controller assigns Windows pods' IP addresses with "
+            "the cluster role, which needs this AWS managed policy (EKS user guide, Windows support).",
+        )
 
     @property
     def windows(self) -> bool:
@@ -221,15 +225,11 @@ class KarpenterClusterStack(AppStack):
                 instance_type=config.system_node_instance_type,
                 subnets=self.network.private_subnets,
             )
-        addon_versions = versions.addon_versions(config.kubernetes_version, config.pinned_addon_versions)
-        if config.controller_credentials == "pod-identity":
-            # The agent (a DaemonSet on the node group) hands the controller's pods their credentials.
-            addon_versions[POD_IDENTITY_AGENT] = config.pinned_addon_versions.get(POD_IDENTITY_AGENT)
         addons = ManagedAddons(
             self,
             "Addons",
             cluster=self.cluster,
-            versions=addon_versions,
+            versions=self.resolved.addon_versions,
             coredns_on_fargate=fargate,
             windows_ipam=self.windows,
             coredns_after=[hosting.capacity],
@@ -242,9 +242,7 @@ class KarpenterClusterStack(AppStack):
         # Id "Default" adds nothing to the logical ids of what it contains: everything Karpenter adds
         # keeps the ids it had when the stack built these parts itself, so deployed stacks update in
         # place (tests/test_logical_ids.py). Another app can give it any id.
-        return Karpenter(
-            self,
-            "Default",
+        props = self.resolved.karpenter_props(
             cluster=cast(eks.ICluster, self.cluster),  # (jsii's typing: Cluster lacks ICluster.kubectl_provider)
             node_authorization=NODE_AUTHORIZATION[self.config.authentication_mode],
             # (not CoreDNS: the controller resolves through the VPC's resolver, dnsPolicy Default)
@@ -261,8 +259,8 @@ class KarpenterClusterStack(AppStack):
             node_networking=[a for name, a in self.addons.addons.items() if name != "coredns"],
             discovery_subnets=self.network.vpc.private_subnets if self.network.created else (),
             subnet_ids=() if self.network.created else self.network.private_subnet_ids,
-            **self.karpenter_options(),
         )
+        return Karpenter(self, "Default", props)
 
     def _cluster_outputs(self) -> None:
         CfnOutput(self, "ClusterName", value=self.cluster.cluster_name, description="EKS cluster name")

@@ -12,10 +12,9 @@ from constructs import Construct
 
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
 
-from . import versions
 from .acknowledgments import acknowledge_imported_cluster
 from .base_stack import AppStack
-from .config import AppConfig, ExistingClusterConfig
+from .config import ExistingClusterConfig, ResolvedEnvironment
 
 
 class KarpenterOnExistingClusterStack(AppStack):
@@ -26,31 +25,29 @@ class KarpenterOnExistingClusterStack(AppStack):
     tagged); no add-ons, hosting or network are managed -- the controller runs on the cluster's own nodes
     (the chart keeps it off Karpenter's)."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
+    def __init__(self, scope: Construct, id: str, *, environment: ResolvedEnvironment, **kwargs: Any) -> None:
+        config = environment.config
         existing = config.existing_cluster
         assert existing is not None, "build() chooses this stack only with existingCluster"
         super().__init__(
             scope,
             id,
-            config=config,
+            environment=environment,
             description=f"Karpenter {config.karpenter_version} on existing EKS cluster {config.cluster_name}",
             **kwargs,
         )
         self.cluster = self._import_cluster(existing)
-        self.karpenter = Karpenter(
-            self,
-            "Karpenter",
+        props = environment.karpenter_props(
             cluster=self.cluster,
             node_authorization=NodeAuthorization.ACCESS_ENTRY,
             subnet_ids=existing.subnet_ids,
             security_group_ids=[existing.cluster_security_group_id],
-            **self.karpenter_options(),
         )
+        self.karpenter = Karpenter(self, "Karpenter", props)
         self.add_karpenter_outputs(self.karpenter)
         self.finish()
 
     def _import_cluster(self, existing: ExistingClusterConfig) -> eks.ICluster:
-        layer_class = versions.KubectlLayer.for_version(self.config.kubernetes_version).load()
         # Only CDK's kubectl handler uses the VPC (with a private endpoint it runs in the given subnets).
         vpc = ec2.Vpc.from_vpc_attributes(
             self, "ExistingVpc", vpc_id=existing.vpc_id, availability_zones=self.availability_zones
@@ -61,7 +58,7 @@ class KarpenterOnExistingClusterStack(AppStack):
             "ExistingCluster",
             cluster_name=self.config.cluster_name,
             kubectl_role_arn=existing.kubectl_role_arn,
-            kubectl_layer=layer_class(self, "KubectlLayer"),
+            kubectl_layer=self.resolved.kubectl_layer(self, "KubectlLayer"),
             open_id_connect_provider=iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
                 self, "ExistingOidcProvider", existing.open_id_connect_provider_arn
             ),

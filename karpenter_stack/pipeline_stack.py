@@ -17,7 +17,7 @@ from constructs import Construct
 from constructs_lib.delivery_pipeline import DeliveryPipeline, RepositorySource
 
 from . import pipeline_tools
-from .config import AppConfig, PipelineConfig, stack_name_for
+from .config import PipelineConfig, ResolvedEnvironment
 from .stacks import environment_stack
 
 # What the pipeline's synth step runs in the repository checkout: the README's test command, the
@@ -28,9 +28,10 @@ SYNTH_COMMANDS = ("make test", 'make security-report ARGS="--sarif-dir reports"'
 class EnvironmentStage(Stage):
     """One environment: its cluster stack, under the stack name it has without the pipeline."""
 
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
+    def __init__(self, scope: Construct, id: str, *, environment: ResolvedEnvironment, **kwargs: Any) -> None:
+        config = environment.config
         super().__init__(scope, id, env=Environment(account=config.account, region=config.region), **kwargs)
-        self.stack = environment_stack(self, config, stack_name=stack_name_for(config.cluster_name))
+        self.stack = environment_stack(self, environment, stack_name=environment.stack_name)
 
 
 class DeliveryPipelineStack(Stack):

@@ -7,13 +7,13 @@ from typing import Any
 from constructs import Construct
 
 from .cluster_stack import KarpenterClusterStack
-from .config import AppConfig, stack_name_for
+from .config import ResolvedEnvironment
 from .existing_cluster_stack import KarpenterOnExistingClusterStack
 
 
 def environment_stack(
-    scope: Construct, config: AppConfig, **kwargs: Any
+    scope: Construct, environment: ResolvedEnvironment, **kwargs: Any
 ) -> KarpenterClusterStack | KarpenterOnExistingClusterStack:
     """The environment's stack, with the id (and, in a Stage, the stack name) named after its cluster."""
-    stack_class = KarpenterOnExistingClusterStack if config.existing_cluster else KarpenterClusterStack
-    return stack_class(scope, stack_name_for(config.cluster_name), config=config, **kwargs)
+    stack_class = KarpenterOnExistingClusterStack if environment.config.existing_cluster else KarpenterClusterStack
+    return stack_class(scope, environment.stack_name, environment=environment, **kwargs)

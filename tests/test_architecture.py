@@ -1,7 +1,8 @@
 """Package boundaries, in layers: constructs_lib (the construct library) < karpenter_stack (the app) < tooling (the
 commands and checks around it: review, transition matrix, lifecycle model, CRD schemas and CEL rules) < tests. A
 layer imports only the layers below it, no module imports itself back through others, nothing patches sys.path,
-and no CDK-generated logical id is written out in the code."""
+no CDK-generated logical id is written out in the code, and no function of the app and the library is longer than
+60 lines."""
 
 from __future__ import annotations
 
@@ -143,3 +144,37 @@ def test_no_generated_logical_id_is_written_out_in_the_code():
         "AWS679f53fac002430cb0da5b7982bd2287"
     )
     assert not GENERATED_ID.search("al2023@v20260801")
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def _long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Every function (method, nested function) of the app's packages longer than ``limit`` lines, decorators
+    not counted: ``<path>:<line> <name> is <n> lines``, longest first."""
+    found = []
+    for path in _modules(PACKAGES).values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > limit:
+                    found.append((length, f"{path.relative_to(ROOT)}:{node.lineno} {node.name} is {length} lines"))
+    return [line for _, line in sorted(found, reverse=True)]
+
+
+def test_no_function_is_longer_than_60_lines():
+    """Issue 23: small helpers stay small (the teardown handler, a Lambda asset kept byte-identical, aside)."""
+    assert _long_functions() == [], f"split them (at most {MAX_FUNCTION_LINES} lines each)"
+
+
+def test_the_length_check_names_a_long_function_and_its_length(tmp_path, monkeypatch):
+    package = tmp_path / "karpenter_stack"
+    package.mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(60))
+    (package / "long.py").write_text(f"class C:\n    def build(self):\n{body.replace('    ', '        ')}\n")
+    (package / "short.py").write_text(f"def build():\n{body[: body.index('x59')]}\n")
+    handler = tmp_path / "constructs_lib" / "teardown_handler"
+    handler.mkdir(parents=True)
+    (handler / "index.py").write_text(f"def handler(event, context):\n{body}")
+    monkeypatch.setattr("tests.test_architecture.ROOT", tmp_path)
+    assert _long_functions() == ["karpenter_stack/long.py:2 build is 61 lines"]

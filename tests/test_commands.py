@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from karpenter_stack.config import load_config
-from karpenter_stack.config.layers import JSON_KINDS
+from karpenter_stack.config.parse import JSON_KINDS
 from karpenter_stack.context_sources import as_flags, parse_flags
 from tests import commands
 from tests.cfn import each, snapshot_templates

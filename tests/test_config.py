@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 
 from karpenter_stack import versions
-from karpenter_stack.config import AppConfig, ConfigError, default_context, load_config
+from karpenter_stack.config import AppConfig, ConfigError, PipelineConfig, default_context, load_config
 from tests.conftest import ROOT, TODAY
 from tooling.configurations import PRODUCT_CONTEXT
 
@@ -365,6 +365,39 @@ def test_networking_rules():
     assert error_of(vpcId="vpc-0123456789abcdef0") == (
         "vpcId needs account and region: an existing VPC is looked up in that environment"
     )
+
+
+def test_a_topic_validator_is_a_function_of_the_configuration_that_returns_its_problems():
+    from karpenter_stack.config import validate
+
+    # the model checks each setting on its own: settings that do not fit together still make a model
+    config = AppConfig(max_azs=2, nat_gateways=3, alarm_topic_arn="arn:aws:sns:eu-west-1:111122223333:alerts")
+    assert validate.nat_gateways(config) == ["natGateways (3) cannot exceed maxAzs (2)"]
+    assert validate.nat_gateways(AppConfig()) == []
+    # the configuration is told the problems of the first rule that finds any, in the order of RULES
+    assert validate.RULES.index(validate.alarm_topic) < validate.RULES.index(validate.nat_gateways)
+    assert validate.rule_problems(config) == [
+        "alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true"
+    ]
+    assert validate.rule_problems(AppConfig()) == []
+
+
+def test_the_model_tree_is_walked_from_the_annotations():
+    from constructs_lib.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
+    from constructs_lib.specs.node_pool import NodePoolSpec, RequirementSpec
+    from karpenter_stack.config import reference, tree
+
+    # the same key holds another model depending on where it is
+    assert tree.child(NodePoolSpec, "requirements") is RequirementSpec
+    assert tree.child(NodeOverlaySpec, "requirements") is OverlayRequirementSpec
+    assert tree.child(NodePoolSpec, "name") is None
+    paths = [n.path for n in tree.walk(AppConfig)]
+    assert paths[:4] == [None, "controller", "existingCluster", "nodeClasses[]"]
+    assert "nodeOverlays[].requirements[]" in paths and "nodeClasses[].kubelet" in paths
+    # every model of the tree is a section of the reference, under its path
+    titles = re.findall(r"^## (.+)$", reference.reference_markdown(), re.M)
+    assert len(titles) == len(paths) + len(tree.walk(PipelineConfig)) == 17
+    assert "`nodePools[].taints[]` entries" in titles and "`pipeline.waves[]` entries" in titles
 
 
 def test_documented_configuration_reference_is_generated_from_the_model():

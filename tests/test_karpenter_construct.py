@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
 
-from constructs_lib.karpenter import Karpenter, NodeAuthorization
+from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization
 from constructs_lib.nag import logical_id_of
 from constructs_lib.names import NODE_MANAGED_POLICIES
 from constructs_lib.specs.node_class import NodeClassSpec
@@ -30,15 +30,14 @@ def _karpenter(stack: cdk.Stack, **options) -> Karpenter:
             NodePoolSpec(name="steady", node_class="general", capacity_types=["on-demand"]),
         ],
     }
-    return Karpenter(
-        stack,
-        "Karpenter",
+    props = KarpenterProps(
         cluster=imported_cluster(stack),
         cluster_name=CLUSTER_NAME,
         version="1.14.1",
         template_file=versions.karpenter_template("1.14.1"),
         **{**defaults, **options},
     )
+    return Karpenter(stack, "Karpenter", props)
 
 
 @pytest.fixture(scope="module")
@@ -236,3 +235,61 @@ def test_pools_and_classes_that_do_not_fit_are_refused_with_every_problem():
         "nodePools 'fixed' set replicas (static capacity), which Karpenter ignores unless "
         "controller.featureGates.staticCapacity is true",
     ]
+
+
+def _prop_docs() -> dict[str, str]:
+    """Each field of KarpenterProps and the docstring under it (the AWS CDK style: a prop's doc sits on the prop)."""
+    import ast
+    import inspect
+
+    from constructs_lib import karpenter_props
+
+    (props,) = [
+        n
+        for n in ast.parse(inspect.getsource(karpenter_props)).body
+        if isinstance(n, ast.ClassDef) and n.name == "KarpenterProps"
+    ]
+    docs = {}
+    for field, after in zip(props.body, [*props.body[1:], None], strict=True):
+        if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
+            is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+            docs[field.target.id] = after.value.value if is_doc else ""
+    return docs
+
+
+def test_every_prop_is_described_and_states_its_default_once():
+    import dataclasses
+
+    docs = _prop_docs()
+    fields = {f.name: f for f in dataclasses.fields(KarpenterProps)}
+    assert list(docs) == list(fields)
+    required = [
+        name
+        for name, f in fields.items()
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    assert required == [
+        "cluster",
+        "cluster_name",
+        "version",
+        "template_file",
+        "node_classes",
+        "node_pools",
+        "node_authorization",
+    ]
+    for name, doc in docs.items():
+        description = doc.split(":default:")[0].strip()
+        assert len(description) > 20, f"{name}: no description"
+        assert doc.count(":default:") == (0 if name in required else 1), f"{name}: {doc!r}"
+
+
+def test_the_apps_settings_that_are_props_name_props_of_the_construct():
+    import dataclasses
+
+    from karpenter_stack.config import AppConfig
+
+    settings = AppConfig().karpenter_settings()
+    assert set(settings) <= {f.name for f in dataclasses.fields(KarpenterProps)}
+    assert settings["version"] == "1.14.1" and settings["namespace"] == "kube-system"
+    assert settings["spot_service_linked_role"] is False and settings["service_account"] == "karpenter"
+    assert len(settings) == 12

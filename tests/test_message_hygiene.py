@@ -23,7 +23,10 @@ MESSAGE_MODULES = (
     ),
     "karpenter_stack/config/model.py",
     "karpenter_stack/config/errors.py",
-    "karpenter_stack/config/layers.py",
+    "karpenter_stack/config/parse.py",
+    "karpenter_stack/config/merge.py",
+    "karpenter_stack/config/validate.py",
+    "karpenter_stack/config/load.py",
 )
 _RE_FUNCTIONS = {"compile", "match", "fullmatch", "search", "findall", "finditer", "split", "sub", "subn"}
 # Where each re function takes its flags, by position.

@@ -156,7 +156,7 @@ def test_make_it_yours_environments_are_a_valid_configuration_named_as_the_readm
 
 
 def test_on_demand_production_recipe_keeps_the_system_pool_and_launches_only_on_demand():
-    from karpenter_stack.config.layers import SYSTEM_POOL
+    from karpenter_stack.config.merge import SYSTEM_POOL
 
     section = _section(README.read_text(), "### On-demand-only production that keeps the system pool")
     (snippet,) = _code_blocks(section, "json")

@@ -1,14 +1,20 @@
-"""The app's configuration, split by job: ``model`` (settings and their rules), ``layers`` (loading
-from CDK context in explicit layers), ``errors`` (messages), ``reference`` (the generated reference in docs/).
+"""The app's configuration, in four steps, one module each: ``parse`` (the app's keys of the CDK context and
+their values), ``merge`` (the layers: defaults < profile < cdk.json < environment < -c), ``validate`` (the
+model's checks of each setting, then the topic validators across settings), ``resolve`` (what each environment
+stands for, as the one object its stack reads); ``load`` runs the first three in order.
 
-What the rest of the app uses is re-exported here.
+The settings are declared once in ``model`` (and ``pipeline``, the delivery pipeline's); ``tree`` walks the
+models from their roots, for ``errors`` (the messages) and ``reference`` (docs/configuration-reference.md). What the rest of the app uses is re-exported
+here.
 """
 
 from .errors import ConfigError
-from .layers import CONTEXT_KEYS, flag_settings, load_config, load_environments, load_pipeline
+from .load import load_config, load_environments, load_pipeline
 from .model import DEFAULT_CLUSTER_NAME, MAX_CLUSTER_NAME_LENGTH, AppConfig, ExistingClusterConfig, stack_name_for
+from .parse import CONTEXT_KEYS, flag_settings
 from .pipeline import PipelineConfig, WaveSpec
 from .reference import default_context, reference_markdown
+from .resolve import ResolvedApp, ResolvedEnvironment, resolve_app, resolve_environment
 
 __all__ = [
     "stack_name_for",
@@ -24,6 +30,10 @@ __all__ = [
     "load_environments",
     "load_pipeline",
     "PipelineConfig",
+    "ResolvedApp",
+    "ResolvedEnvironment",
     "WaveSpec",
     "reference_markdown",
+    "resolve_app",
+    "resolve_environment",
 ]

@@ -9,24 +9,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from constructs_lib.specs.base import CamelModel, named, quoted
-from constructs_lib.specs.controller import ControllerSpec
-from constructs_lib.specs.kubelet import KubeletSpec
-from constructs_lib.specs.node_class import (
-    CapacityReservationTermSpec,
-    DataVolumeSpec,
-    NodeClassSpec,
-    SecurityGroupTermSpec,
-    SubnetTermSpec,
-)
-from constructs_lib.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
-from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec, TaintSpec
 
-from .model import AppConfig, ExistingClusterConfig
-from .pipeline import WaveSpec
+from . import tree
+from .model import AppConfig
 
 
 class ConfigError(Exception):
@@ -74,37 +63,13 @@ def format_location(loc: tuple[Any, ...]) -> str:
     return ".".join(parts)
 
 
-# Which model a nested key belongs to, to suggest the closest known key for a typo.
-NESTED_MODELS: dict[str, type[CamelModel]] = {
-    "existingCluster": ExistingClusterConfig,
-    "controller": ControllerSpec,
-    "kubelet": KubeletSpec,
-    "nodeClasses": NodeClassSpec,
-    "nodePools": NodePoolSpec,
-    "budgets": DisruptionBudgetSpec,
-    "requirements": RequirementSpec,
-    "taints": TaintSpec,
-    "dataVolumes": DataVolumeSpec,
-    "extraSubnetSelectorTerms": SubnetTermSpec,
-    "extraSecurityGroupSelectorTerms": SecurityGroupTermSpec,
-    "capacityReservationSelectorTerms": CapacityReservationTermSpec,
-    "nodeOverlays": NodeOverlaySpec,
-    "waves": WaveSpec,
-}
-# Keys whose model depends on where they are: (enclosing key, key) -> model.
-NESTED_IN: dict[tuple[str | None, str], type[CamelModel]] = {("nodeOverlays", "requirements"): OverlayRequirementSpec}
-
-
 def _known_keys(loc: tuple[Any, ...], root: type[CamelModel] = AppConfig) -> list[str]:
-    model: type[CamelModel] = root
-    before: str | None = None
+    """The keys of the model where the last key of ``loc`` is (walking the model tree from ``root``), to
+    suggest the closest known key for a typo."""
+    model: type[BaseModel] = root
     for item in (i for i in loc[:-1] if isinstance(i, str)):
-        if (before, item) in NESTED_IN:
-            model = NESTED_IN[(before, item)]
-        elif item in NESTED_MODELS:
-            model = NESTED_MODELS[item]
-        before = item
-    return [field.alias or to_camel(name) for name, field in model.model_fields.items()]
+        model = tree.child(model, item) or model
+    return [tree.key_of(name, model) for name in model.model_fields]
 
 
 def unknown_key(setting: str, key: str, known: list[str]) -> str:

@@ -2,8 +2,7 @@
 
 Node classes and node pools are the Karpenter construct's own specs (constructs_lib.specs);
 this model adds what the app decides: the cluster, its network, hosting, protection and versions.
-Loading and layering are in ``layers``, error messages in ``errors``, the docs/ reference in
-``reference``.
+The model checks each setting on its own; the rules across settings are ``validate``'s topic validators.
 """
 
 from __future__ import annotations
@@ -11,18 +10,17 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Mapping
-from typing import Literal, overload
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, overload
 
-from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
 from constructs_lib.specs.base import CamelModel, optional_match, quoted
-from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB, ControllerSpec
+from constructs_lib.specs.controller import ControllerSpec
 from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE, unknown_instance_type
 from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import NodePoolSpec
-from constructs_lib.specs.rules import pool_problems
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 
@@ -48,17 +46,14 @@ _REGION = re.compile(
     r"southwest)-[0-9]{1,2}$"
 )
 _SUBNET_ID, _SECURITY_GROUP_ID = EC2_ID["subnet"], EC2_ID["sg"]
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$", re.ASCII)
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$", re.ASCII)
 _KUBERNETES_VERSION = re.compile(r"^1\.[0-9]+$")
-# The partition of an ARN, and the region of an EKS OIDC issuer (oidc.eks.<region>.amazonaws.com[.cn]).
-_ARN_PARTITION = re.compile(r"^arn:(aws[a-z-]*):")
-_OIDC_REGION = re.compile(r":oidc-provider/oidc\.eks\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?/")
 _OIDC_PROVIDER_ARN = re.compile(
     r"^arn:aws[a-z-]*:iam::[0-9]{12}:oidc-provider/oidc\.eks\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/id/[A-Za-z0-9]+$"
 )
 # existingCluster field -> the form AWS gives it, and the message naming that form.
 _ID_FORMATS = {
-    "kubectl_role_arn": (_ROLE_ARN, "must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"),
+    "kubectl_role_arn": (ROLE_ARN, "must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"),
     "open_id_connect_provider_arn": (
         _OIDC_PROVIDER_ARN,
         "must be an EKS OIDC provider ARN like arn:aws:iam::"
@@ -91,6 +86,14 @@ def formatted(table: Mapping[str, tuple[re.Pattern[str], str]], value: str | Non
     the message naming that form."""
     pattern, message = table[info.field_name or ""]
     return optional_match(value, pattern, message)
+
+
+@dataclass(frozen=True)
+class KarpenterProp:
+    """Marks a setting that is, as it is, a prop of the Karpenter construct (``KarpenterProps``): under the
+    setting's own name, or ``name``. The app builds the construct's props from the settings so marked."""
+
+    name: str | None = None
 
 
 # Settings that shape a cluster this app creates; with existingCluster nobody may set them.
@@ -173,15 +176,21 @@ class AppConfig(CamelModel):
         "standard",
         description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
     )
-    cluster_name: str = Field(
+    cluster_name: Annotated[str, KarpenterProp()] = Field(
         DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources."
     )
     kubernetes_version: str = Field(
         "1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package."
     )
-    karpenter_version: str = Field("1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml.")
-    karpenter_namespace: str = Field("kube-system", description="Namespace of the Karpenter controller.")
-    karpenter_service_account: str = Field("karpenter", description="Service account of the Karpenter controller.")
+    karpenter_version: Annotated[str, KarpenterProp("version")] = Field(
+        "1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml."
+    )
+    karpenter_namespace: Annotated[str, KarpenterProp("namespace")] = Field(
+        "kube-system", description="Namespace of the Karpenter controller."
+    )
+    karpenter_service_account: Annotated[str, KarpenterProp("service_account")] = Field(
+        "karpenter", description="Service account of the Karpenter controller."
+    )
     account: str | None = Field(None, description="AWS account id; unset = environment-agnostic stack.")
     region: str | None = Field(None, description="AWS region; unset = environment-agnostic stack.")
     vpc_id: str | None = Field(
@@ -237,15 +246,17 @@ class AppConfig(CamelModel):
         False,
         description="Apply the 'inflate' demo Deployment (pause containers, 0 replicas, 1 CPU each) to watch a scale-up.",
     )
-    service_monitor: bool = Field(
+    service_monitor: Annotated[bool, KarpenterProp()] = Field(
         False,
         description="Create the chart's Prometheus ServiceMonitor for Karpenter's metrics (needs the Prometheus operator CRDs).",
     )
-    interruption_queue_alarms: bool = Field(
+    interruption_queue_alarms: Annotated[bool, KarpenterProp()] = Field(
         False, description="CloudWatch alarms when interruption messages pile up or grow old in the queue."
     )
-    alarm_topic_arn: str | None = Field(None, description="SNS topic the alarms notify (with interruptionQueueAlarms).")
-    create_spot_service_linked_role: bool = Field(
+    alarm_topic_arn: Annotated[str | None, KarpenterProp()] = Field(
+        None, description="SNS topic the alarms notify (with interruptionQueueAlarms)."
+    )
+    create_spot_service_linked_role: Annotated[bool, KarpenterProp("spot_service_linked_role")] = Field(
         False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
     )
     addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"], str] = Field(
@@ -283,7 +294,7 @@ class AppConfig(CamelModel):
         "cluster deletes that role and its mapping in place. Not service-linked roles; role paths only with "
         "access entries (aws-auth matches roles without their path).",
     )
-    controller: ControllerSpec = Field(
+    controller: Annotated[ControllerSpec, KarpenterProp()] = Field(
         default_factory=ControllerSpec,
         description="The Karpenter controller: featureGates, batchMaxDuration, batchIdleDuration, zonalShift, logLevel, "
         "cpu, memory (keys below).",
@@ -295,13 +306,13 @@ class AppConfig(CamelModel):
             "creating one: no VPC, cluster, hosting or add-ons are created, and the settings that shape them are refused."
         ),
     )
-    node_classes: list[NodeClassSpec] = Field(
+    node_classes: Annotated[list[NodeClassSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodeClassSpec()], min_length=1, description="EC2NodeClasses to apply."
     )
-    node_pools: list[NodePoolSpec] = Field(
+    node_pools: Annotated[list[NodePoolSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodePoolSpec()], min_length=1, description="NodePools to apply."
     )
-    node_overlays: list[NodeOverlaySpec] = Field(
+    node_overlays: Annotated[list[NodeOverlaySpec], KarpenterProp()] = Field(
         default_factory=list,
         description="NodeOverlays to apply (alpha, needs controller.featureGates.nodeOverlay): price or extended-"
         "resource capacity Karpenter assumes for matching instance types.",
@@ -362,91 +373,14 @@ class AppConfig(CamelModel):
                 raise ValueError(unknown)
         return value
 
-    @model_validator(mode="after")
-    def _cross_field(self) -> AppConfig:
-        if self.existing_cluster is not None:
-            created_only = sorted(to_camel(f) for f in self.model_fields_set & set(CREATED_CLUSTER_ONLY))
-            if created_only:
-                raise ValueError(
-                    "\n".join(
-                        f"{key}: applies only to a cluster this app creates; remove it when existingCluster is set"
-                        for key in created_only
-                    )
-                )
-        if self.endpoint_access == "public-and-private" and not self.public_access_cidrs:
-            raise ValueError("endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)")
-        if self.endpoint_access == "private" and self.public_access_cidrs:
-            raise ValueError(
-                "publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private"
-            )
-        if self.alarm_topic_arn and not self.interruption_queue_alarms:
-            raise ValueError(
-                "alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true"
-            )
-        if self.vpc_id and not (self.account and self.region):
-            raise ValueError("vpcId needs account and region: an existing VPC is looked up in that environment")
-        if self.max_azs > 2 and not (self.account and self.region) and not self.vpc_id:
-            raise ValueError(
-                f"maxAzs ({self.max_azs}) needs account and region: an environment-agnostic stack "
-                "only knows 2 availability zones (allowed without them: 2)"
-            )
-        if self.controller_credentials == "pod-identity" and self.controller_hosting == "fargate":
-            raise ValueError(
-                "controllerCredentials 'pod-identity' needs controllerHosting=nodegroup: EKS Pod Identity "
-                "does not work for pods on Fargate (allowed with fargate: irsa)"
-            )
-        if (
-            self.controller_hosting == "fargate"
-            and self.existing_cluster is None
-            and not self.controller.fits_fargate()
-        ):
-            raise ValueError(
-                f"controller cpu {self.controller.cpu} / memory {self.controller.memory} does not fit a Fargate pod "
-                f"(at most {FARGATE_MAX_CPU} vCPU and {FARGATE_MAX_MEMORY_GIB} GiB); use controllerHosting=nodegroup"
-            )
-        for i, arn in enumerate(self.administrators):
-            if not _ROLE_ARN.fullmatch(arn):
-                raise ValueError(
-                    f"administrators[{i}] {quoted(arn)} must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"
-                )
-            role = arn.split(":role/", 1)[1]
-            if role.startswith("aws-service-role/"):
-                # IAM User Guide, "Service-linked roles": only the linked service can assume one.
-                raise ValueError(
-                    f"administrators[{i}] {quoted(arn)} is a service-linked role (path /aws-service-role/): only "
-                    "its AWS service can assume it, so nobody could use it to administer the cluster; name a role "
-                    "people assume"
-                )
-            if "/" in role and self.authentication_mode in (None, "CONFIG_MAP"):
-                # EKS User Guide, "Create access entries": ARNs in aws-auth ConfigMap entries can't include a path
-                # (the authenticator matches the role ARN STS reports, which has none: aws-iam-authenticator#268).
-                raise ValueError(
-                    f"administrators[{i}] {quoted(arn)}: aws-auth (authenticationMode "
-                    f"{self.authentication_mode or 'unset: CONFIG_MAP'}) matches a role by its ARN without the path; "
-                    f"write {quoted(arn.split(':role/', 1)[0] + ':role/' + role.rsplit('/', 1)[1])}, or use "
-                    "authenticationMode API_AND_CONFIG_MAP (access entries take the path)"
-                )
-        problems = _partition_problems(self)
-        if problems:
-            raise ValueError("\n".join(problems))
-        if len(set(self.administrators)) != len(self.administrators):
-            raise ValueError("administrators lists a role twice")
-        if self.nat_gateways > self.max_azs:
-            raise ValueError(f"natGateways ({self.nat_gateways}) cannot exceed maxAzs ({self.max_azs})")
-        if self.profile == "production":
-            for i, node_class in enumerate(self.node_classes):
-                if node_class.ami_alias.endswith("@latest") and not node_class.windows:  # (a synth warning)
-                    raise ValueError(
-                        f"nodeClasses[{i}].amiAlias {quoted(node_class.ami_alias)}: the production profile needs a pinned AMI "
-                        "(e.g. al2023@v20260801), so node images change only when this setting does"
-                    )
-        _unique("nodeClasses", [c.name for c in self.node_classes])
-        _unique("nodePools", [p.name for p in self.node_pools])
-        _unique("nodeOverlays", [o.name for o in self.node_overlays])
-        problems = pool_problems(self.node_classes, self.node_pools, self.controller.feature_gates, self.node_overlays)
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self
+    def karpenter_settings(self) -> dict[str, Any]:
+        """The settings marked :class:`KarpenterProp`, by the name of the construct's prop they are."""
+        return {
+            marker.name or name: getattr(self, name)
+            for name, field in type(self).model_fields.items()
+            for marker in field.metadata
+            if isinstance(marker, KarpenterProp)
+        }
 
     @property
     def pinned_addon_versions(self) -> dict[str, str]:
@@ -461,55 +395,6 @@ class AppConfig(CamelModel):
         return self._warnings
 
 
-def partition_of(region: str) -> str:
-    """The AWS partition of a region: aws-cn for cn-*, aws-us-gov for us-gov-*, aws-iso(-b/-e/-f) for the
-    isolated regions, else aws."""
-    area = region.split("-")[1]
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if area == "gov":
-        return "aws-us-gov"
-    if area.startswith("iso"):
-        return "aws-iso" + (f"-{area[3:]}" if area[3:] else "")
-    return "aws"
-
-
-def _partition_problems(config: AppConfig) -> list[str]:
-    """Every ARN setting in the partition of the stack's region, and an existing cluster's OIDC issuer in
-    that region (when the region is set): IAM and SNS refuse a principal or topic of another partition,
-    and the controller's IRSA trust would name an issuer the cluster does not have."""
-    arns = [(f"administrators[{i}]", arn) for i, arn in enumerate(config.administrators)]
-    arns += [("alarmTopicArn", config.alarm_topic_arn)] if config.alarm_topic_arn else []
-    if config.existing_cluster is not None:
-        arns += [
-            ("existingCluster.kubectlRoleArn", config.existing_cluster.kubectl_role_arn),
-            ("existingCluster.openIdConnectProviderArn", config.existing_cluster.open_id_connect_provider_arn),
-        ]
-    problems = []
-    for setting, arn in arns:
-        match = _ARN_PARTITION.match(arn)
-        oidc = _OIDC_REGION.search(arn)
-        if oidc and (oidc.group(2) is not None) != (partition_of(oidc.group(1)) == "aws-cn"):
-            problems.append(
-                f"{setting} {quoted(arn)}: an issuer in {oidc.group(1)} ends in "
-                f"{'.amazonaws.com.cn' if partition_of(oidc.group(1)) == 'aws-cn' else '.amazonaws.com'}"
-            )
-        if config.region is None or match is None:
-            continue
-        expected = partition_of(config.region)
-        if match.group(1) != expected:
-            problems.append(
-                f"{setting} {quoted(arn)} is in partition {match.group(1)}, but region {quoted(config.region)} is in "
-                f"partition {expected} (ARNs there start arn:{expected}:)"
-            )
-        elif oidc and oidc.group(1) != config.region:
-            problems.append(
-                f"{setting} {quoted(arn)}: the cluster's OIDC issuer is in {oidc.group(1)}, but region is "
-                f"{quoted(config.region)}; an existing cluster is in the stack's region"
-            )
-    return problems
-
-
 def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
     try:
         return ipaddress.IPv4Network(cidr, strict=True)
@@ -517,7 +402,13 @@ def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
         raise ValueError(f"{quoted(cidr)} is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)") from None
 
 
+def duplicates(setting: str, names: list[str], what: str = "names") -> str | None:
+    """The problem of a list that names something twice, or None."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    return f"{setting} has duplicate {what}: {', '.join(twice)}" if twice else None
+
+
 def _unique(setting: str, names: list[str], what: str = "names") -> None:
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValueError(f"{setting} has duplicate {what}: {', '.join(duplicates)}")
+    problem = duplicates(setting, names, what)
+    if problem:
+        raise ValueError(problem)

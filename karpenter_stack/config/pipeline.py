@@ -2,7 +2,7 @@
 environments in waves from a repository connection.
 
 The pipeline is one per app, so ``pipeline`` is a top-level key only; which environments it delivers,
-and that each of them names its account and region, is checked against the environments in ``layers``.
+and that each of them names its account and region, is checked against the environments in ``validate``.
 """
 
 from __future__ import annotations

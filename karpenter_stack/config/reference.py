@@ -8,22 +8,24 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.specs.base import CamelModel
 from constructs_lib.specs.controller import ControllerSpec
-from constructs_lib.specs.kubelet import KubeletSpec
-from constructs_lib.specs.node_class import (
-    CapacityReservationTermSpec,
-    DataVolumeSpec,
-    NodeClassSpec,
-    SecurityGroupTermSpec,
-    SubnetTermSpec,
-)
-from constructs_lib.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
-from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec, TaintSpec
+from constructs_lib.specs.node_class import SecurityGroupTermSpec, SubnetTermSpec
 
-from .errors import NESTED_MODELS
+from . import tree
 from .model import AppConfig, ExistingClusterConfig
-from .pipeline import PipelineConfig, WaveSpec
+from .pipeline import PipelineConfig
+
+# The roots of the reference: the settings (context keys), and the pipeline (a top-level key of its own).
+ROOTS: tuple[tuple[type[BaseModel], str | None], ...] = ((AppConfig, None), (PipelineConfig, "pipeline"))
+# What a section's title adds to its path, in parentheses. (The sections, their order and paths are walked
+# from the models: tree.walk.)
+NOTES: dict[type[BaseModel], str] = {
+    ControllerSpec: "the Karpenter controller",
+    ExistingClusterConfig: "Karpenter on a cluster this app does not create",
+    SubnetTermSpec: "exactly one key each",
+    SecurityGroupTermSpec: "exactly one key each",
+    PipelineConfig: "the delivery pipeline; top level only",
+}
 
 
 def default_context() -> dict[str, Any]:
@@ -41,25 +43,7 @@ def _plain(value: Any) -> Any:
 
 def reference_markdown() -> str:
     """The configuration reference as Markdown tables (docs/configuration-reference.md embeds this; a test keeps it current)."""
-    sections: list[tuple[str, type[CamelModel]]] = [
-        ("Settings (context keys)", AppConfig),
-        ("`controller` keys (the Karpenter controller)", ControllerSpec),
-        ("`existingCluster` keys (Karpenter on a cluster this app does not create)", ExistingClusterConfig),
-        ("`nodeClasses[]` entries", NodeClassSpec),
-        ("`nodeClasses[].kubelet` keys", KubeletSpec),
-        ("`nodeClasses[].dataVolumes[]` entries", DataVolumeSpec),
-        ("`nodeClasses[].extraSubnetSelectorTerms[]` entries (exactly one key each)", SubnetTermSpec),
-        ("`nodeClasses[].extraSecurityGroupSelectorTerms[]` entries (exactly one key each)", SecurityGroupTermSpec),
-        ("`nodeClasses[].capacityReservationSelectorTerms[]` entries", CapacityReservationTermSpec),
-        ("`nodePools[]` entries", NodePoolSpec),
-        ("`nodePools[].requirements[]` entries", RequirementSpec),
-        ("`nodePools[].taints[]` entries", TaintSpec),
-        ("`nodePools[].budgets[]` entries", DisruptionBudgetSpec),
-        ("`nodeOverlays[]` entries", NodeOverlaySpec),
-        ("`nodeOverlays[].requirements[]` entries", OverlayRequirementSpec),
-        ("`pipeline` keys (the delivery pipeline; top level only)", PipelineConfig),
-        ("`pipeline.waves[]` entries", WaveSpec),
-    ]
+    sections = [(_title(nested), nested.model) for root, path in ROOTS for nested in tree.walk(root, path)]
     out: list[str] = []
     for title, model in sections:
         defaults = {
@@ -70,7 +54,7 @@ def reference_markdown() -> str:
         out += [f"## {title}", "", "| key | default | meaning |", "|---|---|---|"]
         for name, field in model.model_fields.items():
             key = field.alias or to_camel(name)
-            if model is AppConfig and isinstance(defaults.get(key), list) and key in NESTED_MODELS:
+            if model is AppConfig and isinstance(defaults.get(key), list) and tree.child(model, key) is not None:
                 entries = defaults[key]
                 default_text = (
                     f"{'one entry' if len(entries) == 1 else f'{len(entries)} entries'} with the defaults below"
@@ -86,3 +70,12 @@ def reference_markdown() -> str:
             out.append(f"| `{key}` | {default_text} | {field.description or ''} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _title(nested: tree.Nested) -> str:
+    """``Settings (context keys)`` for the settings, else the path (``nodePools[].taints[]`` entries,
+    ``controller`` keys) and the model's note."""
+    if nested.path is None:
+        return "Settings (context keys)"
+    note = NOTES.get(nested.model)
+    return f"`{nested.path}` {'entries' if nested.entries else 'keys'}" + (f" ({note})" if note else "")

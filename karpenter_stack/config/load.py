@@ -1,0 +1,72 @@
+"""The steps in order, for every environment: parse the context (``parse``), merge the layers (``merge``),
+validate (``validate``); ``resolve`` then turns each configuration into what the stacks build from.
+
+Each environment is merged and validated in turn, so the first problem a configuration has is the one reported
+(with every other problem of the same step and setting: one line each, naming the layer it came from)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from typing import Any
+
+from . import merge, parse
+from .errors import FLAG, ConfigError
+from .model import DEFAULT_CLUSTER_NAME, AppConfig
+from .pipeline import PipelineConfig
+from .validate import distinct_cluster_names, validate, validate_pipeline
+
+
+def load_config(context: Mapping[str, Any], today: date | None = None) -> AppConfig:
+    """Validate the app's context (no environments) into an :class:`AppConfig`, or raise ConfigError.
+
+    ``today`` decides EKS support (defaults to the current date); tests pass a fixed one."""
+    configs = load_environments(context, today)
+    if list(configs) != [""]:
+        raise ConfigError("this context defines environments; use load_environments")
+    return configs[""]
+
+
+def load_environments(
+    context: Mapping[str, Any], today: date | None = None, file_context: Mapping[str, Any] | None = None
+) -> dict[str, AppConfig]:
+    """Every environment's configuration: ``{"": config}`` without ``environments``, else
+    ``{name: config}``.
+
+    ``file_context`` is what ``cdk.json`` holds: a key of ``context`` whose value differs from it (or
+    that it lacks) came from a ``-c`` flag and overrides even an environment's own setting. Without it
+    every key counts as ``cdk.json``'s. Every error line names the layer its setting came from."""
+    ours, origins = parse.settings_of(context, file_context)
+    environments = parse.parse_environments(ours.pop("environments", None))
+    ours.pop("pipeline", None)  # the app's, not an environment's: load_pipeline
+    flags = {k for k in ours if origins[k] == FLAG}
+    parse.check_known(ours, origins)
+    shared = {k: parse.parse_value(k, v, origins[k]) for k, v in ours.items()}
+    if not environments:
+        return {"": validate(merge.top_level(shared, origins), today)}
+    configs: dict[str, AppConfig] = {}
+    for name, overrides in environments.items():
+        layer = f"environments.{name}"
+        parse.check_environment(name, overrides)
+        parsed = {k: parse.parse_value(k, v, layer) for k, v in overrides.items()}
+        configs[name] = validate(merge.environment(name, parsed, shared, origins, flags), today)
+    distinct_cluster_names(configs)
+    return configs
+
+
+def load_pipeline(
+    context: Mapping[str, Any], configs: Mapping[str, AppConfig], file_context: Mapping[str, Any] | None = None
+) -> PipelineConfig | None:
+    """The delivery pipeline (``pipeline``), checked against the environments ``load_environments``
+    returned: ``None`` when it is not set. Every environment is delivered by exactly one wave and names
+    its account and region."""
+    ours, origins = parse.settings_of(context, file_context)
+    settings = parse.parse_pipeline(ours.get("pipeline"), origins)
+    if settings is None:
+        return None
+    return validate_pipeline(settings, configs, shared_cluster_name(ours), origins)
+
+
+def shared_cluster_name(settings: Mapping[str, Any]) -> str:
+    """The top-level clusterName (environments' clusters are named after it, and so is the pipeline)."""
+    return str(settings.get("clusterName", DEFAULT_CLUSTER_NAME))

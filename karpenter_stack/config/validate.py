@@ -1,0 +1,460 @@
+"""Step 3 of 4, validate: one environment's layered settings into an :class:`AppConfig`, or a ConfigError naming
+every problem and the layer its setting came from.
+
+The model checks each setting on its own (type, form, range: ``model``). The rules across settings are the
+topic validators below: small functions, each returning its problems (one line each, naming the settings),
+registered in :data:`RULES`. Then the versions are checked against what this app supports, and the warnings
+(what the user should know that does not stop the synth) are collected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from datetime import date
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
+
+from constructs_lib.specs.base import quoted
+from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
+from constructs_lib.specs.rules import pool_problems
+
+from .. import versions
+from .errors import BUILT_IN, ConfigError, format_errors, with_origins
+from .merge import SYSTEM_POOL, Layered
+from .model import CREATED_CLUSTER_ONLY, ROLE_ARN, AppConfig, duplicates, stack_name_for
+from .pipeline import PipelineConfig
+
+Rule = Callable[[AppConfig], list[str]]
+
+# The partition of an ARN, and the region of an EKS OIDC issuer (oidc.eks.<region>.amazonaws.com[.cn]).
+_ARN_PARTITION = re.compile(r"^arn:(aws[a-z-]*):")
+_OIDC_REGION = re.compile(r":oidc-provider/oidc\.eks\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?/")
+
+
+def validate(layered: Layered, today: date | None) -> AppConfig:
+    """The environment's configuration, its warnings attached; ``today`` decides EKS support (default: the
+    current date)."""
+    prefix, origins = layered.prefix, layered.origins
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(with_origins(message, prefix, origins))
+
+    try:
+        config = AppConfig.model_validate(layered.settings)
+    except ValidationError as err:
+        raise fail(format_errors(err, prefix)) from None
+    problems = rule_problems(config)
+    if problems:
+        raise fail("\n".join(prefix + line for line in problems))
+    try:
+        support = _check_versions(config, today)
+    except versions.VersionError as err:
+        raise fail(prefix + str(err)) from None
+    for i, node_class in enumerate(config.node_classes):
+        try:
+            versions.check_ami_alias(node_class.ami_alias, config.kubernetes_version)
+        except versions.VersionError as err:
+            raise fail(f"{prefix}nodeClasses[{i}].{err}") from None
+    warnings = [support] if support else []
+    warnings += [w for warn in WARNINGS for w in warn(config, origins)]
+    config._warnings = tuple(_placed(w, prefix, origins) for w in warnings)
+    return config
+
+
+def rule_problems(config: AppConfig) -> list[str]:
+    """The problems of the first rule that finds any (one line each; empty: the settings fit together)."""
+    return next((problems for rule in RULES if (problems := rule(config))), [])
+
+
+def _check_versions(config: AppConfig, today: date | None) -> str | None:
+    """VersionError for a version this app cannot build; the EKS support warning, if any."""
+    versions.eks_kubernetes_version(config.kubernetes_version)
+    warning = versions.check_eks_support(config.kubernetes_version, today or date.today())
+    versions.karpenter_template(config.karpenter_version)
+    versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
+    versions.KubectlLayer.for_version(config.kubernetes_version).load()
+    versions.addon_versions(config.kubernetes_version, config.pinned_addon_versions)
+    return warning
+
+
+# --- existing cluster ---------------------------------------------------------------------------------------
+
+
+def existing_cluster(config: AppConfig) -> list[str]:
+    """With existingCluster, none of the settings that shape a cluster this app creates."""
+    if config.existing_cluster is None:
+        return []
+    return [
+        f"{key}: applies only to a cluster this app creates; remove it when existingCluster is set"
+        for key in sorted(to_camel(f) for f in config.model_fields_set & set(CREATED_CLUSTER_ONLY))
+    ]
+
+
+# --- networking ---------------------------------------------------------------------------------------------
+
+
+def api_endpoint(config: AppConfig) -> list[str]:
+    """A public endpoint exactly when there are networks allowed in."""
+    if config.endpoint_access == "public-and-private" and not config.public_access_cidrs:
+        return ["endpointAccess 'public-and-private' needs publicAccessCidrs (the networks allowed in)"]
+    if config.endpoint_access == "private" and config.public_access_cidrs:
+        return ["publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private"]
+    return []
+
+
+def vpc_environment(config: AppConfig) -> list[str]:
+    """An existing VPC, or more than 2 zones, need the stack's account and region."""
+    if config.vpc_id and not (config.account and config.region):
+        return ["vpcId needs account and region: an existing VPC is looked up in that environment"]
+    if config.max_azs > 2 and not (config.account and config.region) and not config.vpc_id:
+        return [
+            f"maxAzs ({config.max_azs}) needs account and region: an environment-agnostic stack "
+            "only knows 2 availability zones (allowed without them: 2)"
+        ]
+    return []
+
+
+def nat_gateways(config: AppConfig) -> list[str]:
+    if config.nat_gateways > config.max_azs:
+        return [f"natGateways ({config.nat_gateways}) cannot exceed maxAzs ({config.max_azs})"]
+    return []
+
+
+# --- alarms -------------------------------------------------------------------------------------------------
+
+
+def alarm_topic(config: AppConfig) -> list[str]:
+    if config.alarm_topic_arn and not config.interruption_queue_alarms:
+        return ["alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true"]
+    return []
+
+
+# --- the controller -----------------------------------------------------------------------------------------
+
+
+def controller(config: AppConfig) -> list[str]:
+    """EKS Pod Identity needs nodes; the controller's size must fit a Fargate pod where it runs on Fargate."""
+    if config.controller_credentials == "pod-identity" and config.controller_hosting == "fargate":
+        return [
+            "controllerCredentials 'pod-identity' needs controllerHosting=nodegroup: EKS Pod Identity "
+            "does not work for pods on Fargate (allowed with fargate: irsa)"
+        ]
+    fargate = config.controller_hosting == "fargate" and config.existing_cluster is None
+    if fargate and not config.controller.fits_fargate():
+        return [
+            f"controller cpu {config.controller.cpu} / memory {config.controller.memory} does not fit a Fargate pod "
+            f"(at most {FARGATE_MAX_CPU} vCPU and {FARGATE_MAX_MEMORY_GIB} GiB); use controllerHosting=nodegroup"
+        ]
+    return []
+
+
+# --- access -------------------------------------------------------------------------------------------------
+
+
+def administrators(config: AppConfig) -> list[str]:
+    """Each administrator a role people can assume, in a form the authentication mode matches."""
+    for i, arn in enumerate(config.administrators):
+        if not ROLE_ARN.fullmatch(arn):
+            return [
+                f"administrators[{i}] {quoted(arn)} must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"
+            ]
+        role = arn.split(":role/", 1)[1]
+        if role.startswith("aws-service-role/"):
+            # IAM User Guide, "Service-linked roles": only the linked service can assume one.
+            return [
+                f"administrators[{i}] {quoted(arn)} is a service-linked role (path /aws-service-role/): only "
+                "its AWS service can assume it, so nobody could use it to administer the cluster; name a role "
+                "people assume"
+            ]
+        if "/" in role and config.authentication_mode in (None, "CONFIG_MAP"):
+            # EKS User Guide, "Create access entries": ARNs in aws-auth ConfigMap entries can't include a path
+            # (the authenticator matches the role ARN STS reports, which has none: aws-iam-authenticator#268).
+            return [
+                f"administrators[{i}] {quoted(arn)}: aws-auth (authenticationMode "
+                f"{config.authentication_mode or 'unset: CONFIG_MAP'}) matches a role by its ARN without the path; "
+                f"write {quoted(arn.split(':role/', 1)[0] + ':role/' + role.rsplit('/', 1)[1])}, or use "
+                "authenticationMode API_AND_CONFIG_MAP (access entries take the path)"
+            ]
+    return []
+
+
+def partition_of(region: str) -> str:
+    """The AWS partition of a region: aws-cn for cn-*, aws-us-gov for us-gov-*, aws-iso(-b/-e/-f) for the
+    isolated regions, else aws."""
+    area = region.split("-")[1]
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if area == "gov":
+        return "aws-us-gov"
+    if area.startswith("iso"):
+        return "aws-iso" + (f"-{area[3:]}" if area[3:] else "")
+    return "aws"
+
+
+def partitions(config: AppConfig) -> list[str]:
+    """Every ARN setting in the partition of the stack's region, and an existing cluster's OIDC issuer in
+    that region (when the region is set): IAM and SNS refuse a principal or topic of another partition,
+    and the controller's IRSA trust would name an issuer the cluster does not have."""
+    arns = [(f"administrators[{i}]", arn) for i, arn in enumerate(config.administrators)]
+    arns += [("alarmTopicArn", config.alarm_topic_arn)] if config.alarm_topic_arn else []
+    if config.existing_cluster is not None:
+        arns += [
+            ("existingCluster.kubectlRoleArn", config.existing_cluster.kubectl_role_arn),
+            ("existingCluster.openIdConnectProviderArn", config.existing_cluster.open_id_connect_provider_arn),
+        ]
+    return [problem for setting, arn in arns for problem in _arn_problems(setting, arn, config.region)]
+
+
+def _arn_problems(setting: str, arn: str, region: str | None) -> list[str]:
+    problems = []
+    match = _ARN_PARTITION.match(arn)
+    oidc = _OIDC_REGION.search(arn)
+    if oidc and (oidc.group(2) is not None) != (partition_of(oidc.group(1)) == "aws-cn"):
+        problems.append(
+            f"{setting} {quoted(arn)}: an issuer in {oidc.group(1)} ends in "
+            f"{'.amazonaws.com.cn' if partition_of(oidc.group(1)) == 'aws-cn' else '.amazonaws.com'}"
+        )
+    if region is None or match is None:
+        return problems
+    expected = partition_of(region)
+    if match.group(1) != expected:
+        problems.append(
+            f"{setting} {quoted(arn)} is in partition {match.group(1)}, but region {quoted(region)} is in "
+            f"partition {expected} (ARNs there start arn:{expected}:)"
+        )
+    elif oidc and oidc.group(1) != region:
+        problems.append(
+            f"{setting} {quoted(arn)}: the cluster's OIDC issuer is in {oidc.group(1)}, but region is "
+            f"{quoted(region)}; an existing cluster is in the stack's region"
+        )
+    return problems
+
+
+def distinct_administrators(config: AppConfig) -> list[str]:
+    return (
+        ["administrators lists a role twice"] if len(set(config.administrators)) != len(config.administrators) else []
+    )
+
+
+# --- node capacity ------------------------------------------------------------------------------------------
+
+
+def pinned_amis(config: AppConfig) -> list[str]:
+    """The production profile: node images change only when a setting does (Windows AMIs: a synth warning)."""
+    if config.profile != "production":
+        return []
+    return [
+        f"nodeClasses[{i}].amiAlias {quoted(c.ami_alias)}: the production profile needs a pinned AMI "
+        "(e.g. al2023@v20260801), so node images change only when this setting does"
+        for i, c in enumerate(config.node_classes)
+        if c.ami_alias.endswith("@latest") and not c.windows
+    ][:1]
+
+
+def distinct_names(config: AppConfig) -> list[str]:
+    """No two node classes, pools or overlays of one name (the first list with duplicates)."""
+    found = (
+        duplicates("nodeClasses", [c.name for c in config.node_classes])
+        or duplicates("nodePools", [p.name for p in config.node_pools])
+        or duplicates("nodeOverlays", [o.name for o in config.node_overlays])
+    )
+    return [found] if found else []
+
+
+def pools_fit_classes(config: AppConfig) -> list[str]:
+    """Every pool's class, capacity types, features and overlays fit together (the construct's own rules)."""
+    return pool_problems(config.node_classes, config.node_pools, config.controller.feature_gates, config.node_overlays)
+
+
+# The rules across settings, in the order they run: a configuration is told the problems of the first rule
+# that finds any (the order in which these messages have always come).
+RULES: tuple[Rule, ...] = (
+    existing_cluster,
+    api_endpoint,
+    alarm_topic,
+    vpc_environment,
+    controller,
+    administrators,
+    partitions,
+    distinct_administrators,
+    nat_gateways,
+    pinned_amis,
+    distinct_names,
+    pools_fit_classes,
+)
+
+
+# --- the delivery pipeline, against the environments --------------------------------------------------------
+
+PipelineRule = Callable[[PipelineConfig, Mapping[str, AppConfig], str], list[str]]
+
+
+def validate_pipeline(
+    settings: Mapping[str, Any], configs: Mapping[str, AppConfig], shared_name: str, origins: Mapping[str, str]
+) -> PipelineConfig:
+    """The delivery pipeline, checked against the environments (``shared_name``: the top-level clusterName):
+    every environment is delivered by exactly one wave and names its account and region."""
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(with_origins(message, "", origins))
+
+    try:
+        pipeline = PipelineConfig.model_validate(settings)
+    except ValidationError as err:
+        raise fail(format_errors(err, "pipeline.", root=PipelineConfig)) from None
+    if list(configs) == [""]:
+        raise fail(
+            "pipeline: needs environments (the pipeline deploys each environment as a stage of a wave); "
+            'define them, e.g. "environments": {"dev": {...}, "prod": {...}}'
+        )
+    problems = [problem for rule in PIPELINE_RULES for problem in rule(pipeline, configs, shared_name)]
+    if problems:
+        raise fail("\n".join(problems))
+    return pipeline
+
+
+def _wave_of(pipeline: PipelineConfig, configs: Mapping[str, AppConfig]) -> dict[str, str]:
+    """Each environment's (first) wave."""
+    wave_of: dict[str, str] = {}
+    for wave in pipeline.waves:
+        for name in wave.environments:
+            if name in configs and name not in wave_of:
+                wave_of[name] = wave.name
+    return wave_of
+
+
+def wave_environments(pipeline: PipelineConfig, configs: Mapping[str, AppConfig], shared_name: str) -> list[str]:
+    """Waves name environments, each in one wave."""
+    problems: list[str] = []
+    wave_of: dict[str, str] = {}
+    for i, wave in enumerate(pipeline.waves):
+        for j, name in enumerate(wave.environments):
+            if name not in configs:
+                problems.append(
+                    f"pipeline.waves[{i}].environments[{j}] = {json.dumps(name)}: not an environment "
+                    f"(environments: {', '.join(configs)})"
+                )
+            elif name in wave_of:
+                problems.append(
+                    f"pipeline.waves: environment {quoted(name)} is in waves {quoted(wave_of[name])} and {quoted(wave.name)}"
+                )
+            else:
+                wave_of[name] = wave.name
+    return problems
+
+
+def every_environment_delivered(
+    pipeline: PipelineConfig, configs: Mapping[str, AppConfig], shared_name: str
+) -> list[str]:
+    wave_of = _wave_of(pipeline, configs)
+    return [
+        f"pipeline.waves: environment {quoted(name)} is in no wave; with the pipeline on, it delivers every environment"
+        for name in configs
+        if name not in wave_of
+    ]
+
+
+def delivered_into_named_environments(
+    pipeline: PipelineConfig, configs: Mapping[str, AppConfig], shared_name: str
+) -> list[str]:
+    wave_of = _wave_of(pipeline, configs)
+    return [
+        f"pipeline.waves: environment {quoted(name)} needs account and region (environments.{name}.account/region): "
+        "the pipeline deploys into a named account and region"
+        for name, config in configs.items()
+        if name in wave_of and not (config.account and config.region)
+    ]
+
+
+def pipeline_name(pipeline: PipelineConfig, configs: Mapping[str, AppConfig], shared_name: str) -> list[str]:
+    """The pipeline's stack is no environment's."""
+    taken = {stack_name_for(c.cluster_name) for c in configs.values()}
+    if pipeline.pipeline_name(shared_name) in taken:
+        return [
+            f"pipeline.name: {quoted(pipeline.pipeline_name(shared_name))} is an environment's stack name; choose another"
+        ]
+    return []
+
+
+# Every problem of every rule is reported, in this order.
+PIPELINE_RULES: tuple[PipelineRule, ...] = (
+    wave_environments,
+    every_environment_delivered,
+    delivered_into_named_environments,
+    pipeline_name,
+)
+
+
+def distinct_cluster_names(configs: Mapping[str, AppConfig]) -> None:
+    """ConfigError when two environments name the same cluster."""
+    names = [c.cluster_name for c in configs.values()]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"environments: cluster names must differ, got {', '.join(names)}")
+
+
+# --- warnings: what the user should know that does not stop the synth ----------------------------------------
+
+
+def _existing_cluster_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
+    if config.existing_cluster is None:
+        return []
+    warnings = []
+    if config.existing_cluster.authentication_mode is None:
+        warnings.append(
+            "existingCluster.authenticationMode is not set: Karpenter's nodes join through an EKS access entry, "
+            "which needs authentication mode API or API_AND_CONFIG_MAP (a CONFIG_MAP cluster fails the deploy at "
+            "the access entry); set it to what `aws eks describe-cluster` reports to check it at synth"
+        )
+    if any(c.windows for c in config.node_classes):
+        warnings.append(
+            "nodeClasses: Windows nodes need Windows IPAM (the vpc-cni add-on's enableWindowsIpam) and "
+            "AmazonEKSVPCResourceController on the cluster role; this app sets both on clusters it creates, not on "
+            "existingCluster: check them there, or Windows pods get no IP address"
+        )
+    return warnings
+
+
+def _production_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
+    if config.profile != "production":
+        return []
+    warnings = [
+        f"nodeClasses[{i}].amiAlias {quoted(c.ami_alias)}: Windows AMIs cannot be pinned (alias @latest only), so "
+        "this class's nodes move to each new Windows AMI by drift, within their pools' disruption budgets"
+        for i, c in enumerate(config.node_classes)
+        if c.windows
+    ]
+    # A list a user sets replaces the profile's whole list (layers never merge lists): say what that drops.
+    if not origins.get("nodePools", "").startswith("profile") and SYSTEM_POOL["name"] not in {
+        p.name for p in config.node_pools
+    }:
+        warnings.append(
+            "nodePools: your list replaces the production profile's, so its on-demand 'system' pool (label and "
+            "taint workload-class=system, for cluster add-ons) is not created; to keep it, add "
+            + json.dumps(SYSTEM_POOL, separators=(", ", ": "))
+            + f" to nodePools (from {origins.get('nodePools', BUILT_IN)})"
+        )
+    return warnings
+
+
+WARNINGS: tuple[Callable[[AppConfig, Mapping[str, str]], list[str]], ...] = (
+    _existing_cluster_warnings,
+    _production_warnings,
+)
+
+
+def _placed(warning: str, prefix: str, origins: Mapping[str, str]) -> str:
+    """A warning about a setting, named where the setting was written: in an environment, its path under
+    ``environments.<name>.``; written at the top level (or with -c), its own path and the environment."""
+    layer = prefix.removesuffix(".")
+    key = re.match(r"[A-Za-z]+", warning)
+    origin = origins.get(key.group()) if key else None
+    if not layer or origin is None or origin == layer:
+        return prefix + warning
+    environment = f"environment {layer.split('.', 1)[1]}"
+    if warning.endswith(")") and "(from " in warning:
+        return f"{warning[:-1]}; {environment})"
+    return f"{warning} ({environment})"
