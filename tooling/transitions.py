@@ -18,7 +18,7 @@ A deploy the review says fails must also be refused by the synth against the dep
 
 The settings come from ``AppConfig``'s fields, and the node pool's and node class's (``nodePools.<field>``,
 ``nodeClasses.<field>``): Literal and boolean types give their values, lists of Literals each value, bounded
-integers the next value; other types need a sample (``SAMPLES``, ``NODE_SAMPLES``) or a reason they are not a
+integers the next value; other types need an example on the field (``Field(examples=[...])``) or a reason they are not a
 transition of one stack (``NOT_A_TRANSITION``) -- a new field with neither fails ``tests/test_transitions.py``.
 
     make transitions            # every transition; prints the matrix and its counts; exit 1 on a wrong verdict
@@ -45,46 +45,6 @@ from tooling import review as rv
 ROOT = Path(__file__).resolve().parent.parent
 
 # Another valid value for settings whose type names none (strings, lists, maps).
-SAMPLES: dict[str, Any] = {
-    "clusterName": "eks-karpenter-b",
-    "kubernetesVersion": "1.35",
-    "karpenterNamespace": "karpenter",
-    "karpenterServiceAccount": "karpenter-controller",
-    "vpcCidr": "10.1.0.0/16",
-    "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.0/24"],
-    "additionalNagPacks": ["NIST80053R5"],  # (the app acknowledges its findings; HIPAA's stop the synth)
-    "systemNodeInstanceType": "t3.large",
-    "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:platform-alerts",
-    "addonVersions": {"vpc-cni": "v1.20.1-eksbuild.3"},
-    "administrators": ["arn:aws:iam::111122223333:role/platform-admins"],
-}
-# ... and for the fields of the node pool and node class (``nodePools[0].<field>``, ``nodeClasses[0].<field>``).
-NODE_SAMPLES: dict[str, Any] = {
-    "nodePools.name": "general",
-    "nodePools.nodeClass": "other",
-    "nodePools.instanceCategories": ["c", "m"],
-    "nodePools.requirements": [
-        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7g", "m7i"]}
-    ],
-    "nodePools.limits": {"cpu": "500", "memory": "500Gi"},
-    "nodePools.weight": 10,
-    "nodePools.replicas": 2,
-    "nodePools.expireAfter": "168h",
-    "nodePools.consolidateAfter": "5m",
-    "nodePools.budgets": [{"nodes": "20%"}],
-    "nodePools.labels": {"team": "data"},
-    "nodePools.taints": [{"key": "dedicated", "value": "data", "effect": "NoSchedule"}],
-    "nodeClasses.name": "general",
-    "nodeClasses.amiAlias": "bottlerocket@latest",
-    "nodeClasses.rootVolumeIops": 4000,
-    "nodeClasses.rootVolumeThroughput": 250,
-    "nodeClasses.tags": {"team": "data"},
-    "nodeClasses.kubelet": {"maxPods": 50},
-    "nodeClasses.dataVolumes": [{"deviceName": "/dev/xvdb", "sizeGib": 100}],
-    "nodeClasses.extraSubnetSelectorTerms": [{"tags": {"tier": "private"}}],
-    "nodeClasses.extraSecurityGroupSelectorTerms": [{"tags": {"team": "data"}}],
-    "nodeClasses.capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}],
-}
 # What a node field's values need besides (the base of that field's transitions).
 NODE_COMPANIONS: dict[str, dict[str, Any]] = {
     # the reserved capacity type needs the class's capacity reservations
@@ -195,7 +155,7 @@ def node_transitions() -> list[Transition]:
         for name, info in spec.model_fields.items():
             key = f"{listing}.{info.alias or name}"
             modes = NODE_MODES.get(key) or _literal_values(info.annotation) or _list_of_literals(info.annotation)
-            found += _field_transitions(key, info, modes, NODE_COMPANIONS.get(key, {}), NODE_SAMPLES)
+            found += _field_transitions(key, info, modes, NODE_COMPANIONS.get(key, {}))
     return found
 
 
@@ -208,24 +168,22 @@ def transitions(fields: Mapping[str, Any] | None = None) -> tuple[list[Transitio
         if key in NOT_A_TRANSITION:
             not_one[key] = NOT_A_TRANSITION[key]
             continue
-        found += _field_transitions(key, info, _literal_values(info.annotation), COMPANIONS.get(key, {}), SAMPLES)
+        found += _field_transitions(key, info, _literal_values(info.annotation), COMPANIONS.get(key, {}))
     return found, not_one
 
 
-def _field_transitions(
-    key: str, info: Any, modes: list[Any] | None, base: Mapping[str, Any], samples: Mapping[str, Any]
-) -> list[Transition]:
+def _field_transitions(key: str, info: Any, modes: list[Any] | None, base: Mapping[str, Any]) -> list[Transition]:
     """A field's transitions: every ordered pair of its modes; else its default to another value (the next
-    bounded integer, or its sample) and back."""
+    bounded integer, or the example the field declares, ``Field(examples=[...])``) and back."""
     if modes is not None:
         return [Transition(key, base, a, b) for a, b in itertools.permutations(modes, 2)]
     if info.annotation is int:
         bound = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
         value = info.default + 1 if bound is None or info.default + 1 <= bound else info.default - 1
-    elif key in samples:
-        value = samples[key]
+    elif info.examples:
+        value = info.examples[0]
     else:
-        raise KeyError(f"{key}: no sample value and no reason it is not a transition (tooling/transitions.py)")
+        raise KeyError(f"{key}: no example value (Field examples=[...]) and no reason it is not a transition")
     return [Transition(key, base, DEFAULT, value), Transition(key, base, value, DEFAULT)]
 
 

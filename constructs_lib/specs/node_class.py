@@ -208,6 +208,7 @@ class NodeClassSpec(CamelModel):
         "default",
         description="Kubernetes name of the EC2NodeClass.",
         json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+        examples=["general"],
     )
     ami_alias: str = Field(
         "al2023@latest",
@@ -215,6 +216,7 @@ class NodeClassSpec(CamelModel):
         "al2023@v20260801), windows2019/2022/2025 (@latest only; its pools launch Windows nodes). GPU and "
         "Neuron instances get the family's accelerated AMI variant automatically.",
         json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.amiSelectorTerms", EC2_NODE_CLASS_SELECTORS),
+        examples=["bottlerocket@latest"],
     )
     root_volume_size_gib: int = Field(
         50,
@@ -234,11 +236,13 @@ class NodeClassSpec(CamelModel):
         description="Provisioned IOPS (gp3: 3000-16000, at most 500 per GiB; io1: 100-64000, 50 per GiB; "
         "io2: 100-256000, 1000 per GiB); unset on gp3: the included 3000.",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        examples=[4000],
     )
     root_volume_throughput: int | None = Field(
         None,
         description="gp3 throughput in MiB/s (125-1000, at most IOPS/4); unset: the included 125.",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        examples=[250],
     )
     detailed_monitoring: bool | None = Field(
         None,
@@ -267,17 +271,20 @@ class NodeClassSpec(CamelModel):
         default_factory=dict,
         description="Extra tags on launched EC2 resources (not the keys Karpenter sets itself, nor aws:*).",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.tags", EC2_NODE_CLASS_HASH),
+        examples=[{"team": "data"}],
     )
     kubelet: KubeletSpec = Field(
         default_factory=KubeletSpec,
         description="Kubelet settings (keys below); changing them replaces the nodes.",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        examples=[{"maxPods": 50}],
     )
     data_volumes: list[DataVolumeSpec] = Field(
         default_factory=list,
         description="Extra EBS volumes on every node (keys below), attached unformatted; changing them replaces the "
         "nodes.",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        examples=[[{"deviceName": "/dev/xvdb", "sizeGib": 100}]],
     )
     extra_subnet_selector_terms: list[SubnetTermSpec] = Field(
         default_factory=list,
@@ -285,6 +292,7 @@ class NodeClassSpec(CamelModel):
         description="More subnets, ORed with the discovery tag (or the given subnet ids): {id} or {tags}. Nodes in "
         "subnets no longer selected are replaced (drift).",
         json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.subnetSelectorTerms", EC2_NODE_CLASS_SELECTORS),
+        examples=[[{"tags": {"tier": "private"}}]],
     )
     extra_security_group_selector_terms: list[SecurityGroupTermSpec] = Field(
         default_factory=list,
@@ -292,6 +300,7 @@ class NodeClassSpec(CamelModel):
         description="More security groups for the nodes, on top of the cluster security group: {id}, {name} or "
         "{tags}. Changing them replaces the nodes (drift).",
         json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.securityGroupSelectorTerms", EC2_NODE_CLASS_SELECTORS),
+        examples=[[{"tags": {"team": "data"}}]],
     )
     capacity_reservation_selector_terms: list[CapacityReservationTermSpec] = Field(
         default_factory=list,
@@ -301,6 +310,7 @@ class NodeClassSpec(CamelModel):
         json_schema_extra=change(
             Change.DYNAMIC_DRIFT, "spec.capacityReservationSelectorTerms", EC2_NODE_CLASS_SELECTORS
         ),
+        examples=[[{"id": "cr-0123456789abcdef0"}]],
     )
 
     @field_validator("name")

@@ -188,11 +188,13 @@ class NodePoolSpec(CamelModel):
         "default",
         description="Kubernetes name of the NodePool.",
         json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+        examples=["general"],
     )
     node_class: str = Field(
         "default",
         description="Name of the EC2NodeClass (from nodeClasses) this pool uses.",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.nodeClassRef", NODE_POOL_HASH),
+        examples=["other"],
     )
     capacity_types: list[CapacityType] = Field(
         default_factory=lambda: list(DEFAULT_CAPACITY_TYPES),
@@ -213,6 +215,7 @@ class NodePoolSpec(CamelModel):
         min_length=1,
         description="karpenter.k8s.aws/instance-category values (EC2 family letters).",
         json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+        examples=[["c", "m"]],
     )
     min_instance_generation: int = Field(
         2,
@@ -224,11 +227,13 @@ class NodePoolSpec(CamelModel):
         default_factory=list,
         description="Extra requirements, after the ones the fields above produce.",
         json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+        examples=[[{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7g", "m7i"]}]],
     )
     limits: dict[str, IntOrString] = Field(
         default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
         description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.limits", NODE_POOL_BEHAVIOR),
+        examples=[{"cpu": "500", "memory": "500Gi"}],
     )
     weight: int | None = Field(
         None,
@@ -236,6 +241,7 @@ class NodePoolSpec(CamelModel):
         le=100,
         description="Priority among pools (higher first); unset = 0.",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.weight", NODE_POOL_BEHAVIOR),
+        examples=[10],
     )
     replicas: int | None = Field(
         None,
@@ -244,11 +250,13 @@ class NodePoolSpec(CamelModel):
         "controller.featureGates.staticCapacity). Then only limits.nodes applies and no weight; a pool "
         "cannot switch between static and dynamic in place (the CRD refuses it): rename it to switch.",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.replicas", NODE_POOL_BEHAVIOR),
+        examples=[2],
     )
     expire_after: str = Field(
         "720h",
         description="Replace nodes older than this (duration or Never).",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.expireAfter", NODE_POOL_HASH),
+        examples=["168h"],
     )
     termination_grace_period: str | None = Field(
         DEFAULT_TERMINATION_GRACE_PERIOD,
@@ -270,22 +278,26 @@ class NodePoolSpec(CamelModel):
         "1m",
         description="Wait this long after a pod change before consolidating.",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.consolidateAfter", NODE_POOL_BEHAVIOR),
+        examples=["5m"],
     )
     budgets: list[DisruptionBudgetSpec] = Field(
         default_factory=lambda: [DisruptionBudgetSpec()],
         max_length=50,
         description="Disruption budgets: how many nodes may be disrupted at once.",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.budgets", NODE_POOL_BEHAVIOR),
+        examples=[[{"nodes": "20%"}]],
     )
     labels: dict[str, str] = Field(
         default_factory=dict,
         description="Labels put on the pool's nodes.",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.metadata.labels", NODE_POOL_HASH),
+        examples=[{"team": "data"}],
     )
     taints: list[TaintSpec] = Field(
         default_factory=list,
         description="Taints put on the pool's nodes.",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.taints", NODE_POOL_HASH),
+        examples=[[{"key": "dedicated", "value": "data", "effect": "NoSchedule"}]],
     )
 
     @field_validator("instance_categories")

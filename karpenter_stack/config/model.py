@@ -177,26 +177,28 @@ class AppConfig(CamelModel):
         description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
     )
     cluster_name: Annotated[str, KarpenterProp()] = Field(
-        DEFAULT_CLUSTER_NAME, description="EKS cluster name; also names the queue and IAM resources."
+        DEFAULT_CLUSTER_NAME,
+        description="EKS cluster name; also names the queue and IAM resources.",
+        examples=["eks-karpenter-b"],
     )
     kubernetes_version: str = Field(
-        "1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package."
+        "1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package.", examples=["1.35"]
     )
     karpenter_version: Annotated[str, KarpenterProp("version")] = Field(
         "1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml."
     )
     karpenter_namespace: Annotated[str, KarpenterProp("namespace")] = Field(
-        "kube-system", description="Namespace of the Karpenter controller."
+        "kube-system", description="Namespace of the Karpenter controller.", examples=["karpenter"]
     )
     karpenter_service_account: Annotated[str, KarpenterProp("service_account")] = Field(
-        "karpenter", description="Service account of the Karpenter controller."
+        "karpenter", description="Service account of the Karpenter controller.", examples=["karpenter-controller"]
     )
     account: str | None = Field(None, description="AWS account id; unset = environment-agnostic stack.")
     region: str | None = Field(None, description="AWS region; unset = environment-agnostic stack.")
     vpc_id: str | None = Field(
         None, description="Use this existing VPC (needs account and region) instead of creating one."
     )
-    vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the new VPC.")
+    vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the new VPC.", examples=["10.1.0.0/16"])
     max_azs: int = Field(
         2, ge=2, le=6, description="Availability zones of the new VPC (environment-agnostic stacks get 2)."
     )
@@ -210,11 +212,13 @@ class AppConfig(CamelModel):
     public_access_cidrs: list[str] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public endpoint (with endpointAccess=public-and-private).",
+        examples=[["203.0.113.0/24", "198.51.100.0/24"]],
     )
     additional_nag_packs: list[Literal["NIST80053R5", "NIST80053R4", "HIPAASecurity", "PCIDSS321", "Serverless"]] = (
         Field(
             default_factory=list,
             description="cdk-nag packs checked on top of AwsSolutions (NIST80053R5 findings are handled by the app).",
+            examples=[["NIST80053R5"]],
         )
     )
     controller_hosting: Literal["fargate", "nodegroup"] = Field(
@@ -222,7 +226,7 @@ class AppConfig(CamelModel):
         description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group.",
     )
     system_node_instance_type: str = Field(
-        "t3.medium", description="Instance type of the system node group (nodegroup hosting)."
+        "t3.medium", description="Instance type of the system node group (nodegroup hosting).", examples=["t3.large"]
     )
     deletion_protection: bool | None = Field(
         None,
@@ -254,7 +258,9 @@ class AppConfig(CamelModel):
         False, description="CloudWatch alarms when interruption messages pile up or grow old in the queue."
     )
     alarm_topic_arn: Annotated[str | None, KarpenterProp()] = Field(
-        None, description="SNS topic the alarms notify (with interruptionQueueAlarms)."
+        None,
+        description="SNS topic the alarms notify (with interruptionQueueAlarms).",
+        examples=["arn:aws:sns:eu-west-1:111122223333:platform-alerts"],
     )
     create_spot_service_linked_role: Annotated[bool, KarpenterProp("spot_service_linked_role")] = Field(
         False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
@@ -267,6 +273,7 @@ class AppConfig(CamelModel):
             "eks-pod-identity-agent are EKS's default. A kube-proxy pin must be of the cluster's minor, a coredns "
             "pin not of a CoreDNS line EKS lists only for later minors."
         ),
+        examples=[{"vpc-cni": "v1.20.1-eksbuild.3"}],
     )
     controller_credentials: Literal["irsa", "pod-identity"] = Field(
         "irsa",
@@ -293,6 +300,7 @@ class AppConfig(CamelModel):
         "the account allowed sts:AssumeRole may assume (unset: that role). Setting them on a running "
         "cluster deletes that role and its mapping in place. Not service-linked roles; role paths only with "
         "access entries (aws-auth matches roles without their path).",
+        examples=[["arn:aws:iam::111122223333:role/platform-admins"]],
     )
     controller: Annotated[ControllerSpec, KarpenterProp()] = Field(
         default_factory=ControllerSpec,
