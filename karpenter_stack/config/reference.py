@@ -43,7 +43,13 @@ def _plain(value: Any) -> Any:
 
 def reference_markdown() -> str:
     """The configuration reference as Markdown tables (docs/configuration-reference.md embeds this; a test keeps it current)."""
-    sections = [(_title(nested), nested.model) for root, path in ROOTS for nested in tree.walk(root, path)]
+    # one section per model, in the order the tree first reaches it, titled with every path that holds it
+    # (a TaintSpec is the entries of both nodePools[].taints[] and nodePools[].startupTaints[])
+    where: dict[type[BaseModel], list[tree.Nested]] = {}
+    for root, path in ROOTS:
+        for nested in tree.walk(root, path):
+            where.setdefault(nested.model, []).append(nested)
+    sections = [(_title(places), model) for model, places in where.items()]
     out: list[str] = []
     for title, model in sections:
         defaults = {
@@ -72,10 +78,12 @@ def reference_markdown() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _title(nested: tree.Nested) -> str:
-    """``Settings (context keys)`` for the settings, else the path (``nodePools[].taints[]`` entries,
+def _title(places: list[tree.Nested]) -> str:
+    """``Settings (context keys)`` for the settings, else the paths (``nodePools[].taints[]`` entries,
     ``controller`` keys) and the model's note."""
-    if nested.path is None:
+    first = places[0]
+    if first.path is None:
         return "Settings (context keys)"
-    note = NOTES.get(nested.model)
-    return f"`{nested.path}` {'entries' if nested.entries else 'keys'}" + (f" ({note})" if note else "")
+    note = NOTES.get(first.model)
+    paths = " and ".join(f"`{p.path}`" for p in places)
+    return f"{paths} {'entries' if first.entries else 'keys'}" + (f" ({note})" if note else "")
