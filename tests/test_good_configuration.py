@@ -36,6 +36,7 @@ POOL_SHAPES = [
         "instanceCategories": ["g", "p"],
         "architectures": ["amd64"],
         "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}],
+        "startupTaints": [{"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}],
         "labels": {"accelerator": "nvidia"},
         "terminationGracePeriod": None,  # unset: drains wait for every budget (upstream's default)
         "requirements": [
@@ -365,3 +366,37 @@ def test_the_baseline_and_burst_example_prefers_on_demand_up_to_its_limits_then_
     assert (burst.weight, burst.capacity_types) == (10, ["spot"]) and burst.weight < baseline.weight
     assert burst.requirements[0].min_values == 3  # spot spread over at least 3 families: fewer interruptions
     assert len(EXAMPLES) >= 2
+
+
+def test_startup_taints_reach_the_pool_template_and_are_known_everywhere_the_model_is_read():
+    """NodePool startupTaints (issue 23: a field added by declaring it once, on NodePoolSpec): the manifest, the
+    CRD schema and CEL rules, the error messages, the review's drift verdict and the transition matrix follow."""
+    from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
+    from karpenter_stack.config import ConfigError
+    from tooling.transitions import DEFAULT, node_transitions
+
+    (gpu,) = [p for p in POOL_SHAPES if p["name"] == "gpu"]
+    config = load_config({"nodePools": [gpu]}, today=TODAY)
+    (pool,) = [o for o in _objects(config) if o["kind"] == "NodePool"]
+    template = pool["spec"]["template"]["spec"]
+    assert template["startupTaints"] == [
+        {"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}
+    ]
+    assert template["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    assert object_violations(pool, config.karpenter_version, config.kubernetes_version) == []
+    assert evaluate(pool, config.karpenter_version).violations == []
+    # unset: not written (the CRD's default is none)
+    (plain,) = [o for o in _objects(load_config({}, today=TODAY)) if o["kind"] == "NodePool"]
+    assert "startupTaints" not in plain["spec"]["template"]["spec"]
+    # a bad entry is named by its path, with the taint's own rules
+    with pytest.raises(ConfigError) as error:
+        load_config({"nodePools": [{"startupTaints": [{"key": "a b", "effect": "NoSchedule"}]}]}, today=TODAY)
+    assert str(error.value) == (
+        'nodePools[0].startupTaints[0].key = "a b": must be a Kubernetes qualified name like example.com/dedicated '
+        "(from cdk.json)"
+    )
+    # a change drifts every node of the pool (it is hashed: neither behavioral nor matched per node)
+    assert "startupTaints" not in POOL_BEHAVIORAL + POOL_DYNAMIC
+    moves = [(t.old, t.new) for t in node_transitions() if t.setting == "nodePools.startupTaints"]
+    cilium = [{"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}]
+    assert moves == [(DEFAULT, cilium), (cilium, DEFAULT)]

@@ -177,7 +177,7 @@ class TaintSpec(CamelModel):
         return value
 
     def manifest(self) -> dict[str, Any]:
-        """One entry of spec.template.spec.taints."""
+        """One entry of spec.template.spec.taints (or startupTaints)."""
         return {k: v for k, v in (("key", self.key), ("value", self.value), ("effect", self.effect)) if v is not None}
 
 
@@ -299,6 +299,13 @@ class NodePoolSpec(CamelModel):
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.taints", NODE_POOL_HASH),
         examples=[[{"key": "dedicated", "value": "data", "effect": "NoSchedule"}]],
     )
+    startup_taints: list[TaintSpec] = Field(
+        default_factory=list,
+        description="Taints put on the pool's nodes at startup, for a DaemonSet to remove once the node is ready (e.g. "
+        "a CNI agent's); pods need not tolerate them to get a node.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.startupTaints", NODE_POOL_HASH),
+        examples=[[{"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}]],
+    )
 
     @field_validator("instance_categories")
     @classmethod
@@ -411,6 +418,8 @@ class NodePoolSpec(CamelModel):
         }
         if self.taints:
             template["spec"]["taints"] = [t.manifest() for t in self.taints]
+        if self.startup_taints:
+            template["spec"]["startupTaints"] = [t.manifest() for t in self.startup_taints]
         if self.labels:
             template["metadata"] = {"labels": dict(self.labels)}
         return template
