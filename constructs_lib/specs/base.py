@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Annotated, overload
+from typing import Annotated, ClassVar, overload
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -27,6 +27,9 @@ _ASCII_DIGITS = re.compile(r"[0-9]+")
 
 class CamelModel(BaseModel):
     """Frozen, no unknown keys, camelCase aliases (the JSON and context spelling)."""
+
+    # What the configuration reference's section of this model adds to its title, in parentheses ("" for nothing).
+    REFERENCE_NOTE: ClassVar[str] = ""
 
     model_config = ConfigDict(
         extra="forbid",

@@ -5,7 +5,7 @@ unset keeps the chart's default and is not written (the chart's values do not ch
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -38,6 +38,8 @@ FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB = 16, 120
 
 class ControllerSpec(CamelModel):
     """How the Karpenter controller runs."""
+
+    REFERENCE_NOTE: ClassVar[str] = "the Karpenter controller"
 
     feature_gates: dict[
         FeatureGate,

@@ -84,6 +84,8 @@ class SelectorTermSpec(CamelModel):
 class SubnetTermSpec(SelectorTermSpec):
     """One more subnetSelectorTerms entry: a subnet by id, or subnets by tags."""
 
+    REFERENCE_NOTE: ClassVar[str] = "exactly one key each"
+
     id: str | None = Field(None, description="A subnet id (subnet-...).")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags the subnets carry ('*': any value).")
 
@@ -97,6 +99,8 @@ class SubnetTermSpec(SelectorTermSpec):
 
 class SecurityGroupTermSpec(SelectorTermSpec):
     """One more securityGroupSelectorTerms entry: a group by id or by name, or groups by tags."""
+
+    REFERENCE_NOTE: ClassVar[str] = "exactly one key each"
 
     id: str | None = Field(None, description="A security group id (sg-...).")
     name: str | None = Field(None, description="A security group name (its GroupName, not its Name tag).")

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, overload
+from typing import Annotated, Any, ClassVar, Literal, overload
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
@@ -116,6 +116,8 @@ CREATED_CLUSTER_ONLY = (
 
 class ExistingClusterConfig(CamelModel):
     """An EKS cluster this app does not create: Karpenter is installed onto it."""
+
+    REFERENCE_NOTE: ClassVar[str] = "Karpenter on a cluster this app does not create"
 
     kubectl_role_arn: str = Field(
         description="IAM role CDK's kubectl handler assumes to install the charts and objects; it needs cluster-admin "

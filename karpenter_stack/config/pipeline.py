@@ -8,6 +8,7 @@ and that each of them names its account and region, is checked against the envir
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -69,6 +70,8 @@ class PipelineConfig(CamelModel):
     """A CDK Pipelines pipeline in its own account and region that synthesizes this app from a repository
     connection (running the README's test command and the security report first) and deploys the
     environments wave by wave."""
+
+    REFERENCE_NOTE: ClassVar[str] = "the delivery pipeline; top level only"
 
     connection_arn: str = Field(
         description="CodeConnections (CodeStar Connections) connection to the repository host; "

@@ -8,24 +8,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.specs.controller import ControllerSpec
-from constructs_lib.specs.node_class import SecurityGroupTermSpec, SubnetTermSpec
-
 from . import tree
-from .model import AppConfig, ExistingClusterConfig
+from .model import AppConfig
 from .pipeline import PipelineConfig
 
 # The roots of the reference: the settings (context keys), and the pipeline (a top-level key of its own).
 ROOTS: tuple[tuple[type[BaseModel], str | None], ...] = ((AppConfig, None), (PipelineConfig, "pipeline"))
-# What a section's title adds to its path, in parentheses. (The sections, their order and paths are walked
-# from the models: tree.walk.)
-NOTES: dict[type[BaseModel], str] = {
-    ControllerSpec: "the Karpenter controller",
-    ExistingClusterConfig: "Karpenter on a cluster this app does not create",
-    SubnetTermSpec: "exactly one key each",
-    SecurityGroupTermSpec: "exactly one key each",
-    PipelineConfig: "the delivery pipeline; top level only",
-}
 
 
 def default_context() -> dict[str, Any]:
@@ -84,6 +72,6 @@ def _title(places: list[tree.Nested]) -> str:
     first = places[0]
     if first.path is None:
         return "Settings (context keys)"
-    note = NOTES.get(first.model)
+    note = getattr(first.model, "REFERENCE_NOTE", "")
     paths = " and ".join(f"`{p.path}`" for p in places)
     return f"{paths} {'entries' if first.entries else 'keys'}" + (f" ({note})" if note else "")
