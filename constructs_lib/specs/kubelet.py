@@ -46,6 +46,10 @@ def _shown_threshold(value: int | None, which: int) -> str:
     return f"{KUBELET_IMAGE_GC_DEFAULTS[which]}: unset, the kubelet's default" if value is None else str(value)
 
 
+# Every kubelet setting is part of the EC2NodeClass hash: a change drifts every node of the class.
+_DRIFTS_EVERY_NODE = change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH)
+
+
 class KubeletSpec(CamelModel):
     """Kubelet settings of the nodes a node class launches (EC2NodeClass spec.kubelet). Changing them
     makes the class's nodes drift: Karpenter replaces them, within the pools' disruption budgets."""
@@ -54,44 +58,44 @@ class KubeletSpec(CamelModel):
         None,
         ge=1,
         description="Most pods per node (unset: the AMI's ENI-based limit).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     pods_per_core: int | None = Field(
         None,
         ge=1,
         description="Most pods per vCPU (the lower of this and maxPods applies; not on Bottlerocket).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     system_reserved: dict[_Reserved, str] = Field(
         default_factory=dict,
         description="Resources kept for the OS (cpu, memory, ephemeral-storage, pid).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     kube_reserved: dict[_Reserved, str] = Field(
         default_factory=dict,
         description="Resources kept for kubelet and the container runtime.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     eviction_hard: dict[_Signal, str] = Field(
         default_factory=dict,
         description="Hard eviction thresholds per signal (a percentage or a quantity).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     eviction_soft: dict[_Signal, str] = Field(
         default_factory=dict,
         description="Soft eviction thresholds; each needs its evictionSoftGracePeriod.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     eviction_soft_grace_period: dict[_Signal, str] = Field(
         default_factory=dict,
         description="How long a soft threshold may be exceeded before eviction (a duration).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     eviction_max_pod_grace_period: int | None = Field(
         None,
         ge=0,
         description="Longest pod termination grace period (seconds) honoured on a soft eviction.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     image_gc_high_threshold_percent: int | None = Field(
         None,
@@ -99,7 +103,7 @@ class KubeletSpec(CamelModel):
         le=100,
         alias="imageGCHighThresholdPercent",
         description="Disk usage that starts image garbage collection (above the low threshold).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     image_gc_low_threshold_percent: int | None = Field(
         None,
@@ -107,19 +111,19 @@ class KubeletSpec(CamelModel):
         le=100,
         alias="imageGCLowThresholdPercent",
         description="Disk usage image garbage collection frees down to.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     cluster_dns: list[str] = Field(
         default_factory=list,
         alias="clusterDNS",
         description="DNS server IPs for pods (unset: the cluster's).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
     cpu_cfs_quota: bool | None = Field(
         None,
         alias="cpuCFSQuota",
         description="Enforce CPU limits with CFS quota (kubelet default: true).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH),
+        json_schema_extra=_DRIFTS_EVERY_NODE,
     )
 
     @field_validator("system_reserved", "kube_reserved")
