@@ -435,16 +435,7 @@ def _names(items: list[str]) -> str:
 def kubernetes_effects(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
     """What a manifest change does in the cluster, in plain words."""
     before, after = _objects(old), _objects(new)
-    effects = []
-    for key in sorted(before.keys() - after.keys()):
-        kind, name = key.split("/", 1)
-        if kind == "NodePool":
-            effects.append(
-                f"NodePool `{name}` is deleted: Karpenter drains and terminates all its nodes (disruption budgets "
-                "do not apply to a deleted pool)"
-            )
-        else:
-            effects.append(f"{kind} `{name}` is deleted")
+    effects = [_deleted(key) for key in sorted(before.keys() - after.keys())]
     for key in sorted(after.keys() - before.keys()):
         kind, name = key.split("/", 1)
         effects.append(f"{kind} `{name}` is created")
@@ -454,55 +445,78 @@ def kubernetes_effects(old: Any, new: Any, new_template: dict[str, Any]) -> list
         if a == b:
             continue
         if kind == "EC2NodeClass":
-            fields = sorted(
-                k for k in a.get("spec", {}).keys() | b.get("spec", {}).keys() if a["spec"].get(k) != b["spec"].get(k)
-            )
-            pools = _pools_of(name, new_template)
-            static = [f for f in fields if f not in CLASS_DYNAMIC]
-            if static:
-                effects.append(
-                    f"EC2NodeClass `{name}` ({', '.join(fields)}): all nodes of pools {_names(pools)} will be replaced "
-                    "by drift, within their disruption budgets"
-                )
-            elif _aliases(a) and _aliases(b) and _aliases(a) != _aliases(b):
-                effects.append(
-                    f"EC2NodeClass `{name}` (amiSelectorTerms: alias {', '.join(_aliases(a))} → {', '.join(_aliases(b))}): "
-                    f"nodes of pools {_names(pools)} not running the AMI {', '.join(_aliases(b))} resolves to will be "
-                    "replaced by drift, within their disruption budgets (all of them, unless it is the AMI they run)"
-                )
-            elif fields:
-                effects.append(
-                    f"EC2NodeClass `{name}` ({', '.join(fields)}): nodes of pools {_names(pools)} that no longer match "
-                    "the selected AMI, subnets or security groups will be replaced by drift, within their disruption "
-                    "budgets"
-                )
+            effects += _node_class_effects(name, a, b, new_template)
         elif kind == "NodePool":
-            spec_a, spec_b = a.get("spec", {}), b.get("spec", {})
-            template_a = spec_a.get("template", {})
-            template_b = spec_b.get("template", {})
-            tmpl_fields = sorted(
-                f"template.spec.{k}"
-                for k in template_a.get("spec", {}).keys() | template_b.get("spec", {}).keys()
-                if template_a.get("spec", {}).get(k) != template_b.get("spec", {}).get(k)
-            ) + (["template.metadata"] if template_a.get("metadata") != template_b.get("metadata") else [])
-            static = [f for f in tmpl_fields if f.removeprefix("template.spec.") not in POOL_DYNAMIC]
-            behavioral = sorted(k for k in POOL_BEHAVIORAL if spec_a.get(k) != spec_b.get(k))
-            if static:
-                effects.append(
-                    f"NodePool `{name}` ({', '.join(tmpl_fields)}): all nodes of pool `{name}` will be replaced by drift, "
-                    "within its disruption budgets"
-                )
-            elif tmpl_fields:
-                effects.append(
-                    f"NodePool `{name}` ({', '.join(tmpl_fields)}): nodes of pool `{name}` that no longer meet its "
-                    "requirements will be replaced by drift, within its disruption budgets"
-                )
-            if behavioral:
-                effects.append(
-                    f"NodePool `{name}` ({', '.join(behavioral)}): no node is replaced (behavioral settings)"
-                )
+            effects += _node_pool_effects(name, a, b)
         else:
             effects.append(f"{kind} `{name}` is re-applied with changes")
+    return effects
+
+
+def _deleted(key: str) -> str:
+    kind, name = key.split("/", 1)
+    if kind == "NodePool":
+        return (
+            f"NodePool `{name}` is deleted: Karpenter drains and terminates all its nodes (disruption budgets "
+            "do not apply to a deleted pool)"
+        )
+    return f"{kind} `{name}` is deleted"
+
+
+def _node_class_effects(name: str, a: dict[str, Any], b: dict[str, Any], new_template: dict[str, Any]) -> list[str]:
+    """An EC2NodeClass changed: which nodes Karpenter replaces by drift (CLASS_DYNAMIC: only those that no
+    longer match what the fields select)."""
+    fields = sorted(
+        k for k in a.get("spec", {}).keys() | b.get("spec", {}).keys() if a["spec"].get(k) != b["spec"].get(k)
+    )
+    pools = _pools_of(name, new_template)
+    static = [f for f in fields if f not in CLASS_DYNAMIC]
+    if static:
+        return [
+            f"EC2NodeClass `{name}` ({', '.join(fields)}): all nodes of pools {_names(pools)} will be replaced "
+            "by drift, within their disruption budgets"
+        ]
+    if _aliases(a) and _aliases(b) and _aliases(a) != _aliases(b):
+        return [
+            f"EC2NodeClass `{name}` (amiSelectorTerms: alias {', '.join(_aliases(a))} → {', '.join(_aliases(b))}): "
+            f"nodes of pools {_names(pools)} not running the AMI {', '.join(_aliases(b))} resolves to will be "
+            "replaced by drift, within their disruption budgets (all of them, unless it is the AMI they run)"
+        ]
+    if fields:
+        return [
+            f"EC2NodeClass `{name}` ({', '.join(fields)}): nodes of pools {_names(pools)} that no longer match "
+            "the selected AMI, subnets or security groups will be replaced by drift, within their disruption "
+            "budgets"
+        ]
+    return []
+
+
+def _node_pool_effects(name: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """A NodePool changed: its template's fields drift its nodes (POOL_DYNAMIC: only those no longer meeting
+    them), its behavioral settings (POOL_BEHAVIORAL) replace none."""
+    spec_a, spec_b = a.get("spec", {}), b.get("spec", {})
+    template_a = spec_a.get("template", {})
+    template_b = spec_b.get("template", {})
+    tmpl_fields = sorted(
+        f"template.spec.{k}"
+        for k in template_a.get("spec", {}).keys() | template_b.get("spec", {}).keys()
+        if template_a.get("spec", {}).get(k) != template_b.get("spec", {}).get(k)
+    ) + (["template.metadata"] if template_a.get("metadata") != template_b.get("metadata") else [])
+    static = [f for f in tmpl_fields if f.removeprefix("template.spec.") not in POOL_DYNAMIC]
+    behavioral = sorted(k for k in POOL_BEHAVIORAL if spec_a.get(k) != spec_b.get(k))
+    effects = []
+    if static:
+        effects.append(
+            f"NodePool `{name}` ({', '.join(tmpl_fields)}): all nodes of pool `{name}` will be replaced by drift, "
+            "within its disruption budgets"
+        )
+    elif tmpl_fields:
+        effects.append(
+            f"NodePool `{name}` ({', '.join(tmpl_fields)}): nodes of pool `{name}` that no longer meet its "
+            "requirements will be replaced by drift, within its disruption budgets"
+        )
+    if behavioral:
+        effects.append(f"NodePool `{name}` ({', '.join(behavioral)}): no node is replaced (behavioral settings)")
     return effects
 
 
