@@ -1,6 +1,6 @@
 """The transition matrix: every setting of the configuration model moved from its default to another valid value
 and back -- for settings with modes (Literal or boolean types: authentication, credentials, hosting, ...), every
-ordered pair of modes -- each synthesized, reviewed (``tooling/review.py``) as a deploy and as CloudFormation's
+ordered pair of modes -- each synthesized, reviewed (``tooling/review/``) as a deploy and as CloudFormation's
 rollback of it (the reverse update), and the review's verdict checked against the mirrored rules:
 
 - CloudFormation: a changed create-only property (the resource schemas cfn-lint ships) replaces the resource;
@@ -362,8 +362,8 @@ def _restart_problems(
     stack: str, logical_id: str, old: dict[str, Any], new: dict[str, Any], change: rv.Change | None
 ) -> list[str]:
     """Helm (Karpenter 1.14.1's chart): the controller's pods restart when a value rendered into the Deployment's
-    pod template changes (review.py's _OUTSIDE_POD_TEMPLATE lists the values rendered elsewhere) or the chart's
-    version does; otherwise the running pods stay as they are."""
+    pod template changes (tooling/review/kubernetes.py's _OUTSIDE_POD_TEMPLATE lists the values rendered elsewhere)
+    or the chart's version does; otherwise the running pods stay as they are."""
     restarts = bool(rv._pod_template_changes(old, new)) or old.get("Version") != new.get("Version")
     moved = old.get("Release") != new.get("Release") or old.get("Namespace") != new.get("Namespace")
     says = change is not None and any("pods restart" in e for e in change.effects)

@@ -1,0 +1,168 @@
+"""EKS: what aws-cdk's cluster-resource handler does with a changed cluster (a new cluster, one kind of update
+per deploy, the version and authentication-mode rules of karpenter_stack/cluster_updates.py, one-way changes),
+the pods a deleted Fargate profile evicts, and the in-place updates of managed node groups and add-ons that
+restart pods or replace nodes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from karpenter_stack.cluster_updates import (
+    auth_mode_refusal,
+    auth_mode_sequence,
+    version_step_refusal,
+)
+
+from .model import CLUSTER, FARGATE, ONE_WAY_MARK, Change
+from .values import _MISSING, _at, _differs
+
+# The handlers' cluster update kinds: (Config path, kind).
+_CLUSTER_REPLACE = (
+    ("name",),
+    ("roleArn",),
+    ("accessConfig", "bootstrapClusterCreatorAdminPermissions"),
+    ("bootstrapSelfManagedAddons",),
+)
+_CLUSTER_UPDATES = {
+    "version": "updateVersion (a Kubernetes upgrade, ~10 min; add-ons follow)",
+    "logging": "updateLogging",
+    "resourcesVpcConfig.subnetIds": "updateVpc",
+    "resourcesVpcConfig.securityGroupIds": "updateVpc",
+    "resourcesVpcConfig.endpointPrivateAccess": "updateAccess",
+    "resourcesVpcConfig.endpointPublicAccess": "updateAccess",
+    "resourcesVpcConfig.publicAccessCidrs": "updateAccess",
+    "accessConfig.authenticationMode": "updateAuthMode",
+    "deletionProtection": "updateDeletionProtection",
+    "controlPlaneScalingConfig": "updateControlPlaneScalingConfig",
+}
+
+# The cluster updates whose rollback aws-cdk's handler or EKS refuses (see stacks._one_way_alone).
+ONE_WAY = ONE_WAY_MARK + "CloudFormation's rollback re-sends the old mode, which aws-cdk's handler refuses"
+ONE_WAY_VERSION = (
+    ONE_WAY_MARK + "CloudFormation's rollback would send the old version, a downgrade EKS refuses (aws-cdk's handler "
+    "calls UpdateClusterVersion unless the cluster already runs it)"
+)
+
+
+def _auth_mode_change(old: str | None, new: str | None) -> tuple[str, str] | None:
+    refused = auth_mode_refusal(old, new)
+    if refused:
+        return "fails", (
+            f"authenticationMode {old or 'unset'} → {new or 'unset'}: aws-cdk's handler refuses ({refused}); "
+            + auth_mode_sequence(old, new)
+        )
+    if old != new:
+        return "updated", f"in place: updateAuthMode {old or 'unset'} → {new} ({ONE_WAY})"
+    return None
+
+
+def _cluster_change(
+    old: dict[str, Any], new: dict[str, Any], replaced: set[str], vpc_replaced: bool
+) -> tuple[str, str]:
+    config_old, config_new = old.get("Config", {}), new.get("Config", {})
+    replacing = [".".join(p) for p in _CLUSTER_REPLACE if _differs(_at(config_old, p), _at(config_new, p), replaced)]
+    if replacing:
+        return "replaced", f"Config.{', Config.'.join(replacing)} changes: aws-cdk's handler creates a new cluster"
+    if _differs(config_old.get("encryptionConfig"), config_new.get("encryptionConfig"), replaced):
+        return "fails", "Config.encryptionConfig changes: aws-cdk's handler refuses (Cannot update cluster encryption)"
+    kinds = sorted(
+        {
+            kind
+            for path, kind in _CLUSTER_UPDATES.items()
+            if _differs(_at(config_old, path.split(".")), _at(config_new, path.split(".")), replaced)
+        }
+    )
+    if "updateVpc" in kinds and vpc_replaced:
+        return "fails", (
+            "its subnets and security group move to a replaced VPC: aws-cdk's handler updates subnets in place "
+            "(updateVpc), and EKS keeps a cluster in the VPC it was created in; a new VPC needs a new cluster"
+        )
+    version = version_step_refusal(config_old.get("version"), config_new.get("version"))
+    if version:
+        return "fails", version
+    if len(kinds) > 1:
+        return "fails", f"{', '.join(kinds)} in one deploy: aws-cdk's handler allows one kind of update per deploy"
+    modes = [_at(c, ("accessConfig", "authenticationMode")) for c in (config_old, config_new)]
+    auth = _auth_mode_change(*(None if m is _MISSING else m for m in modes))
+    if auth:
+        return auth
+    if kinds == ["updateDeletionProtection"] and config_new.get("deletionProtection") is None:
+        # aws-cdk 2.275's handler sends the new value; an absent one is undefined, which changes nothing
+        return "updated", (
+            f"deletionProtection {json.dumps(config_old.get('deletionProtection'))} → unset: aws-cdk's handler "
+            "sends no value, so EKS keeps the cluster's deletion protection as it is (write false to turn it off)"
+        )
+    if kinds and kinds[0].startswith("updateVersion") and config_old.get("version") != config_new.get("version"):
+        return "updated", f"in place: {kinds[0]} ({ONE_WAY_VERSION})"
+    if kinds:
+        return "updated", f"in place: {kinds[0]}"
+    return "updated", "in place: " + ", ".join(
+        sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
+    )
+
+
+def cluster_update(
+    logical_id: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    replaced: set[str],
+    new_template: dict[str, Any],
+    stateful: str | None,
+) -> Change:
+    """The cluster custom resource changed in place in the template: what aws-cdk's handler does."""
+    vpc_replaced = any(t.get("Type") == "AWS::EC2::VPC" for r, t in new_template["Resources"].items() if r in replaced)
+    action, why = _cluster_change(old, new, replaced, vpc_replaced)
+    return Change(logical_id, CLUSTER, action, why, stateful)
+
+
+FARGATE_PROFILES = ("Custom::AWSCDK-EKS-FargateProfile", "AWS::EKS::FargateProfile")
+
+
+def _fargate_evicts(resource: dict[str, Any]) -> str:
+    """EKS deletes the pods a Fargate profile runs when the profile is deleted (EKS User Guide, "Delete a
+    Fargate profile"): they reschedule only where other capacity matches them."""
+    props = resource.get("Properties", {})
+    selectors = (props.get("Config") or props).get("selectors") or (props.get("Config") or props).get("Selectors") or []
+    namespaces = sorted({str(s.get("namespace") or s.get("Namespace")) for s in selectors if isinstance(s, dict)})
+    return (
+        f"the pods this Fargate profile runs (namespaces {', '.join(namespaces) or 'unknown'}) are deleted with it: "
+        "they restart only where other capacity matches them"
+    )
+
+
+def fargate_update(logical_id: str, stateful: str | None) -> Change:
+    """Any change of a Fargate profile custom resource: aws-cdk's handler creates a new profile."""
+    return Change(
+        logical_id,
+        FARGATE,
+        "replaced",
+        "any change: aws-cdk's handler creates a new profile, the old one is deleted",
+        stateful,
+        [
+            "the pods the old profile scheduled (the Karpenter controller, CoreDNS) are deleted with it and start "
+            "again on Fargate: provisioning pauses until the controller is back"
+        ],
+    )
+
+
+# In-place updates that restart pods or replace nodes (EKS managed node groups and add-ons).
+_NODEGROUP_ROLLS = ("Version", "ReleaseVersion", "LaunchTemplate")
+_ADDON_ROLLS = ("AddonVersion", "ConfigurationValues")
+
+
+def _rolling_effects(kind: str, old: dict[str, Any], new: dict[str, Any], action: str) -> list[str]:
+    if action != "updated":
+        return []
+    if kind == "AWS::EKS::Nodegroup":
+        rolls = [k for k in _NODEGROUP_ROLLS if old.get(k) != new.get(k)]
+        if rolls:
+            return [
+                f"the node group's nodes are replaced one at a time ({', '.join(rolls)}): EKS drains each, its pods "
+                "are evicted and rescheduled"
+            ]
+    if kind == "AWS::EKS::Addon":
+        rolls = [k for k in _ADDON_ROLLS if old.get(k) != new.get(k)]
+        if rolls:
+            return [f"add-on `{new.get('AddonName')}` is updated ({', '.join(rolls)}): its pods roll"]
+    return []

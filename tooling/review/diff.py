@@ -1,0 +1,193 @@
+"""CloudFormation template comparison: the resources a deploy adds, removes, replaces or updates -- from the
+resource type's create-only properties (cfn-lint's resource schemas) and, for aws-cdk's EKS custom resources,
+from what their handlers do (cluster.py, kubernetes.py) -- with replacements propagated through references."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .cluster import FARGATE_PROFILES, _fargate_evicts, _rolling_effects, cluster_update, fargate_update
+from .kubernetes import _helm_effects, kubernetes_effects, manifest_update
+from .model import CLUSTER, CUSTOM_RESOURCE_RULES, FARGATE, HELM, MANIFEST, PATCH, Change, _stateful
+from .values import _MISSING, _at, _differs, _render
+
+_SCHEMAS: dict[str, list[tuple[str, ...]] | None] = {}
+_PROVIDER: list[tuple[Path, dict[str, str]]] = []  # (schemas folder, type -> schema file), read once
+
+
+def create_only_paths(resource_type: str) -> list[tuple[str, ...]] | None:
+    """The create-only property paths of an AWS resource type (cfn-lint's resource schemas); ``None``
+    when the type has no schema there."""
+    if resource_type not in _SCHEMAS:
+        if not _PROVIDER:
+            import cfnlint
+
+            folder = Path(cfnlint.__file__).parent / "data" / "schemas"
+            _PROVIDER.append((folder, json.loads((folder / "providers" / "us-east-1.json").read_text())))
+        schemas, provider = _PROVIDER[0]
+        if resource_type not in provider:
+            _SCHEMAS[resource_type] = None
+        else:
+            schema = json.loads((schemas / "resources" / f"{provider[resource_type]}.json").read_text())
+            _SCHEMAS[resource_type] = [
+                tuple(p.split("/")[2:]) for p in schema.get("createOnlyProperties", []) if p.startswith("/properties/")
+            ]
+    return _SCHEMAS[resource_type]
+
+
+def _aws_change(resource_type: str, old: dict[str, Any], new: dict[str, Any], replaced: set[str]) -> tuple[str, str]:
+    paths = create_only_paths(resource_type)
+    if paths is None:
+        return "updated", "no resource schema for this type: in place assumed (not decided)"
+    hits = []
+    for path in paths:
+        parent = tuple(p for p in path if p != "*")  # array items: compare the whole array
+        if _differs(_at(old, parent), _at(new, parent), replaced):
+            hits.append(".".join(parent))
+    if hits:
+        return "replaced", f"create-only {', '.join(sorted(set(hits)))} changes"
+    changed = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
+    return "updated", f"in place: {_deltas(old, new, changed)}"
+
+
+_SHOWN = 48  # characters of a value shown in a delta (the end of a longer one: hashes and names differ there)
+
+
+def _value(value: Any) -> str:
+    if value is _MISSING or value is None:
+        return "unset"
+    text = value if isinstance(value, str) else _render(value)
+    return text if len(text) <= _SHOWN else "…" + text[-(_SHOWN - 1) :]
+
+
+def _leaf_deltas(old: Any, new: Any, path: str) -> list[str]:
+    if (
+        isinstance(old, dict)
+        and isinstance(new, dict)
+        and not ({"Ref", "Fn::GetAtt", "Fn::Join"} & (old.keys() | new.keys()))
+    ):
+        return [
+            d
+            for k in sorted(old.keys() | new.keys())
+            for d in _leaf_deltas(old.get(k, _MISSING), new.get(k, _MISSING), f"{path}.{k}")
+        ]
+    return [] if old == new else [f"{path}: {_value(old)} → {_value(new)}"]
+
+
+def _deltas(old: dict[str, Any], new: dict[str, Any], keys: list[str]) -> str:
+    """``Key.sub: old → new`` for each changed property (at most two leaves of each; long values shortened),
+    or the property's name where its value only changes by what a replaced resource resolves to."""
+    shown = []
+    for key in keys:
+        leaves = _leaf_deltas(old.get(key, _MISSING), new.get(key, _MISSING), key)
+        shown += leaves[:2] + ([f"{key}: {len(leaves) - 2} more"] if len(leaves) > 2 else []) if leaves else [key]
+    return ", ".join(shown)
+
+
+_PATH_HASH = re.compile(r"[0-9A-F]{8}$")
+
+
+def _stem(logical_id: str) -> str:
+    """A CDK logical id without its construct-path hash: the construct's name."""
+    return _PATH_HASH.sub("", logical_id)
+
+
+def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: Iterable[str] = ()) -> list[Change]:
+    """The changes deploying ``new`` over a stack running ``old`` makes, replacements propagated through
+    references (a subnet whose VPC is replaced is replaced). ``changed_inputs``: parameters whose values
+    change (a nested stack's, from its parent), which count as changed wherever they are referenced."""
+    before, after = old.get("Resources", {}), new.get("Resources", {})
+    changes: dict[str, Change] = {}
+    removed, added = sorted(before.keys() - after.keys()), sorted(after.keys() - before.keys())
+    # A logical id that disappears while one of the same type and the same construct name appears (only its
+    # path hash differs): a replacement under a new id. Others of one type are unrelated: removed and added.
+    for logical_id in removed:
+        kind = before[logical_id]["Type"]
+        same = [a for a in added if after[a]["Type"] == kind and _stem(a) == _stem(logical_id)]
+        olds = [r for r in removed if before[r]["Type"] == kind and _stem(r) == _stem(logical_id)]
+        if len(same) == 1 and len(olds) == 1:
+            changes[logical_id] = Change(
+                logical_id,
+                kind,
+                "replaced",
+                f"logical id changes to {same[0]}: created anew, the old one deleted",
+                _stateful(logical_id, kind),
+            )
+            added.remove(same[0])
+        else:
+            changes[logical_id] = Change(logical_id, kind, "removed", "deleted", _stateful(logical_id, kind))
+            if kind == MANIFEST:  # the handler's Delete: kubectl delete of every object in the manifest
+                changes[logical_id].effects = kubernetes_effects(
+                    before[logical_id]["Properties"].get("Manifest"), "[]", new
+                )
+            if kind in FARGATE_PROFILES:
+                changes[logical_id].effects = [_fargate_evicts(before[logical_id])]
+    for logical_id in added:
+        kind = after[logical_id]["Type"]
+        change = Change(logical_id, kind, "added", "created")
+        if kind == MANIFEST:
+            change.effects = kubernetes_effects("[]", after[logical_id]["Properties"].get("Manifest"), new)
+        changes[logical_id] = change
+    replaced = {c.logical_id for c in changes.values() if c.action == "replaced"} | set(changed_inputs)
+    kept = sorted(before.keys() & after.keys())
+    # Replacement spreads through references: iterate until nothing more is replaced.
+    while True:
+        grown = False
+        for logical_id in kept:
+            if logical_id in replaced:
+                continue
+            kept_change = _kept_change(logical_id, before[logical_id], after[logical_id], replaced, new)
+            if kept_change is None:
+                changes.pop(logical_id, None)
+                continue
+            changes[logical_id] = kept_change
+            if kept_change.action == "replaced":
+                replaced.add(logical_id)
+                grown = True
+        if not grown:
+            break
+    return [changes[k] for k in sorted(changes)]
+
+
+def _kept_change(
+    logical_id: str, old: dict[str, Any], new: dict[str, Any], replaced: set[str], new_template: dict[str, Any]
+) -> Change | None:
+    kind = new["Type"]
+    props_old, props_new = old.get("Properties", {}), new.get("Properties", {})
+    if kind != old["Type"]:
+        return Change(logical_id, kind, "replaced", f"type changes from {old['Type']}", _stateful(logical_id, kind))
+    if not any(_differs(props_old.get(k), props_new.get(k), replaced) for k in props_old.keys() | props_new.keys()):
+        return None  # metadata, DependsOn or deletion policy only: CloudFormation changes no resource
+    stateful = _stateful(logical_id, kind)
+    if kind == CLUSTER:
+        return cluster_update(logical_id, props_old, props_new, replaced, new_template, stateful)
+    if kind == FARGATE:
+        return fargate_update(logical_id, stateful)
+    if kind == HELM:
+        action, why, effects = _helm_effects(props_old, props_new, replaced)
+        return Change(logical_id, kind, action, why, stateful, effects)
+    if kind == MANIFEST:
+        return manifest_update(logical_id, props_old, props_new, replaced, new_template, stateful)
+    if kind == PATCH:
+        return Change(logical_id, kind, "updated", "in place (kubectl patch)", stateful)
+    if kind in ("Custom::AWSCDKCfnJson", "Custom::KarpenterTeardown"):
+        return Change(logical_id, kind, "updated", f"in place: {CUSTOM_RESOURCE_RULES[kind]}", stateful)
+    if kind.startswith("Custom::"):
+        changed = sorted(
+            k for k in props_old.keys() | props_new.keys() if _differs(props_old.get(k), props_new.get(k), replaced)
+        )
+        return Change(
+            logical_id, kind, "updated", f"its handler decides (not modelled): {', '.join(changed)}", stateful
+        )
+    action, why = _aws_change(kind, props_old, props_new, replaced)
+    return Change(logical_id, kind, action, why, stateful, _rolling_effects(kind, props_old, props_new, action))
+
+
+def _template_change(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Template-level changes (description, parameters, outputs) besides the resources'."""
+    keys = [k for k in ("Description", "Parameters", "Outputs") if old.get(k) != new.get(k)]
+    return [Change("(template)", "template", "updated", f"{', '.join(keys)} change")] if keys else []

@@ -1,0 +1,256 @@
+"""Kubernetes: what a manifest change does in the cluster (objects created, deleted or re-applied; the nodes
+Karpenter replaces by drift, from the drift tables constructs_lib/specs derives from each field's declaration),
+what the CRDs' transition rules refuse, and what a Helm release's upgrade does to its pods."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Karpenter's drift, derived from what each spec field declares (constructs_lib/specs/change.py).
+from constructs_lib.specs.node_class import CLASS_DYNAMIC
+from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
+
+from .model import HELM, MANIFEST, Change
+from .values import _differs, _render
+
+
+def _objects(manifest: Any) -> dict[str, dict[str, Any]]:
+    """The Kubernetes objects of a manifest property, by '<Kind>/<name>' (CDK's prune label dropped)."""
+    try:
+        objects = json.loads(_render(manifest))
+    except json.JSONDecodeError:
+        return {}
+    out = {}
+    for obj in objects if isinstance(objects, list) else [objects]:
+        labels = {
+            k: v for k, v in obj.get("metadata", {}).get("labels", {}).items() if not k.startswith("aws.cdk.eks/prune-")
+        }
+        obj = {**obj, "metadata": {**obj.get("metadata", {}), "labels": labels}}
+        out[f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"] = obj
+    return out
+
+
+def _pools_of(node_class: str, template: dict[str, Any]) -> list[str]:
+    pools = []
+    for res in template["Resources"].values():
+        if res["Type"] == MANIFEST:
+            for obj in _objects(res["Properties"].get("Manifest")).values():
+                ref = obj.get("spec", {}).get("template", {}).get("spec", {}).get("nodeClassRef", {})
+                if obj.get("kind") == "NodePool" and ref.get("name") == node_class:
+                    pools.append(obj["metadata"]["name"])
+    return sorted(pools)
+
+
+def _aliases(node_class: dict[str, Any]) -> list[str]:
+    return [t["alias"] for t in node_class.get("spec", {}).get("amiSelectorTerms", []) if "alias" in t]
+
+
+def _names(items: list[str]) -> str:
+    return ", ".join(f"`{i}`" for i in items) if items else "(none)"
+
+
+def kubernetes_effects(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
+    """What a manifest change does in the cluster, in plain words."""
+    before, after = _objects(old), _objects(new)
+    effects = [_deleted(key) for key in sorted(before.keys() - after.keys())]
+    for key in sorted(after.keys() - before.keys()):
+        kind, name = key.split("/", 1)
+        effects.append(f"{kind} `{name}` is created")
+    for key in sorted(before.keys() & after.keys()):
+        kind, name = key.split("/", 1)
+        a, b = before[key], after[key]
+        if a == b:
+            continue
+        if kind == "EC2NodeClass":
+            effects += _node_class_effects(name, a, b, new_template)
+        elif kind == "NodePool":
+            effects += _node_pool_effects(name, a, b)
+        else:
+            effects.append(f"{kind} `{name}` is re-applied with changes")
+    return effects
+
+
+def _deleted(key: str) -> str:
+    kind, name = key.split("/", 1)
+    if kind == "NodePool":
+        return (
+            f"NodePool `{name}` is deleted: Karpenter drains and terminates all its nodes (disruption budgets "
+            "do not apply to a deleted pool)"
+        )
+    return f"{kind} `{name}` is deleted"
+
+
+def _node_class_effects(name: str, a: dict[str, Any], b: dict[str, Any], new_template: dict[str, Any]) -> list[str]:
+    """An EC2NodeClass changed: which nodes Karpenter replaces by drift (CLASS_DYNAMIC: only those that no
+    longer match what the fields select)."""
+    fields = sorted(
+        k for k in a.get("spec", {}).keys() | b.get("spec", {}).keys() if a["spec"].get(k) != b["spec"].get(k)
+    )
+    pools = _pools_of(name, new_template)
+    static = [f for f in fields if f not in CLASS_DYNAMIC]
+    if static:
+        return [
+            f"EC2NodeClass `{name}` ({', '.join(fields)}): all nodes of pools {_names(pools)} will be replaced "
+            "by drift, within their disruption budgets"
+        ]
+    if _aliases(a) and _aliases(b) and _aliases(a) != _aliases(b):
+        return [
+            f"EC2NodeClass `{name}` (amiSelectorTerms: alias {', '.join(_aliases(a))} → {', '.join(_aliases(b))}): "
+            f"nodes of pools {_names(pools)} not running the AMI {', '.join(_aliases(b))} resolves to will be "
+            "replaced by drift, within their disruption budgets (all of them, unless it is the AMI they run)"
+        ]
+    if fields:
+        return [
+            f"EC2NodeClass `{name}` ({', '.join(fields)}): nodes of pools {_names(pools)} that no longer match "
+            "the selected AMI, subnets or security groups will be replaced by drift, within their disruption "
+            "budgets"
+        ]
+    return []
+
+
+def _node_pool_effects(name: str, a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """A NodePool changed: its template's fields drift its nodes (POOL_DYNAMIC: only those no longer meeting
+    them), its behavioral settings (POOL_BEHAVIORAL) replace none."""
+    spec_a, spec_b = a.get("spec", {}), b.get("spec", {})
+    template_a = spec_a.get("template", {})
+    template_b = spec_b.get("template", {})
+    tmpl_fields = sorted(
+        f"template.spec.{k}"
+        for k in template_a.get("spec", {}).keys() | template_b.get("spec", {}).keys()
+        if template_a.get("spec", {}).get(k) != template_b.get("spec", {}).get(k)
+    ) + (["template.metadata"] if template_a.get("metadata") != template_b.get("metadata") else [])
+    static = [f for f in tmpl_fields if f.removeprefix("template.spec.") not in POOL_DYNAMIC]
+    behavioral = sorted(k for k in POOL_BEHAVIORAL if spec_a.get(k) != spec_b.get(k))
+    effects = []
+    if static:
+        effects.append(
+            f"NodePool `{name}` ({', '.join(tmpl_fields)}): all nodes of pool `{name}` will be replaced by drift, "
+            "within its disruption budgets"
+        )
+    elif tmpl_fields:
+        effects.append(
+            f"NodePool `{name}` ({', '.join(tmpl_fields)}): nodes of pool `{name}` that no longer meet its "
+            "requirements will be replaced by drift, within its disruption budgets"
+        )
+    if behavioral:
+        effects.append(f"NodePool `{name}` ({', '.join(behavioral)}): no node is replaced (behavioral settings)")
+    return effects
+
+
+def _karpenter_version(template: dict[str, Any]) -> str:
+    """The Karpenter release the template installs (its controller chart's version), else the model's default."""
+    for resource in template.get("Resources", {}).values():
+        props = resource.get("Properties", {})
+        if (
+            resource.get("Type") == HELM
+            and props.get("Release") == "karpenter"
+            and isinstance(props.get("Version"), str)
+        ):
+            return str(props["Version"])
+    from karpenter_stack.config import AppConfig
+
+    return str(AppConfig.model_fields["karpenter_version"].default)
+
+
+def crd_refusals(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
+    """What the API server refuses of applying ``new``'s Karpenter objects over ``old``'s: the CRDs' transition
+    rules (CEL with ``oldSelf``, mirrored per release in tests/data; e.g. a NodePool cannot switch between static
+    and dynamic capacity)."""
+    from tooling.cel_rules import KINDS, transition_violations
+
+    before, after = _objects(old), _objects(new)
+    version = _karpenter_version(new_template)
+    return [
+        f"{key}: {problem} (Karpenter {version} CRD rule)"
+        for key in sorted(before.keys() & after.keys())
+        if after[key].get("kind") in KINDS and before[key] != after[key]
+        for problem in transition_violations(before[key], after[key], version)
+    ]
+
+
+def manifest_update(
+    logical_id: str,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    replaced: set[str],
+    new_template: dict[str, Any],
+    stateful: str | None,
+) -> Change:
+    """A Kubernetes manifest custom resource changed: kubectl apply, unless the API server refuses it."""
+    effects = kubernetes_effects(old.get("Manifest"), new.get("Manifest"), new_template)
+    refused = crd_refusals(old.get("Manifest"), new.get("Manifest"), new_template)
+    if refused:
+        return Change(
+            logical_id, MANIFEST, "fails", f"the API server refuses the update: {refused[0]}", stateful, effects
+        )
+    changed = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
+    return Change(logical_id, MANIFEST, "updated", f"in place (kubectl apply): {', '.join(changed)}", stateful, effects)
+
+
+def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) -> tuple[str, str, list[str]]:
+    release = new.get("Release")
+    if old.get("Release") != release or old.get("Namespace") != new.get("Namespace"):
+        return (
+            "fails",
+            f"release `{old.get('Release')}` in `{old.get('Namespace')}` → `{release}` in `{new.get('Namespace')}`: "
+            "aws-cdk's handler runs helm upgrade --install of a new release, and Helm refuses to take over the old "
+            "release's cluster-scoped objects (Karpenter's CRDs and ClusterRoles carry meta.helm.sh/release-name and "
+            "release-namespace annotations), so the deploy fails; keep the release's name and namespace",
+            [],
+        )
+    effects = []
+    if old.get("Version") != new.get("Version"):
+        effects.append(
+            f"Helm release `{release}` is upgraded {old.get('Version')} → {new.get('Version')} (helm upgrade)"
+        )
+    if _differs(old.get("Values"), new.get("Values"), replaced):
+        try:
+            va, vb = json.loads(_render(old.get("Values", "{}"))), json.loads(_render(new.get("Values", "{}")))
+            keys = sorted(k for k in va.keys() | vb.keys() if va.get(k) != vb.get(k)) or ["resolved values"]
+        except json.JSONDecodeError:
+            keys = ["values"]
+        effects.append(f"Helm release `{release}` values change ({', '.join(keys)}): helm upgrade")
+    if effects and release == "karpenter":
+        if old.get("Version") != new.get("Version") or _pod_template_changes(old, new):
+            effects.append(
+                "the Karpenter controller pods restart one at a time (PodDisruptionBudget maxUnavailable 1); "
+                "provisioning pauses during the leader handover"
+            )
+        else:
+            effects.append(
+                "the controller's pod template is unchanged: its pods keep running as they are (a service-account "
+                "annotation reaches only pods created later)"
+            )
+    changed = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
+    return "updated", f"in place (helm upgrade): {', '.join(changed)}", effects
+
+
+# Karpenter 1.14.1 chart values that render outside the controller Deployment's pod template: the service
+# account's annotations (the Deployment has no checksum of them), the PodDisruptionBudget, the ServiceMonitor,
+# and the replica count (a scale, not a restart). Every other value reaches the pod template.
+_OUTSIDE_POD_TEMPLATE = (
+    ("serviceAccount", "annotations"),
+    ("podDisruptionBudget",),
+    ("serviceMonitor",),
+    ("replicas",),
+)
+
+
+def _pod_template_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The controller chart's changed values that change its pods (each as a dotted path)."""
+    try:
+        va, vb = json.loads(_render(old.get("Values", "{}"))), json.loads(_render(new.get("Values", "{}")))
+    except json.JSONDecodeError:
+        return ["values (not decided: unreadable)"]
+
+    def leaves(a: Any, b: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return [p for k in sorted(a.keys() | b.keys()) for p in leaves(a.get(k), b.get(k), (*path, k))]
+        return [] if a == b else [path]
+
+    return [
+        ".".join(p)
+        for p in leaves(va, vb, ())
+        if not any(p[: len(outside)] == outside for outside in _OUTSIDE_POD_TEMPLATE)
+    ]
