@@ -74,7 +74,8 @@ gate: $(RUNTIME_STAMP) $(NODE_STAMP)
 	@rm -rf $(GATE) && mkdir -p $(GATE)
 	@$(CDK) synth --quiet --output $(GATE)/cdk.out $(ARGS) >$(GATE)/synth.out 2>$(GATE)/synth.err; \
 		status=$$?; echo $$status >$(GATE)/synth.status; \
-		if [ $$status -ne 0 ]; then cat $(GATE)/synth.err >&2; echo "make synth of your configuration failed" >&2; fi; \
+		if [ -s $(GATE)/synth.err ]; then cat $(GATE)/synth.err >&2; fi; \
+		if [ $$status -ne 0 ]; then echo "make synth of your configuration failed" >&2; fi; \
 		exit $$status
 
 ### pytest: the in-process tests (PYTEST_ARGS)

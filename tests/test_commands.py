@@ -316,3 +316,24 @@ def test_the_committed_lookup_cache_holds_the_examples_accounts():
     for env in each(environments.values()):
         key = f"availability-zones:account={env['account']}:region={env['region']}"
         assert product[key] == [f"{env['region']}{z}" for z in "abc"]
+
+
+def test_the_gate_shows_the_synths_warnings_also_when_it_passes(tmp_path):
+    """Found by a newcomer trial: `make test` kept the gate synth's warnings in .gate/synth.err, so a warning
+    `make synth` shows (e.g. a profile's pool replaced by yours) passed unseen. The CLI is stood in for."""
+
+    def gate(script: str) -> subprocess.CompletedProcess[str]:
+        cli = tmp_path / "cli"
+        cli.write_text(f"#!/bin/sh\n{script}\n")
+        cli.chmod(0o755)
+        args = ["make", "-s", "gate", f"GATE={tmp_path / 'gate'}", f"CDK={cli}"]
+        return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=workspace.clean_env())
+
+    passing = gate('echo "WARNING nodePools: your list replaces the profile\'s" >&2')
+    assert (passing.returncode, passing.stderr) == (0, "WARNING nodePools: your list replaces the profile's\n")
+    assert (tmp_path / "gate" / "synth.status").read_text() == "0\n"
+    failing = gate("echo 'Configuration error: x' >&2; exit 1")
+    assert failing.returncode == 2
+    assert failing.stderr.startswith("Configuration error: x\nmake synth of your configuration failed\n"), (
+        failing.stderr
+    )

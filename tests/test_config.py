@@ -614,3 +614,20 @@ def test_a_null_in_cdk_json_survives_the_context_that_jsii_hands_the_app():
     assert config.node_pools[0].termination_grace_period is None
     (flagged,) = load_environments({"nodePools": [{"name": "b2"}]}, file_context={"nodePools": pools}).values()
     assert flagged.node_pools[0].termination_grace_period == "24h"  # a -c value differs: it is the flag's
+
+
+def test_the_reference_names_the_values_a_setting_allows():
+    """Found by a newcomer trial: a taint's effect read "Taint effect." and its values were only in the error
+    message. The values come from the field's type (a Literal, optional or as list items)."""
+    from karpenter_stack.config import reference_markdown
+
+    lines = reference_markdown().splitlines()
+    assert "| `effect` | required | Taint effect. One of `NoSchedule`, `PreferNoSchedule` or `NoExecute`. |" in lines
+    assert (
+        '| `architectures` | `["amd64", "arm64"]` | kubernetes.io/arch values. Each one of `amd64` or `arm64`. |'
+        in lines
+    )
+    assert any(
+        line.startswith("| `instanceStorePolicy` | `null` |") and line.endswith(" Only `RAID0`. |") for line in lines
+    )
+    assert any(line.startswith("| `clusterName` |") and "One of" not in line for line in lines)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
@@ -61,7 +62,9 @@ def reference_markdown() -> str:
                 default_text = "required"
             else:
                 default_text = f"`{json.dumps(_plain(defaults[key]))}`"
-            out.append(f"| `{key}` | {default_text} | {field.description or ''} |")
+            allowed = _allowed(field.annotation)
+            meaning = " ".join(filter(None, [field.description, allowed and f"{allowed}."]))
+            out.append(f"| `{key}` | {default_text} | {meaning} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -75,3 +78,19 @@ def _title(places: list[tree.Nested]) -> str:
     note = getattr(first.model, "REFERENCE_NOTE", "")
     paths = " and ".join(f"`{p.path}`" for p in places)
     return f"{paths} {'entries' if first.entries else 'keys'}" + (f" ({note})" if note else "")
+
+
+def _allowed(annotation: Any) -> str:
+    """The values a field's type allows when it names them (a Literal, optional or as list items), as Markdown:
+    "One of `NoSchedule`, `PreferNoSchedule` or `NoExecute`" ("Each one of ..." for a list); "" otherwise."""
+    origin = get_origin(annotation)
+    if origin is Literal:
+        shown = [f"`{v if isinstance(v, str) else json.dumps(v)}`" for v in get_args(annotation)]
+        return f"Only {shown[0]}" if len(shown) == 1 else "One of " + ", ".join(shown[:-1]) + f" or {shown[-1]}"
+    if origin is list:
+        found = _allowed(get_args(annotation)[0])
+        return "Each one of" + found.removeprefix("One of") if found.startswith("One of") else found
+    if origin in (Annotated, Union, UnionType):
+        args = get_args(annotation)
+        return next((found for arg in (args[:1] if origin is Annotated else args) if (found := _allowed(arg))), "")
+    return ""
