@@ -53,7 +53,8 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 
 ## test: set up and run the whole test suite: the product's tests and the gate of your configuration
 # Four jobs side by side (make schedules them; each one's output is printed whole when it ends): lint, the
-# scanners, the in-process tests, and the tests that run commands as a user types them.
+# scanners, the in-process tests, and the tests that run commands as a user types them. The in-process tests are
+# the longest chain (one process): the other jobs run niced (NICE), on the CPU time it leaves.
 test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	@$(CDK) --check-config $(ARGS)
 	@$(MAKE) --no-print-directory -j4 --output-sync=target pytest pytest-cli lint scan
@@ -69,6 +70,8 @@ check: $(DEV_STAMP) $(NODE_STAMP)
 # The gate's synth: your configuration (cdk.json, CONTEXT_FILE, ARGS) through the CDK CLI as `make synth` runs it,
 # into .gate/ (your cdk.out/ is left alone); tests/test_your_configuration.py and the scanners read it.
 GATE := .gate
+# The jobs beside the in-process tests yield to them (`make test`); run alone, nice changes nothing.
+NICE := nice -n 10
 GATE_ENV = KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' KARPENTER_GATE_OUT=$(GATE)
 gate: $(RUNTIME_STAMP) $(NODE_STAMP)
 	@rm -rf $(GATE) && mkdir -p $(GATE)
@@ -83,8 +86,10 @@ pytest: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest -m "not cli" $(PYTEST_ARGS)
 
 ### pytest-cli: the tests that run commands as a user types them, on two xdist workers (PYTEST_ARGS)
+# (only the test files that have some: each worker imports what it collects)
+CLI_TESTS = $(shell grep -l '@pytest.mark.cli' tests/test_*.py)
 pytest-cli: $(DEV_STAMP) $(NODE_STAMP) gate
-	$(GATE_ENV) python -m pytest -m cli -n 2 --dist loadgroup -p no:randomly $(PYTEST_ARGS)
+	$(GATE_ENV) $(NICE) python -m pytest -m cli -n 2 --dist loadgroup -p no:randomly $(PYTEST_ARGS) $(CLI_TESTS)
 
 ### lint: ruff (lint and format) and strict mypy, as the pre-commit hooks run them
 lint: $(DEV_STAMP)
@@ -96,11 +101,11 @@ lint: $(DEV_STAMP)
 scan: cfn-lint checkov
 ### cfn-lint: cfn-lint over the same templates (one of the two scanners of `make scan`)
 cfn-lint: $(DEV_STAMP) gate
-	python -m tooling.scan cfn-lint --expect-findings tests/data/broken-template.yaml \
+	$(NICE) python -m tooling.scan cfn-lint --expect-findings tests/data/broken-template.yaml \
 		tests/__snapshots__/test_snapshots/*.json templates/*.yaml $(GATE)/cdk.out/*.template.json
 ### checkov: checkov over the same templates, every finding skipped with a reason (the other scanner)
 checkov: $(DEV_STAMP) $(CHECKOV_STAMP) gate
-	python -m tooling.scan checkov tests/__snapshots__/test_snapshots/*.json templates/*.yaml \
+	$(NICE) python -m tooling.scan checkov tests/__snapshots__/test_snapshots/*.json templates/*.yaml \
 		$(GATE)/cdk.out/*.template.json
 
 ## setup: install the toolchain only (.venv/, node_modules/, .venv-checkov/)
