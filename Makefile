@@ -32,7 +32,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal transitions \
-	release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli
+	release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
 
 ## help: list the targets
 help:
@@ -52,12 +52,12 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
 ## test: set up and run the whole test suite: the product's tests and the gate of your configuration
-# Four jobs side by side (make schedules them; each one's output is printed whole when it ends): lint, the
+# Jobs side by side (make schedules them; each one's output is printed whole when it ends): lint, the
 # scanners, the in-process tests, and the tests that run commands as a user types them. The in-process tests are
 # the longest chain (one process): the other jobs run niced (NICE), on the CPU time it leaves.
 test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	@$(CDK) --check-config $(ARGS)
-	@$(MAKE) --no-print-directory -j4 --output-sync=target pytest pytest-cli lint scan
+	@$(MAKE) --no-print-directory -j6 --output-sync=target pytest pytest-cli lint scan
 
 ## check: only the gate of your configuration: synth of every environment, cdk-nag, cfn-lint, CRD schema and CEL
 check: $(DEV_STAMP) $(NODE_STAMP)
@@ -81,15 +81,25 @@ gate: $(RUNTIME_STAMP) $(NODE_STAMP)
 		if [ $$status -ne 0 ]; then echo "make synth of your configuration failed" >&2; fi; \
 		exit $$status
 
+# A pytest run that selects nothing (PYTEST_ARGS="-k ..." naming tests of another job) is not a failure.
+PYTEST := python -m pytest
+NO_TESTS_IS_FINE := || [ $$? -eq 5 ]
+
 ### pytest: the in-process tests (PYTEST_ARGS)
 pytest: $(DEV_STAMP) $(NODE_STAMP)
-	python -m pytest -m "not cli" $(PYTEST_ARGS)
+	$(PYTEST) -m "not cli" $(PYTEST_ARGS) $(NO_TESTS_IS_FINE)
 
-### pytest-cli: the tests that run commands as a user types them, on two xdist workers (PYTEST_ARGS)
-# (only the test files that have some: each worker imports what it collects)
+### pytest-cli: the tests that run commands as a user types them (PYTEST_ARGS), as two jobs: examples, commands
+pytest-cli: pytest-examples pytest-commands
+# (each collects only the test files that have such tests)
 CLI_TESTS = $(shell grep -l '@pytest.mark.cli' tests/test_*.py)
-pytest-cli: $(DEV_STAMP) $(NODE_STAMP) gate
-	$(GATE_ENV) $(NICE) python -m pytest -m cli -n 2 --dist loadgroup -p no:randomly $(PYTEST_ARGS) $(CLI_TESTS)
+EXAMPLE_TESTS = $(shell grep -l '@pytest.mark.examples' tests/test_*.py)
+### pytest-examples: every example of examples/ through the README's command
+pytest-examples: $(DEV_STAMP) $(NODE_STAMP) gate
+	$(GATE_ENV) $(PYTEST) -m "cli and examples" $(PYTEST_ARGS) $(EXAMPLE_TESTS) $(NO_TESTS_IS_FINE)
+### pytest-commands: the other tests that run commands (the gate of your configuration among them)
+pytest-commands: $(DEV_STAMP) $(NODE_STAMP) gate
+	$(GATE_ENV) $(PYTEST) -m "cli and not examples" $(PYTEST_ARGS) $(CLI_TESTS) $(NO_TESTS_IS_FINE)
 
 ### lint: ruff (lint and format) and strict mypy, as the pre-commit hooks run them
 lint: $(DEV_STAMP)

@@ -1,7 +1,7 @@
 """Commands the suite runs as a user types them (the README's `make` targets, the CDK CLI), in folders of their
 own. A test module declares each command once with :func:`command`; :func:`result` runs it the first time a test
 asks, and hands every later reader the same result. These tests carry the ``cli`` marker: `make test` runs them in
-a pytest run of their own (two xdist workers, one test file each at a time), beside the in-process tests."""
+pytest runs of their own (`make pytest-cli`: the examples, and the other commands), beside the in-process tests."""
 
 from __future__ import annotations
 

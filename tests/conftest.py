@@ -110,6 +110,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "cli: runs commands as a user types them (tests/commands.py; `make pytest-cli` runs these)"
     )
+    config.addinivalue_line(
+        "markers", "examples: the examples of examples/ through the README's command (`make pytest-examples`)"
+    )
 
 
 class Synthesized:

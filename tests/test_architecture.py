@@ -7,6 +7,7 @@ no CDK-generated logical id is written out in the code, and no function of the a
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -49,8 +50,16 @@ def _imports(name: str, path: Path) -> set[str]:
 
 
 def _graph() -> dict[str, set[str]]:
+    return {name: set(deps) for name, deps in _graph_at(ROOT).items()}
+
+
+@functools.cache
+def _graph_at(root: Path) -> dict[str, frozenset[str]]:
+    """The import graph of the packages under ``root`` (ROOT, which two tests point elsewhere), read once."""
     modules = _modules()
-    return {name: {m for m in _imports(name, path) if m in modules and m != name} for name, path in modules.items()}
+    return {
+        name: frozenset(m for m in _imports(name, path) if m in modules and m != name) for name, path in modules.items()
+    }
 
 
 def _upward(graph: dict[str, set[str]]) -> dict[str, list[str]]:

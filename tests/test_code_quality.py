@@ -29,7 +29,7 @@ def test_make_lint_runs_ruff_format_and_strict_mypy():
 def test_make_test_runs_lint_and_the_scanners_beside_the_tests():
     (check, jobs) = _recipe("test")
     assert check == ["@$(CDK)", "--check-config", "$(ARGS)"]
-    assert jobs[:4] == ["@$(MAKE)", "--no-print-directory", "-j4", "--output-sync=target"]
+    assert jobs[:4] == ["@$(MAKE)", "--no-print-directory", "-j6", "--output-sync=target"]
     assert jobs[4:] == ["pytest", "pytest-cli", "lint", "scan"]
     assert re.search(r"^scan: cfn-lint checkov$", (ROOT / "Makefile").read_text(), re.M)
     scanned = {target: " ".join(" ".join(line) for line in _recipe(target)) for target in ("cfn-lint", "checkov")}

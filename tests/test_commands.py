@@ -77,6 +77,7 @@ def test_the_examples_are_the_ones_the_suite_knows():
 
 
 @pytest.mark.cli
+@pytest.mark.examples
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_example_synthesizes_through_the_readme_command(example):
     """`make synth CONTEXT_FILE=examples/<file>` on a machine without AWS credentials: exit 0, no warning,
@@ -248,6 +249,8 @@ def test_make_help_lists_every_target():
         "gate",
         "pytest",
         "pytest-cli",
+        "pytest-examples",
+        "pytest-commands",
         "lint",
         "scan",
         "cfn-lint",

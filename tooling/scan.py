@@ -14,6 +14,8 @@ holds equal to the synth), templates/, and your configuration's synth (the gate'
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import re
 import shutil
 import sys
@@ -30,13 +32,25 @@ GLOB_CHARACTERS = re.compile(r"[][*?]")
 PLAIN = str.maketrans("[]*?", "____")
 
 
+def same_templates(files: Sequence[Path]) -> dict[Path, list[Path]]:
+    """The files to scan, each with the files that hold the same template (JSON compared as data: a snapshot
+    and your synth of the same configuration are written differently), itself first."""
+    groups: dict[str, list[Path]] = {}
+    for path in files:
+        text = path.read_text()
+        key = json.dumps(json.loads(text), sort_keys=True) if path.suffix == ".json" else text
+        groups.setdefault(key, []).append(path)
+    return {same[0]: same for same in groups.values()}
+
+
 def lint_problems(files: Sequence[Path], expect_findings: Path | None) -> tuple[list[str], int]:
     """cfn-lint's findings that should not be there (and the expected one, when missing); files linted."""
+    groups = same_templates(files)
     with tempfile.TemporaryDirectory(prefix="scan-") as staging:
         # cfn-lint reads its arguments as glob patterns: a snapshot's name ("...[default][...].json") is linted
         # as a copy with a plain name, and its findings are reported under its own
         staged = {}
-        for i, path in enumerate([*files, *([expect_findings] if expect_findings else [])]):
+        for i, path in enumerate([*groups, *([expect_findings] if expect_findings else [])]):
             plain = (
                 path if not GLOB_CHARACTERS.search(str(path)) else Path(staging) / f"{i}-{path.name.translate(PLAIN)}"
             )
@@ -44,8 +58,9 @@ def lint_problems(files: Sequence[Path], expect_findings: Path | None) -> tuple[
                 shutil.copyfile(path, plain)
             staged[str(plain)] = str(path)
         found = {
-            staged[path]: [staged[path] + line[len(path) :] for line in lines]
+            str(same): [str(same) + line[len(path) :] for line in lines]
             for path, lines in LintRun([Path(p) for p in staged]).findings().items()
+            for same in groups.get(Path(staged[path]), [Path(staged[path])])
         }
     problems = [line for path, lines in found.items() if path != str(expect_findings) for line in lines]
     if expect_findings is not None and not found[str(expect_findings)]:
@@ -81,7 +96,12 @@ def main(argv: list[str] | None = None) -> int:
         problems, count = lint_problems(args.files, args.expect_findings)
         summary = f"cfn-lint: {count} templates, {len(problems)} findings"
     else:
-        findings = CheckovRun(args.files).findings()
+        groups = same_templates(args.files)
+        findings = [
+            dataclasses.replace(finding, file=str(same))
+            for finding in CheckovRun(list(groups)).findings()
+            for same in groups[Path(finding.file)]
+        ]
         problems = skip_problems(findings, checkov_skips())
         summary = f"checkov: {len(args.files)} templates, {len(findings)} findings, {len(problems)} problems"
     print("\n".join([*problems, summary]))
