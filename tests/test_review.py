@@ -207,6 +207,17 @@ def test_pool_changes_say_which_nodes_drift(default):
         "NodePool `default` (template.spec.taints): all nodes of pool `default` will be replaced by drift, within "
         "its disruption budgets"
     ]
+    # NodePool startupTaints (hashed with the template): a deploy that adds them drifts every node of the pool, and
+    # CloudFormation's rollback of it (the old manifest applied again) drifts them all once more
+    startup = [{"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}]
+    drifted = [
+        "NodePool `default` (template.spec.startupTaints): all nodes of pool `default` will be replaced by drift, "
+        "within its disruption budgets"
+    ]
+    assert effects(lambda s: s["template"]["spec"].update(startupTaints=startup)) == drifted
+    with_startup = json.loads(json.dumps(pool))
+    with_startup["spec"]["template"]["spec"]["startupTaints"] = startup
+    assert rv.kubernetes_effects(json.dumps([with_startup]), old_manifest, base) == drifted
     assert effects(lambda s: s["template"]["spec"]["requirements"].pop()) == [
         "NodePool `default` (template.spec.requirements): nodes of pool `default` that no longer meet its "
         "requirements will be replaced by drift, within its disruption budgets"
