@@ -1,19 +1,30 @@
-"""Every field of the node specs says what changing it does on a running cluster (constructs_lib/specs/change.py),
-and the tables `make review` reads are derived from those declarations."""
+"""Every setting says what changing it does on a running cluster (constructs_lib/specs/change.py): the node specs'
+fields, the app's settings, the controller's and an existing cluster's; the tables `make review` reads, the
+transition matrix and the reference are derived from those declarations, and the matrix checks each against the
+review's verdict (`make transitions`)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from pydantic import BaseModel, Field
 
-from constructs_lib.specs.change import Change, change, change_of, undeclared
+from constructs_lib.karpenter_release import controller_values
+from constructs_lib.specs.change import CHANGE_TEXT, Change, change, change_of, undeclared
+from constructs_lib.specs.controller import ControllerSpec
 from constructs_lib.specs.kubelet import KubeletSpec
 from constructs_lib.specs.node_class import CLASS_DYNAMIC, NodeClassSpec
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC, NodePoolSpec
+from karpenter_stack.config import AppConfig, ExistingClusterConfig, tree
+from tooling import review as rv
+from tooling import transitions as tr
 from tooling.kubernetes_schemas import schema
 
 SPECS = (NodePoolSpec, NodeClassSpec, KubeletSpec, NodeOverlaySpec)
+# ... and every other model of the configuration (the delivery pipeline's settings are not a running cluster's)
+SETTINGS = (AppConfig, ControllerSpec, ExistingClusterConfig)
 # The object each spec's manifest paths are in, by the mirrored CRD schema's name (tooling/schemas/).
 OBJECT = {
     NodePoolSpec: "nodepool",
@@ -23,8 +34,16 @@ OBJECT = {
 }
 
 
-def test_every_field_of_the_node_specs_declares_what_changing_it_does():
-    missing = [name for spec in SPECS for name in undeclared(spec)]
+def test_every_setting_declares_what_changing_it_does():
+    """The settings, each object or entry a setting declared 'by field' holds (and the kubelet's); the entries of
+    a list field (taints, requirements, budgets, ...) change as their list declares."""
+    by_field = {
+        tree.child(AppConfig, info.alias)
+        for name, info in AppConfig.model_fields.items()
+        if change_of(AppConfig, name).change is Change.BY_FIELD
+    }
+    assert by_field | {AppConfig, KubeletSpec} == {*SPECS, *SETTINGS}
+    missing = [name for spec in (*SPECS, *SETTINGS) for name in undeclared(spec)]
     assert missing == [], (
         "these fields do not declare what changing them does on a running cluster; add "
         "json_schema_extra=change(Change.<kind>, '<manifest path>', <source>) to their Field: " + ", ".join(missing)
@@ -83,3 +102,90 @@ def test_what_the_declarations_say_of_a_few_fields():
     assert change_of(NodeClassSpec, "ami_alias").manifest == "spec.amiSelectorTerms"
     assert change_of(KubeletSpec, "max_pods").change is Change.STATIC_DRIFT
     assert change_of(NodeOverlaySpec, "price").change is Change.BEHAVIORAL
+
+
+def _chart_path(declared) -> list[str] | None:
+    return (
+        declared.manifest.removeprefix("chart value ").split(".")
+        if declared.manifest.startswith("chart value ")
+        else None
+    )
+
+
+def test_each_declared_chart_value_is_one_the_chart_has():
+    """Settings that write a value of Karpenter's chart name it; it is in the mirrored values schema (1.14.1)."""
+    values = schema("1.14.1", "controller-values")
+    declared = [(m, n, change_of(m, n)) for m in SETTINGS for n in m.model_fields]
+    paths = {f"{m.__name__}.{n}": path for m, n, d in declared if (path := _chart_path(d)) is not None}
+    assert len(paths) == 10  # the controller's seven, serviceAccount.name, serviceMonitor, podAnnotations
+    unknown = []
+    for name, path in paths.items():
+        node = values
+        for part in path:
+            node = node.get("properties", {}).get(part)
+            if node is None:
+                unknown.append(f"{name}: {'.'.join(path)}")
+                break
+    assert unknown == []
+
+
+@pytest.mark.parametrize("name", list(ControllerSpec.model_fields))
+def test_a_controller_setting_declared_to_restart_the_controller_changes_its_pod_template(name):
+    """The declaration against the mirrored chart rule the review applies (values rendered into the Deployment's
+    pod template roll its pods): each controller field, from its default to its first example or mode."""
+    declared = change_of(ControllerSpec, name)
+    info = ControllerSpec.model_fields[name]
+    value = (info.examples or [v for v in tr._literal_values(info.annotation) if v != info.default])[0]
+    chart = {"cluster_name": "c", "interruption_queue": "q", "service_account": "karpenter", "role_arn": "r"}
+    old = controller_values(**chart, dns_policy="Default")
+    new = controller_values(**chart, dns_policy="Default", controller=ControllerSpec(**{name: value}))
+    changed = rv._pod_template_changes({"Values": json.dumps(old)}, {"Values": json.dumps(new)})
+    assert declared.change is Change.RESTARTS_CONTROLLER
+    assert changed and all(c.startswith(".".join(_chart_path(declared))) for c in changed), changed
+
+
+def test_the_service_monitor_is_declared_in_place_and_leaves_the_pod_template_as_it_is():
+    chart = {"cluster_name": "c", "interruption_queue": "q", "role_arn": "r", "dns_policy": "Default"}
+    old, new = (controller_values(**chart, service_account="karpenter", service_monitor=m) for m in (False, True))
+    assert rv._pod_template_changes({"Values": json.dumps(old)}, {"Values": json.dumps(new)}) == []
+    assert change_of(AppConfig, "service_monitor").change is Change.IN_PLACE
+    renamed = controller_values(**chart, service_account="karpenter-controller")
+    assert rv._pod_template_changes({"Values": json.dumps(old)}, {"Values": json.dumps(renamed)}) == [
+        "serviceAccount.name"
+    ]
+    assert change_of(AppConfig, "karpenter_service_account").change is Change.RESTARTS_CONTROLLER
+
+
+def test_every_kind_has_its_words_in_the_reference():
+    assert set(CHANGE_TEXT) == set(Change)
+
+
+def _outcome(setting, kind, category, rollback="in place", interrupts=False, restarts=False):
+    declared = change_of(AppConfig, "cluster_name").__class__(kind, "somewhere", "a source")
+    transition = tr.Transition(setting, {}, tr.DEFAULT, "x", declared)
+    return tr.Outcome(transition, category, rollback, "", interrupts=interrupts, restarts=restarts)
+
+
+def test_the_matrix_finds_a_declaration_the_review_contradicts():
+    """What `make transitions` reports when a setting declares one thing and the review finds another."""
+    assert tr.declaration_problems(_outcome("s", Change.IN_PLACE, "in place")) == []
+    assert tr.declaration_problems(_outcome("s", Change.IN_PLACE, "interrupt", interrupts=True)) == [
+        "declared 'in-place', review says interrupt"
+    ]
+    assert tr.declaration_problems(_outcome("s", Change.RESTARTS_CONTROLLER, "in place")) == [
+        "declared 'restarts the controller', review says in place"
+    ]
+    assert tr.declaration_problems(_outcome("s", Change.RESOURCES, "replace", interrupts=True)) == [
+        "declared 'adds or removes resources', review says replace, interrupts"
+    ]
+    assert tr.declaration_problems(_outcome("s", Change.REFUSED, "in place")) == [
+        "declared 'refused', review says in place"
+    ]
+    assert tr.declaration_problems(_outcome("s", Change.NOTHING_DEPLOYED, "refused")) == []  # a refused value
+    # per setting: some move interrupts / some allowed step has a refused rollback
+    quiet = [_outcome("a", Change.INTERRUPTS, "in place"), _outcome("w", Change.ONE_WAY, "in place")]
+    assert tr.setting_problems(quiet) == [
+        "a: declared 'interrupts', but the review finds no move that evicts or restarts pods or replaces nodes",
+        "w: declared 'one way', but the review finds no step the deploy takes whose rollback is refused",
+    ]
+    assert tr.setting_problems([_outcome("a", Change.INTERRUPTS, "replace", interrupts=True)]) == []

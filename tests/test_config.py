@@ -624,10 +624,28 @@ def test_the_reference_names_the_values_a_setting_allows():
     lines = reference_markdown().splitlines()
     assert "| `effect` | required | Taint effect. One of `NoSchedule`, `PreferNoSchedule` or `NoExecute`. |" in lines
     assert (
-        '| `architectures` | `["amd64", "arm64"]` | kubernetes.io/arch values. Each one of `amd64` or `arm64`. |'
-        in lines
+        '| `architectures` | `["amd64", "arm64"]` | kubernetes.io/arch values. Each one of `amd64` or `arm64`. | drifts '
+        "the nodes that no longer match (replaced within the pool's budgets) |" in lines
     )
     assert any(
-        line.startswith("| `instanceStorePolicy` | `null` |") and line.endswith(" Only `RAID0`. |") for line in lines
+        line.startswith("| `instanceStorePolicy` | `null` |") and " Only `RAID0`. | drifts every node" in line
+        for line in lines
     )
     assert any(line.startswith("| `clusterName` |") and "One of" not in line for line in lines)
+
+
+def test_the_reference_says_what_changing_each_setting_does_from_its_declaration():
+    """Issue 23: the "changing it" column comes from each field's declaration; entries whose list declares (a
+    taint) have no column of their own."""
+    from karpenter_stack.config import reference_markdown
+
+    lines = reference_markdown().splitlines()
+    rows = {line.split(" | ")[0]: line for line in lines if line.startswith("| `")}
+    assert rows["| `karpenterServiceAccount`"].endswith(" | restarts the controller's pods, one at a time |")
+    assert rows["| `serviceMonitor`"].endswith(" | updated in place |")
+    assert rows["| `vpcCidr`"].endswith(" | refused on a running cluster |")
+    assert rows["| `additionalNagPacks`"].endswith(" | nothing deployed changes (synth checks only) |")
+    assert rows["| `logLevel`"].endswith(" | restarts the controller's pods, one at a time |")
+    assert rows["| `nodePools`"].endswith(" | see its keys |")
+    assert "| key | default | meaning |" in lines  # the taints' entries
+    assert lines.count("| key | default | meaning | changing it on a running cluster |") == 7

@@ -373,7 +373,7 @@ def test_startup_taints_reach_the_pool_template_and_are_known_everywhere_the_mod
     CRD schema and CEL rules, the error messages, the review's drift verdict and the transition matrix follow."""
     from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
     from karpenter_stack.config import ConfigError
-    from tooling.transitions import DEFAULT, node_transitions
+    from tooling.transitions import DEFAULT, field_transitions
 
     (gpu,) = [p for p in POOL_SHAPES if p["name"] == "gpu"]
     config = load_config({"nodePools": [gpu]}, today=TODAY)
@@ -397,6 +397,6 @@ def test_startup_taints_reach_the_pool_template_and_are_known_everywhere_the_mod
     )
     # a change drifts every node of the pool (it is hashed: neither behavioral nor matched per node)
     assert "startupTaints" not in POOL_BEHAVIORAL + POOL_DYNAMIC
-    moves = [(t.old, t.new) for t in node_transitions() if t.setting == "nodePools.startupTaints"]
+    moves = [(t.old, t.new) for t in field_transitions() if t.setting == "nodePools.startupTaints"]
     cilium = [{"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}]
     assert moves == [(DEFAULT, cilium), (cilium, DEFAULT)]

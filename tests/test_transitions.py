@@ -387,8 +387,9 @@ def test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_ta
 
 
 def test_the_matrix_is_generated_from_the_configuration_model():
-    """Every top-level setting gives transitions by its type (modes: every ordered pair) or a sample, or says why
-    it is not a transition of one stack; a setting with neither stops the generation, naming it."""
+    """Every top-level setting gives transitions by its type (modes: every ordered pair) or a sample, or its
+    declaration says why it is not a transition of one stack (another stack, moved field by field, or a reason of
+    its own); a setting without a declaration or a value stops the generation, naming it."""
     from karpenter_stack.config import AppConfig
     from tooling import transitions as tr
 
@@ -396,6 +397,21 @@ def test_the_matrix_is_generated_from_the_configuration_model():
     settings = {t.setting for t in found}
     assert settings | set(not_one) == {f.alias for f in AppConfig.model_fields.values()}
     assert not settings & set(not_one)
+    assert {k: why.split(":")[0].split(" (")[0] for k, why in not_one.items()} == {
+        "account": "another stack",
+        "region": "another stack",
+        "controller": "moved field by field",
+        "existingCluster": "moved field by field",
+        "nodeClasses": "moved field by field",
+        "nodePools": "moved field by field",
+        "nodeOverlays": "moved field by field",
+        "karpenterVersion": "one release has a template",
+        "vpcId": "an existing VPC needs its lookups in cdk.context.json",
+    }
+    # what a value needs besides: from the declaration (every value, or one value by its JSON)
+    (public,) = [t for t in found if t.setting == "endpointAccess" and t.new == "public-and-private"]
+    assert public.overrides("new") == {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]}
+    assert public.overrides("old") == {"endpointAccess": "private"}
     pairs = {s: sum(t.setting == s for t in found) for s in ("authenticationMode", "deletionProtection", "profile")}
     assert pairs == {"authenticationMode": 12, "deletionProtection": 6, "profile": 2}  # 4 and 3 modes, 2 values
     assert len(found) == 64
@@ -406,6 +422,11 @@ def test_the_matrix_is_generated_from_the_configuration_model():
     with pytest.raises(
         KeyError, match=r"nodeMagic: no example value \(Field examples=\[...\]\) and no reason it is not a"
     ):
+        tr.transitions(fields)
+    fields["node_magic"] = copy.copy(fields["vpc_cidr"])
+    fields["node_magic"].alias = "nodeMagic"
+    fields["node_magic"].json_schema_extra = None
+    with pytest.raises(KeyError, match=r"nodeMagic: no declaration of what changing it does"):
         tr.transitions(fields)
 
 
@@ -463,32 +484,57 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
     )
 
 
-def test_the_node_fields_are_in_the_matrix_with_every_mode_pair():
-    """Capacity types and AMI families as modes (every ordered pair); every other field by type or sample."""
-    from constructs_lib.specs.node_class import NodeClassSpec
-    from constructs_lib.specs.node_pool import NodePoolSpec
+def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pair():
+    """The settings declared 'by field' (node pools, node classes, node overlays, the controller, an existing
+    cluster) are moved field by field, in the one entry or object of their setting: modes (declared, or named by
+    the type) give every ordered pair; every other field goes from its holder's value to its example and back."""
+    from karpenter_stack.config import AppConfig, tree
     from tooling import transitions as tr
 
-    found = tr.node_transitions()
+    found = tr.field_transitions()
     settings = {t.setting for t in found}
-    assert settings == {f"nodePools.{f.alias or n}" for n, f in NodePoolSpec.model_fields.items()} | {
-        f"nodeClasses.{f.alias or n}" for n, f in NodeClassSpec.model_fields.items()
+    by_field = ("nodePools", "nodeClasses", "nodeOverlays", "controller", "existingCluster")
+    assert settings == {
+        f"{key}.{f.alias or n}" for key in by_field for n, f in tree.child(AppConfig, key).model_fields.items()
     }
     capacity = {(t.old[0], t.new[0]) for t in found if t.setting == "nodePools.capacityTypes"}
     assert capacity == set(itertools.permutations(["spot", "on-demand", "reserved"], 2))
-    assert sum(t.setting == "nodeClasses.amiAlias" for t in found) == 12  # four families and pins
-    assert sum(t.setting == "nodePools.terminationGracePeriod" for t in found) == 6  # with null
-    # every other field: from its default to its example and back
+    # what a value needs besides comes from the field's declaration, and from its setting's
+    (reserved,) = [t for t in found if t.setting == "nodePools.capacityTypes" and t.new == ["reserved"]][:1]
+    assert reserved.overrides("new")["nodeClasses"] == [
+        {"name": "default", "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}
+    ]
+    (weight, _) = [t for t in found if t.setting == "nodeOverlays.weight"]
+    assert weight.overrides("new") == {
+        "controller": {"featureGates": {"nodeOverlay": True}},
+        "nodeOverlays": [
+            {
+                "name": "prefer-arm",
+                "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
+                "priceAdjustment": "-20%",
+                "weight": 10,
+            }
+        ],
+    }
+    (role, _) = [t for t in found if t.setting == "existingCluster.kubectlRoleArn"]
+    assert role.overrides("old")["existingCluster"] == AppConfig.model_fields["existing_cluster"].examples[0]
+    assert role.overrides("new")["existingCluster"]["kubectlRoleArn"] == (
+        "arn:aws:iam::111122223333:role/platform-kubectl"
+    )
     per_field = Counter(t.setting for t in found)
     assert {s: n for s, n in per_field.items() if n != 2} == {
         "nodePools.capacityTypes": 6,
-        "nodePools.terminationGracePeriod": 6,
+        "nodePools.terminationGracePeriod": 6,  # declared modes, with null
         "nodePools.consolidationPolicy": 6,
-        "nodeClasses.amiAlias": 12,
+        "nodeClasses.amiAlias": 12,  # declared modes: four families and pins
         "nodeClasses.rootVolumeType": 12,
         "nodeClasses.detailedMonitoring": 6,
         "nodeClasses.associatePublicIPAddress": 6,
+        "controller.zonalShift": 6,
+        "controller.logLevel": 12,
+        "existingCluster.authenticationMode": 12,
     }
+    assert len(found) == 172
 
 
 def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_review_says_so():

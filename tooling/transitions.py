@@ -16,10 +16,14 @@ rollback of it (the reverse update), and the review's verdict checked against th
 A deploy the review says fails must also be refused by the synth against the deployed baseline
 (``karpenter_stack/baseline.py``), so that it never reaches CloudFormation.
 
-The settings come from ``AppConfig``'s fields, and the node pool's and node class's (``nodePools.<field>``,
-``nodeClasses.<field>``): Literal and boolean types give their values, lists of Literals each value, bounded
-integers the next value; other types need an example on the field (``Field(examples=[...])``) or a reason they are not a
-transition of one stack (``NOT_A_TRANSITION``) -- a new field with neither fails ``tests/test_transitions.py``.
+The settings come from ``AppConfig``'s fields, and the fields of the settings declared ``by field`` (node pools,
+node classes, node overlays, the controller, an existing cluster: ``nodePools.<field>``, ...), each in the one
+entry or object of its setting. Everything about a setting comes from its declaration
+(``constructs_lib/specs/change.py``): Literal and boolean types give their values (or the declaration its modes),
+lists of Literals each value, bounded integers the next value, other types the field's example
+(``Field(examples=[...])``); what a value needs besides, and why a setting is not moved (another stack, field by
+field, a reason of its own). A new field with no declaration or no value fails ``tests/test_transitions.py``.
+The review's verdict must also fit what the setting declares changing it does (``declaration_problems``).
 
     make transitions            # every transition; prints the matrix and its counts; exit 1 on a wrong verdict
 """
@@ -38,53 +42,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic.fields import FieldInfo
+
+from constructs_lib.specs.change import Change, FieldChange, declaration
 from karpenter_stack.cluster_updates import UpdateRefused, update, version_step_refusal
-from karpenter_stack.config import AppConfig, ConfigError, load_config
+from karpenter_stack.config import AppConfig, ConfigError, load_config, tree
 from tooling import review as rv
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Another valid value for settings whose type names none (strings, lists, maps).
-# What a node field's values need besides (the base of that field's transitions).
-NODE_COMPANIONS: dict[str, dict[str, Any]] = {
-    # the reserved capacity type needs the class's capacity reservations
-    "nodePools.capacityTypes": {
-        "nodeClasses": [{"name": "default", "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}]
-    },
-    "nodePools.replicas": {"controller": {"featureGates": {"staticCapacity": True}}},
-}
-# Fields with modes that a Literal type does not spell: every pair of these values.
-NODE_MODES: dict[str, list[Any]] = {
-    "nodeClasses.amiAlias": ["al2023@latest", "al2023@v20260801", "bottlerocket@latest", "windows2022@latest"],
-    "nodePools.terminationGracePeriod": ["24h", "1h", None],  # None: unset, drains wait for every budget
-}
-# Settings a value of which needs others (the model refuses it alone): the base of that setting's transitions.
-COMPANIONS: dict[str, dict[str, Any]] = {
-    "controllerCredentials": {"controllerHosting": "nodegroup"},  # EKS Pod Identity does not work on Fargate
-    "publicAccessCidrs": {"endpointAccess": "public-and-private", "publicAccessCidrs": ["198.51.100.0/24"]},
-    "alarmTopicArn": {"interruptionQueueAlarms": True},
-    "systemNodeInstanceType": {"controllerHosting": "nodegroup"},
-    "profile": {"nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]},  # production pins AMIs
-    # more zones than an environment-agnostic stack knows: an account whose zones the product's cdk.context.json holds
-    "maxAzs": {"account": "444455556666", "region": "eu-west-1"},
-}
-# ... and values that need others on their side only.
-VALUE_COMPANIONS: dict[tuple[str, Any], dict[str, Any]] = {
-    ("endpointAccess", '"public-and-private"'): {"publicAccessCidrs": ["203.0.113.0/24"]},
-}
-# Settings that are not a setting of one running stack, with the reason (reported, never silently skipped).
-NOT_A_TRANSITION: dict[str, str] = {
-    "account": "names the account the stack is deployed to: another account is another stack",
-    "region": "names the region the stack is deployed to: another region is another stack",
-    "vpcId": "an existing VPC needs its lookups in cdk.context.json; a new VPC id replaces the network "
-    "(tests/test_existing_vpc.py)",
-    "existingCluster": "Karpenter on a cluster this app did not create is another kind of stack",
-    "karpenterVersion": "one release has a template (templates/); a bump is reviewed by tests/test_review.py",
-    "controller": "the controller's settings: chart values (tests/test_karpenter_release.py)",
-    "nodeClasses": "moved field by field instead (the nodeClasses.<field> rows)",
-    "nodePools": "moved field by field instead (the nodePools.<field> rows)",
-    "nodeOverlays": "node overlays: read by the controller only, no node drifts",
-}
 # refused: the deploy fails (or the synth refuses it); blocked: it would work, but replaces or deletes something
 # stateful, or its rollback would wedge the stack -- the review fails until it is acknowledged.
 CATEGORIES = ("in place", "replace", "interrupt", "blocked", "refused", "not decided", "no change")
@@ -92,10 +58,12 @@ CATEGORIES = ("in place", "replace", "interrupt", "blocked", "refused", "not dec
 
 @dataclass(frozen=True)
 class Transition:
-    setting: str
-    base: Mapping[str, Any]  # the other settings of both configurations (companions)
-    old: Any  # a value, or DEFAULT: the setting left out
+    setting: str  # a setting (``maxAzs``), or a field of an object or list entry (``nodePools.taints``)
+    base: Mapping[str, Any]  # the other settings of both configurations (what the values need besides)
+    old: Any  # a value, or DEFAULT: the setting left out (a field: as its holder has it)
     new: Any
+    declared: FieldChange | None = None  # what the setting declares changing it does
+    holder: Any = None  # a field's object, or ``[entry]``, in which it is set (None: ``[{"name": "default"}]``)
 
     @property
     def label(self) -> str:
@@ -103,12 +71,14 @@ class Transition:
 
     def overrides(self, which: str) -> dict[str, Any]:
         value = self.old if which == "old" else self.new
-        companions = {} if value is DEFAULT else VALUE_COMPANIONS.get((self.setting, json.dumps(value)), {})
-        if "." in self.setting:  # a field of the one node pool or node class: that list, with the field set
-            listing, name = self.setting.split(".", 1)
-            item = {"name": "default", **({} if value is DEFAULT else {name: value})}
-            return {**self.base, **companions, listing: [item]}
-        return {**self.base, **companions, **({} if value is DEFAULT else {self.setting: value})}
+        needs = {} if value is DEFAULT or self.declared is None else self.declared.companions(value)
+        if "." in self.setting:  # a field of an object or a list entry: that object, with the field set
+            outer, name = self.setting.split(".", 1)
+            holder = self.holder if self.holder is not None else [{"name": "default"}]
+            entry = holder[0] if isinstance(holder, list) else holder
+            entry = {**entry, **({} if value is DEFAULT else {name: value})}
+            return {**self.base, **needs, outer: [entry] if isinstance(holder, list) else entry}
+        return {**self.base, **needs, **({} if value is DEFAULT else {self.setting: value})}
 
 
 class _Default:
@@ -145,38 +115,89 @@ def _list_of_literals(annotation: Any) -> list[Any] | None:
     return None
 
 
-def node_transitions() -> list[Transition]:
-    """The node pool's and node class's fields moved from their defaults and back (modes: every pair)."""
-    from constructs_lib.specs.node_class import NodeClassSpec
-    from constructs_lib.specs.node_pool import NodePoolSpec
-
-    found: list[Transition] = []
-    for listing, spec in (("nodePools", NodePoolSpec), ("nodeClasses", NodeClassSpec)):
-        for name, info in spec.model_fields.items():
-            key = f"{listing}.{info.alias or name}"
-            modes = NODE_MODES.get(key) or _literal_values(info.annotation) or _list_of_literals(info.annotation)
-            found += _field_transitions(key, info, modes, NODE_COMPANIONS.get(key, {}))
-    return found
+def _declared(key: str, info: FieldInfo) -> FieldChange:
+    declared = declaration(info)
+    if declared is None:
+        raise KeyError(f"{key}: no declaration of what changing it does (json_schema_extra=change(...))")
+    return declared
 
 
-def transitions(fields: Mapping[str, Any] | None = None) -> tuple[list[Transition], dict[str, str]]:
+def _not_moved(key: str, declared: FieldChange) -> str | None:
+    """Why the matrix does not move a setting as one (None: it does)."""
+    if declared.not_moved:
+        return declared.not_moved
+    if declared.change is Change.ANOTHER_STACK:
+        return f"another stack: {declared.source}"
+    if declared.change is Change.BY_FIELD:
+        return f"moved field by field (the {key}.<field> rows)"
+    return None
+
+
+def _modes(declared: FieldChange, annotation: Any, lists: bool = True) -> list[Any] | None:
+    """A field's modes: declared, or named by its type (Literal, bool and, with ``lists``, a list of Literals)."""
+    if declared.modes is not None:
+        return list(declared.modes)
+    return _literal_values(annotation) or (_list_of_literals(annotation) if lists else None)
+
+
+def transitions(fields: Mapping[str, FieldInfo] | None = None) -> tuple[list[Transition], dict[str, str]]:
     """Every transition the model's top-level settings allow, and the settings that are not one (with why)."""
     found: list[Transition] = []
     not_one: dict[str, str] = {}
     for name, info in (fields or AppConfig.model_fields).items():
         key = info.alias or name
-        if key in NOT_A_TRANSITION:
-            not_one[key] = NOT_A_TRANSITION[key]
+        declared = _declared(key, info)
+        why = _not_moved(key, declared)
+        if why:
+            not_one[key] = why
             continue
-        found += _field_transitions(key, info, _literal_values(info.annotation), COMPANIONS.get(key, {}))
+        modes = _modes(declared, info.annotation, lists=False)  # (lists of a setting's own: by their example)
+        found += _field_transitions(key, info, modes, declared, declared.needs)
     return found, not_one
 
 
-def _field_transitions(key: str, info: Any, modes: list[Any] | None, base: Mapping[str, Any]) -> list[Transition]:
+def _holder(info: FieldInfo) -> Any:
+    """What a field of a ``BY_FIELD`` setting is set in: the setting's default entry (by its name) or object, or,
+    when it has none, the first the setting's examples give."""
+    default = info.get_default(call_default_factory=True)
+    if isinstance(default, list):
+        return [{"name": default[0].name}] if default else [info.examples[0][0]] if info.examples else None
+    return {} if default is not None else (info.examples or [None])[0]
+
+
+def field_transitions() -> list[Transition]:
+    """The fields of the settings declared ``BY_FIELD`` (node pools, node classes, node overlays, the controller,
+    an existing cluster) moved from their holder's value and back (modes: every pair), each in the one object or
+    entry of its setting."""
+    found: list[Transition] = []
+    for name, info in AppConfig.model_fields.items():
+        key = info.alias or name
+        outer = _declared(key, info)
+        model = tree.child(AppConfig, key)
+        if outer.change is not Change.BY_FIELD or model is None:
+            continue
+        holder = _holder(info)
+        for field_name, field_info in model.model_fields.items():
+            field_key = f"{key}.{field_info.alias or field_name}"
+            declared = _declared(field_key, field_info)
+            modes = _modes(declared, field_info.annotation)
+            base = {**outer.needs, **declared.needs}
+            found += _field_transitions(field_key, field_info, modes, declared, base, holder)
+    return found
+
+
+def _field_transitions(
+    key: str,
+    info: FieldInfo,
+    modes: list[Any] | None,
+    declared: FieldChange,
+    base: Mapping[str, Any],
+    holder: Any = None,
+) -> list[Transition]:
     """A field's transitions: every ordered pair of its modes; else its default to another value (the next
     bounded integer, or the example the field declares, ``Field(examples=[...])``) and back."""
     if modes is not None:
-        return [Transition(key, base, a, b) for a, b in itertools.permutations(modes, 2)]
+        return [Transition(key, base, a, b, declared, holder) for a, b in itertools.permutations(modes, 2)]
     if info.annotation is int:
         bound = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
         value = info.default + 1 if bound is None or info.default + 1 <= bound else info.default - 1
@@ -184,7 +205,10 @@ def _field_transitions(key: str, info: Any, modes: list[Any] | None, base: Mappi
         value = info.examples[0]
     else:
         raise KeyError(f"{key}: no example value (Field examples=[...]) and no reason it is not a transition")
-    return [Transition(key, base, DEFAULT, value), Transition(key, base, value, DEFAULT)]
+    return [
+        Transition(key, base, DEFAULT, value, declared, holder),
+        Transition(key, base, value, DEFAULT, declared, holder),
+    ]
 
 
 @dataclass
@@ -194,6 +218,8 @@ class Outcome:
     rollback: str  # the category of CloudFormation's rollback (the reverse update)
     summary: str  # the changes, briefly
     problems: list[str] = field(default_factory=list)  # where the review disagrees with a mirrored rule
+    interrupts: bool = False  # some change of the deploy restarts pods or replaces nodes
+    restarts: bool = False  # the controller's pods restart
 
 
 def _category(reports: list[rv.StackReport], failing: list[str], blocking: list[str]) -> str:
@@ -405,13 +431,74 @@ def assess(transition: Transition, synth: Synth) -> Outcome:
     problems = mirrored_problems(old, new, forward)
     if failing and not _refused_against(old, load_config(transition.overrides("new"))):
         problems.append("the deploy fails, but the synth against the deployed baseline does not refuse it")
-    return Outcome(
+    changes = [c for r in forward for c in r.changes]
+    outcome = Outcome(
         transition,
         _category(forward, failing, blocking),
         _category(reverse, back_failing, back_blocking),
         _summary(forward),
         problems,
+        interrupts=any(c.interrupts for c in changes),
+        restarts=any(rv.CONTROLLER_RESTARTS in e for c in changes for e in c.effects),
     )
+    outcome.problems += declaration_problems(outcome)
+    return outcome
+
+
+def declaration_problems(outcome: Outcome) -> list[str]:
+    """Where the review's verdict on a deploy disagrees with what the setting declares changing it does
+    (``constructs_lib/specs/change.py``). A refusal fits every kind (a value the model, the API or a handler
+    refuses changes nothing); ``one way`` and ``interrupts`` over all of a setting's moves (``setting_problems``)."""
+    declared, category = outcome.transition.declared, outcome.category
+    if declared is None or declared.change in _PER_SETTING or category == "refused":
+        return []
+    kind = declared.change
+    fits = {
+        Change.NOTHING_DEPLOYED: category == "no change",
+        Change.IN_PLACE: category in ("in place", "no change"),
+        Change.BEHAVIORAL: category in ("in place", "no change"),
+        Change.RESOURCES: category in ("in place", "replace", "no change") and not outcome.interrupts,
+        Change.RESTARTS_CONTROLLER: outcome.restarts,
+        Change.STATIC_DRIFT: outcome.interrupts,
+        Change.DYNAMIC_DRIFT: outcome.interrupts or category == "in place",
+        Change.REPLACE: category in ("replace", "blocked"),
+        Change.REFUSED: False,
+    }.get(kind, True)
+    if fits:
+        return []
+    said = (
+        category
+        + (", controller restarts" if outcome.restarts else "")
+        + (", interrupts" if outcome.interrupts and category != "interrupt" else "")
+    )
+    return [f"declared '{kind.value}', review says {said}"]
+
+
+# Kinds that say what some move of a setting does (not every one): checked over all of its moves.
+_PER_SETTING: dict[Change, tuple[str, Callable[[Outcome], bool]]] = {
+    Change.ONE_WAY: (
+        "step the deploy takes whose rollback is refused",
+        lambda o: o.category != "refused" and o.rollback == "refused",
+    ),
+    Change.INTERRUPTS: ("move that evicts or restarts pods or replaces nodes", lambda o: o.interrupts),
+}
+
+
+def setting_problems(outcomes: Iterable[Outcome]) -> list[str]:
+    """Each setting declared ``one way`` has a step the deploy takes whose rollback is refused (whether the review
+    calls such a step one way is checked per deploy by the mirrored handler rules); each declared ``interrupts``
+    has a move that does."""
+    by_setting: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        if o.transition.declared is not None and o.transition.declared.change in _PER_SETTING:
+            by_setting.setdefault(o.transition.setting, []).append(o)
+    problems = []
+    for setting, moves in by_setting.items():
+        kind = moves[0].transition.declared.change  # type: ignore[union-attr]
+        what, holds = _PER_SETTING[kind]
+        if not any(holds(o) for o in moves):
+            problems.append(f"{setting}: declared '{kind.value}', but the review finds no {what}")
+    return problems
 
 
 def _refused_against(deployed: Mapping[str, dict[str, Any]], config: AppConfig) -> list[str]:
@@ -471,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     from karpenter_stack import context_sources
 
     found, not_one = transitions()
-    found += node_transitions()
+    found += field_transitions()
     if args.only:
         found = [t for t in found if t.setting in args.only or t.setting.split(".")[0] in args.only]
     # The product's settings layer (feature flags): the matrix is about the model's defaults, not your cdk.json.
@@ -485,8 +572,11 @@ def main(argv: list[str] | None = None) -> int:
     counts = Counter(o.category for o in outcomes)
     print(f"{len(outcomes)} transitions: " + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES if counts[c]))
     wrong = [o for o in outcomes if o.problems]
-    if wrong:
-        print(f"{len(wrong)} verdicts disagree with a mirrored rule (above)", file=sys.stderr)
+    per_setting = setting_problems(outcomes)
+    for problem in per_setting:
+        print(problem, file=sys.stderr)
+    if wrong or per_setting:
+        print(f"{len(wrong)} verdicts disagree with a mirrored rule or a declaration (above)", file=sys.stderr)
         return 1
     return 0
 

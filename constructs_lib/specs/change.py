@@ -1,17 +1,23 @@
-"""What changing a field of a spec does on a running cluster, declared on the field itself
+"""What changing a setting does on a running cluster, declared on the setting's field itself
 (``Field(..., json_schema_extra=change(Change.STATIC_DRIFT, "spec.kubelet", EC2_NODE_CLASS_HASH))``), with
-the manifest field it writes and where the fact comes from (Karpenter 1.14.1). Tables that tools read
-(which manifest fields never drift, which drift only the nodes that no longer match) are derived from
-these declarations, so a new field cannot be left out of them unnoticed."""
+what it writes (a manifest path of a node object, a chart value, a CloudFormation resource) and where the fact
+comes from (Karpenter 1.14.1, aws-cdk-lib 2.275's handlers, CloudFormation, EKS). The declaration also names
+what a value of the setting needs besides (``needs``: the model refuses it alone) and, for settings whose type
+does not spell them, their modes. Everything that lists settings reads these declarations: the review's drift
+tables, the transition matrix (``tooling/transitions.py``, which checks each declaration against the review's
+verdict), the command-line samples of the tests and the configuration reference's "changing it" column."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel
-from pydantic.config import JsonDict
+from pydantic.config import JsonDict, JsonValue
+from pydantic.fields import FieldInfo
 
 
 class Change(StrEnum):
@@ -22,6 +28,33 @@ class Change(StrEnum):
     STATIC_DRIFT = "static drift"  # every node of the pools it applies to is replaced (within budgets)
     DYNAMIC_DRIFT = "dynamic drift"  # only the nodes that no longer match it are replaced (within budgets)
     REPLACE = "replace"  # a new object replaces the old one (the old one is deleted)
+    # ... and of the app's settings (the cluster, its network, the controller's chart)
+    NOTHING_DEPLOYED = "nothing deployed"  # read by the synth's checks only: no template changes
+    RESOURCES = "adds or removes resources"  # resources are added, removed or updated; nothing running restarts
+    RESTARTS_CONTROLLER = "restarts the controller"  # a new pod template: the controller's pods roll
+    INTERRUPTS = "interrupts"  # running pods are evicted or restarted, or nodes replaced (besides Karpenter's drift)
+    ONE_WAY = "one way"  # steps forward only: going back (and so CloudFormation's rollback of a step) is refused
+    REFUSED = "refused"  # a running cluster cannot take it: the synth refuses it against your deployed baseline
+    ANOTHER_STACK = "another stack"  # names where or what the stack is: another value is another stack
+    BY_FIELD = "by field"  # an object or a list of them: each of its fields declares
+
+
+# What each kind means for the configuration reference's "changing it" column.
+CHANGE_TEXT: dict[Change, str] = {
+    Change.IN_PLACE: "updated in place",
+    Change.BEHAVIORAL: "in place: how Karpenter decides, no node is replaced",
+    Change.STATIC_DRIFT: "drifts every node it applies to (replaced within the pool's budgets)",
+    Change.DYNAMIC_DRIFT: "drifts the nodes that no longer match (replaced within the pool's budgets)",
+    Change.REPLACE: "replaces (creates the new, deletes the old)",
+    Change.NOTHING_DEPLOYED: "nothing deployed changes (synth checks only)",
+    Change.RESOURCES: "adds, removes or updates resources; nothing running restarts",
+    Change.RESTARTS_CONTROLLER: "restarts the controller's pods, one at a time",
+    Change.INTERRUPTS: "evicts or restarts running pods, or replaces nodes",
+    Change.ONE_WAY: "one way: going back is refused (and so is the rollback of a step)",
+    Change.REFUSED: "refused on a running cluster",
+    Change.ANOTHER_STACK: "another stack (not a change of this one)",
+    Change.BY_FIELD: "see its keys",
+}
 
 
 # Where the facts come from (Karpenter 1.14.1: kubernetes-sigs/karpenter and aws/karpenter-provider-aws).
@@ -58,25 +91,64 @@ OBJECT_NAME = (
 
 @dataclass(frozen=True)
 class FieldChange:
-    """A field's declaration: what changing it does, the manifest field it writes (a path from the
-    object's root, e.g. ``spec.template.spec.requirements``) and the source of that fact."""
+    """A field's declaration: what changing it does, what it writes (for a node object, the manifest field: a
+    path from the object's root, e.g. ``spec.template.spec.requirements``) and the source of that fact; what a
+    value needs besides (settings, as in cdk.json: ``needs`` for every value, ``needs_for`` for one value, by
+    its JSON) and the modes of a setting whose type does not name them (every pair is a transition)."""
 
     change: Change
     manifest: str
     source: str
+    needs: Mapping[str, Any] = field(default_factory=dict)
+    needs_for: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    modes: tuple[Any, ...] | None = None
+    not_moved: str | None = None  # why the transition matrix does not move it (e.g. one release has a template)
+
+    def companions(self, value: Any) -> dict[str, Any]:
+        """The settings ``value`` needs besides."""
+        return {**self.needs, **self.needs_for.get(json.dumps(value), {})}
 
 
-def change(kind: Change, manifest: str, source: str) -> JsonDict:
+def change(
+    kind: Change,
+    manifest: str,
+    source: str,
+    *,
+    needs: JsonDict | None = None,
+    needs_for: dict[str, JsonDict] | None = None,
+    modes: list[JsonValue] | None = None,
+    not_moved: str | None = None,
+) -> JsonDict:
     """The declaration, as a field's ``json_schema_extra``."""
-    return {"change": kind.value, "manifest": manifest, "source": source}
+    out: JsonDict = {"change": kind.value, "manifest": manifest, "source": source}
+    out |= {"needs": needs} if needs else {}
+    out |= {"needsFor": dict(needs_for)} if needs_for else {}
+    out |= {"modes": modes} if modes is not None else {}
+    out |= {"notMoved": not_moved} if not_moved else {}
+    return out
 
 
 def change_of(model: type[BaseModel], name: str) -> FieldChange | None:
     """What field ``name`` of ``model`` declares (None: nothing)."""
-    extra = model.model_fields[name].json_schema_extra
+    return declaration(model.model_fields[name])
+
+
+def declaration(info: FieldInfo) -> FieldChange | None:
+    """What a field declares (None: nothing)."""
+    extra = info.json_schema_extra
     if not isinstance(extra, Mapping) or "change" not in extra:
         return None
-    return FieldChange(Change(str(extra["change"])), str(extra["manifest"]), str(extra["source"]))
+    needs, needs_for, modes = extra.get("needs") or {}, extra.get("needsFor") or {}, extra.get("modes")
+    assert isinstance(needs, Mapping) and isinstance(needs_for, Mapping)
+    return FieldChange(
+        Change(str(extra["change"])),
+        str(extra["manifest"]),
+        str(extra["source"]),
+        dict(needs),
+        {k: dict(v) for k, v in needs_for.items() if isinstance(v, Mapping)},
+        tuple(modes) if isinstance(modes, list) else None,
+        str(extra["notMoved"]) if extra.get("notMoved") else None,
+    )
 
 
 def undeclared(model: type[BaseModel]) -> list[str]:
@@ -97,3 +169,17 @@ def manifest_keys(
             key = item.manifest.removeprefix(under).split(".", 1)[0]
             keys += [] if key in keys else [key]
     return tuple(keys)
+
+
+# The controller's chart (Karpenter 1.14.1, charts/karpenter/templates/deployment.yaml): what is rendered into
+# the Deployment's pod template rolls its pods when it changes; tooling/review/kubernetes.py mirrors which values
+# render elsewhere.
+CHART_POD_TEMPLATE = (
+    "karpenter chart 1.14.1 templates/deployment.yaml: settings.* become the controller container's environment, "
+    "and logLevel, controller.resources, podAnnotations and serviceAccount.name are in the pod template; a new pod "
+    "template rolls the controller's pods (PodDisruptionBudget maxUnavailable 1)"
+)
+CHART_OUTSIDE_POD_TEMPLATE = (
+    "karpenter chart 1.14.1: serviceMonitor renders a ServiceMonitor object and serviceAccount.annotations the "
+    "ServiceAccount, neither is in the Deployment's pod template (no checksum of them): the pods keep running"
+)

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..quantities import GO_DURATION, parse_quantity
 from .base import CamelModel
+from .change import CHART_POD_TEMPLATE, Change, change
 
 # settings.featureGates of the Karpenter 1.14 chart (values.yaml), and the chart's defaults: the one table.
 FeatureGate = Literal[
@@ -48,21 +49,49 @@ class ControllerSpec(CamelModel):
         default_factory=dict,
         description="Karpenter feature gates to set (settings.featureGates); unset gates keep the chart's default "
         f"(on by default: {_ON_BY_DEFAULT}).",
+        json_schema_extra=change(Change.RESTARTS_CONTROLLER, "chart value settings.featureGates", CHART_POD_TEMPLATE),
+        examples=[{"spotToSpotConsolidation": True}],
     )
     batch_max_duration: str | None = Field(
-        None, description="Longest batching window for pending pods (settings.batchMaxDuration; chart: 10s)."
+        None,
+        description="Longest batching window for pending pods (settings.batchMaxDuration; chart: 10s).",
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER, "chart value settings.batchMaxDuration", CHART_POD_TEMPLATE
+        ),
+        examples=["20s"],
     )
     batch_idle_duration: str | None = Field(
-        None, description="A window ends after this long without new pods (settings.batchIdleDuration; chart: 1s)."
+        None,
+        description="A window ends after this long without new pods (settings.batchIdleDuration; chart: 1s).",
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER, "chart value settings.batchIdleDuration", CHART_POD_TEMPLATE
+        ),
+        examples=["2s"],
     )
     zonal_shift: bool | None = Field(
-        None, description="Respect EKS zonal shifts when launching nodes (settings.enableZonalShift; chart: false)."
+        None,
+        description="Respect EKS zonal shifts when launching nodes (settings.enableZonalShift; chart: false).",
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER, "chart value settings.enableZonalShift", CHART_POD_TEMPLATE
+        ),
     )
     log_level: Literal["debug", "info", "error"] | None = Field(
-        None, description="Controller log level (logLevel; chart: info)."
+        None,
+        description="Controller log level (logLevel; chart: info).",
+        json_schema_extra=change(Change.RESTARTS_CONTROLLER, "chart value logLevel", CHART_POD_TEMPLATE),
     )
-    cpu: str = Field("1", description="CPU of each controller replica (requests = limits: guaranteed QoS).")
-    memory: str = Field("1Gi", description="Memory of each controller replica (requests = limits).")
+    cpu: str = Field(
+        "1",
+        description="CPU of each controller replica (requests = limits: guaranteed QoS).",
+        json_schema_extra=change(Change.RESTARTS_CONTROLLER, "chart value controller.resources", CHART_POD_TEMPLATE),
+        examples=["2"],
+    )
+    memory: str = Field(
+        "1Gi",
+        description="Memory of each controller replica (requests = limits).",
+        json_schema_extra=change(Change.RESTARTS_CONTROLLER, "chart value controller.resources", CHART_POD_TEMPLATE),
+        examples=["2Gi"],
+    )
 
     @field_validator("batch_max_duration", "batch_idle_duration")
     @classmethod

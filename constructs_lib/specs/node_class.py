@@ -219,7 +219,12 @@ class NodeClassSpec(CamelModel):
         description="AMI alias `family@version`: al2023, bottlerocket or al2 (pin a version in production, e.g. "
         "al2023@v20260801), windows2019/2022/2025 (@latest only; its pools launch Windows nodes). GPU and "
         "Neuron instances get the family's accelerated AMI variant automatically.",
-        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.amiSelectorTerms", EC2_NODE_CLASS_SELECTORS),
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT,
+            "spec.amiSelectorTerms",
+            EC2_NODE_CLASS_SELECTORS,
+            modes=["al2023@latest", "al2023@v20260801", "bottlerocket@latest", "windows2022@latest"],
+        ),
         examples=["bottlerocket@latest"],
     )
     root_volume_size_gib: int = Field(

@@ -66,28 +66,33 @@ class NodeOverlaySpec(CamelModel):
     name: str = Field(
         description="Kubernetes name of the NodeOverlay.",
         json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+        examples=["prefer-graviton"],
     )
     requirements: list[OverlayRequirementSpec] = Field(
         default_factory=list,
         max_length=100,
         description="Instance types it applies to (all when empty); karpenter.sh/nodepool limits it to pools.",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.requirements", NODE_OVERLAY),
+        examples=[[{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7g"]}]],
     )
     price: str | None = Field(
         None,
         description='Price to assume (USD per hour), e.g. "0.25".',
         json_schema_extra=change(Change.BEHAVIORAL, "spec.price", NODE_OVERLAY),
+        examples=["0.25"],
     )
     price_adjustment: str | None = Field(
         None,
         description="Change of the price: an amount (+0.1, -0.05) or a percentage (+10%, -10%, -100%).",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.priceAdjustment", NODE_OVERLAY),
+        examples=["-10%"],
     )
     capacity: dict[str, IntOrString] = Field(
         default_factory=dict,
         description='Extra capacity of extended resources per node (e.g. {"example.com/device": "2"}); not '
         "cpu, memory, ephemeral-storage or pods.",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.capacity", NODE_OVERLAY),
+        examples=[{"example.com/device": "2"}],
     )
     weight: int | None = Field(
         None,
@@ -95,6 +100,7 @@ class NodeOverlaySpec(CamelModel):
         le=10000,
         description="Which overlay wins where several match (higher first).",
         json_schema_extra=change(Change.BEHAVIORAL, "spec.weight", NODE_OVERLAY),
+        examples=[10],
     )
 
     @field_validator("name")

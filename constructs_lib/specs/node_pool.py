@@ -202,7 +202,17 @@ class NodePoolSpec(CamelModel):
         description="karpenter.sh/capacity-type values; reserved needs the node class's "
         "capacityReservationSelectorTerms (Karpenter then prefers reservations, and falls back to the "
         "other types listed).",
-        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT,
+            "spec.template.spec.requirements",
+            NODE_POOL_REQUIREMENTS,
+            # the reserved capacity type needs the class's capacity reservations
+            needs={
+                "nodeClasses": [
+                    {"name": "default", "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}
+                ]
+            },
+        ),
     )
     architectures: list[Architecture] = Field(
         default_factory=lambda: list(DEFAULT_ARCHITECTURES),
@@ -249,7 +259,12 @@ class NodePoolSpec(CamelModel):
         description="Static capacity: keep exactly this many nodes, whatever the pods (alpha; needs "
         "controller.featureGates.staticCapacity). Then only limits.nodes applies and no weight; a pool "
         "cannot switch between static and dynamic in place (the CRD refuses it): rename it to switch.",
-        json_schema_extra=change(Change.BEHAVIORAL, "spec.replicas", NODE_POOL_BEHAVIOR),
+        json_schema_extra=change(
+            Change.BEHAVIORAL,
+            "spec.replicas",
+            NODE_POOL_BEHAVIOR,
+            needs={"controller": {"featureGates": {"staticCapacity": True}}},
+        ),
         examples=[2],
     )
     expire_after: str = Field(
@@ -267,7 +282,12 @@ class NodePoolSpec(CamelModel):
             "default). A destroy bounds its own drains whatever this is. Part of the node template: changing it "
             "replaces the pool's nodes by drift."
         ),
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.terminationGracePeriod", NODE_POOL_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.template.spec.terminationGracePeriod",
+            NODE_POOL_HASH,
+            modes=["24h", "1h", None],  # None: unset, drains wait for every budget
+        ),
     )
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
         "WhenEmptyOrUnderutilized",

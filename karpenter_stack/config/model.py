@@ -16,11 +16,20 @@ from typing import Annotated, Any, ClassVar, Literal, overload
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
 from constructs_lib.specs.base import CamelModel, optional_match, quoted
+from constructs_lib.specs.change import (
+    CHART_OUTSIDE_POD_TEMPLATE,
+    CHART_POD_TEMPLATE,
+    EC2_NODE_CLASS_SELECTORS,
+    Change,
+    change,
+)
 from constructs_lib.specs.controller import ControllerSpec
 from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE, unknown_instance_type
 from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import NodePoolSpec
+
+from . import changes as facts
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 
@@ -122,27 +131,50 @@ class ExistingClusterConfig(CamelModel):
     kubectl_role_arn: str = Field(
         description="IAM role CDK's kubectl handler assumes to install the charts and objects; it needs cluster-admin "
         "(an access entry with AmazonEKSClusterAdminPolicy) and must trust this account.",
+        examples=["arn:aws:iam::111122223333:role/platform-kubectl"],
+        json_schema_extra=change(Change.IN_PLACE, "RoleArn of the Kubernetes resources", facts.EXISTING_KUBECTL_ROLE),
     )
     open_id_connect_provider_arn: str = Field(
         description="The cluster's IAM OIDC provider (arn:...:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>): "
         "the controller's IRSA role trusts it.",
+        examples=[
+            "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/FEDCBA9876543210FEDCBA9876543210"
+        ],
+        json_schema_extra=change(Change.IN_PLACE, "AWS::IAM::Role AssumeRolePolicyDocument", facts.EXISTING_OIDC),
     )
     cluster_security_group_id: str = Field(
-        description="The cluster security group EKS created; Karpenter's nodes join it (selected by id, never tagged)."
+        description="The cluster security group EKS created; Karpenter's nodes join it (selected by id, never tagged).",
+        examples=["sg-0fedcba9876543210"],
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT, "EC2NodeClass spec.securityGroupSelectorTerms", EC2_NODE_CLASS_SELECTORS
+        ),
     )
-    vpc_id: str = Field(description="The cluster's VPC.")
+    vpc_id: str = Field(
+        description="The cluster's VPC.",
+        examples=["vpc-0fedcba9876543210"],
+        json_schema_extra=change(
+            Change.NOTHING_DEPLOYED, "the imported VPC (no template property)", facts.EXISTING_VPC
+        ),
+    )
     subnet_ids: list[str] = Field(
-        min_length=2, description="Private subnets (at least 2 zones) Karpenter launches nodes into, selected by id."
+        min_length=2,
+        description="Private subnets (at least 2 zones) Karpenter launches nodes into, selected by id.",
+        examples=[["subnet-0123456789abcdef0", "subnet-0aaaabbbbccccdddd"]],
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT, "EC2NodeClass spec.subnetSelectorTerms", EC2_NODE_CLASS_SELECTORS
+        ),
     )
     private_endpoint: bool = Field(
         False,
         description="The API endpoint is private only: CDK's kubectl handler then runs in subnetIds, in the "
         "cluster security group.",
+        json_schema_extra=change(Change.IN_PLACE, "the kubectl handler's VpcConfig", facts.EXISTING_PRIVATE_ENDPOINT),
     )
     authentication_mode: Literal["API", "API_AND_CONFIG_MAP", "CONFIG_MAP"] | None = Field(
         None,
         description="The cluster's authentication mode, when known; nodes join through an EKS access entry, "
         "so CONFIG_MAP is refused (unset: a synth warning).",
+        json_schema_extra=change(Change.NOTHING_DEPLOYED, "the synth's checks", facts.EXISTING_AUTHENTICATION_MODE),
     )
 
     @field_validator(*_ID_FORMATS)
@@ -177,69 +209,150 @@ class AppConfig(CamelModel):
     profile: Literal["standard", "production"] = Field(
         "standard",
         description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
+        json_schema_extra=change(
+            Change.INTERRUPTS,
+            "the settings the profile fills in, and its system NodePool",
+            facts.PROFILE,
+            needs={"nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]},
+        ),
     )
     cluster_name: Annotated[str, KarpenterProp()] = Field(
         DEFAULT_CLUSTER_NAME,
         description="EKS cluster name; also names the queue and IAM resources.",
         examples=["eks-karpenter-b"],
+        json_schema_extra=change(Change.REPLACE, "Custom::AWSCDK-EKS-Cluster Config.name", facts.CLUSTER_NAME),
     )
     kubernetes_version: str = Field(
-        "1.36", description="EKS Kubernetes version (1.NN); needs its kubectl layer package.", examples=["1.35"]
+        "1.36",
+        description="EKS Kubernetes version (1.NN); needs its kubectl layer package.",
+        examples=["1.35"],
+        json_schema_extra=change(Change.ONE_WAY, "Custom::AWSCDK-EKS-Cluster Config.version", facts.KUBERNETES_VERSION),
     )
     karpenter_version: Annotated[str, KarpenterProp("version")] = Field(
-        "1.14.1", description="Karpenter release; needs templates/karpenter-<version>.yaml."
+        "1.14.1",
+        description="Karpenter release; needs templates/karpenter-<version>.yaml.",
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER,
+            "Custom::AWSCDK-EKS-HelmChart Version",
+            facts.KARPENTER_VERSION,
+            not_moved="one release has a template (templates/karpenter-<version>.yaml); a bump is reviewed by tests/test_review.py",
+        ),
     )
     karpenter_namespace: Annotated[str, KarpenterProp("namespace")] = Field(
-        "kube-system", description="Namespace of the Karpenter controller.", examples=["karpenter"]
+        "kube-system",
+        description="Namespace of the Karpenter controller.",
+        examples=["karpenter"],
+        json_schema_extra=change(Change.REFUSED, "Custom::AWSCDK-EKS-HelmChart Namespace", facts.HELM_NAMESPACE),
     )
     karpenter_service_account: Annotated[str, KarpenterProp("service_account")] = Field(
-        "karpenter", description="Service account of the Karpenter controller.", examples=["karpenter-controller"]
+        "karpenter",
+        description="Service account of the Karpenter controller.",
+        examples=["karpenter-controller"],
+        json_schema_extra=change(Change.RESTARTS_CONTROLLER, "chart value serviceAccount.name", CHART_POD_TEMPLATE),
     )
-    account: str | None = Field(None, description="AWS account id; unset = environment-agnostic stack.")
-    region: str | None = Field(None, description="AWS region; unset = environment-agnostic stack.")
+    account: str | None = Field(
+        None,
+        description="AWS account id; unset = environment-agnostic stack.",
+        json_schema_extra=change(Change.ANOTHER_STACK, "the stack's env", facts.STACK_ENVIRONMENT),
+    )
+    region: str | None = Field(
+        None,
+        description="AWS region; unset = environment-agnostic stack.",
+        json_schema_extra=change(Change.ANOTHER_STACK, "the stack's env", facts.STACK_ENVIRONMENT),
+    )
     vpc_id: str | None = Field(
-        None, description="Use this existing VPC (needs account and region) instead of creating one."
+        None,
+        description="Use this existing VPC (needs account and region) instead of creating one.",
+        json_schema_extra=change(
+            Change.REFUSED,
+            "Custom::AWSCDK-EKS-Cluster Config.resourcesVpcConfig",
+            facts.VPC,
+            not_moved="an existing VPC needs its lookups in cdk.context.json (tests/test_existing_vpc.py)",
+        ),
     )
-    vpc_cidr: str = Field("10.0.0.0/16", description="CIDR of the new VPC.", examples=["10.1.0.0/16"])
+    vpc_cidr: str = Field(
+        "10.0.0.0/16",
+        description="CIDR of the new VPC.",
+        examples=["10.1.0.0/16"],
+        json_schema_extra=change(Change.REFUSED, "AWS::EC2::VPC CidrBlock", facts.VPC),
+    )
     max_azs: int = Field(
-        2, ge=2, le=6, description="Availability zones of the new VPC (environment-agnostic stacks get 2)."
+        2,
+        ge=2,
+        le=6,
+        description="Availability zones of the new VPC (environment-agnostic stacks get 2).",
+        json_schema_extra=change(
+            Change.REPLACE, "AWS::EC2::Subnet", facts.ZONES, needs={"account": "444455556666", "region": "eu-west-1"}
+        ),
     )
     nat_gateways: int = Field(
-        1, ge=1, le=6, description="NAT gateways of the new VPC (one per AZ for zonal resilience)."
+        1,
+        ge=1,
+        le=6,
+        description="NAT gateways of the new VPC (one per AZ for zonal resilience).",
+        json_schema_extra=change(Change.RESOURCES, "AWS::EC2::NatGateway", facts.NAT_GATEWAYS),
     )
     endpoint_access: Literal["private", "public-and-private"] = Field(
         "private",
         description="Kubernetes API endpoint: private only, or private plus public restricted to publicAccessCidrs.",
+        json_schema_extra=change(
+            Change.IN_PLACE,
+            "Custom::AWSCDK-EKS-Cluster Config.resourcesVpcConfig",
+            facts.ENDPOINT,
+            needs_for={'"public-and-private"': {"publicAccessCidrs": ["203.0.113.0/24"]}},
+        ),
     )
     public_access_cidrs: list[str] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public endpoint (with endpointAccess=public-and-private).",
         examples=[["203.0.113.0/24", "198.51.100.0/24"]],
+        json_schema_extra=change(
+            Change.IN_PLACE,
+            "Custom::AWSCDK-EKS-Cluster Config.resourcesVpcConfig.publicAccessCidrs",
+            facts.ENDPOINT,
+            needs={"endpointAccess": "public-and-private", "publicAccessCidrs": ["198.51.100.0/24"]},
+        ),
     )
     additional_nag_packs: list[Literal["NIST80053R5", "NIST80053R4", "HIPAASecurity", "PCIDSS321", "Serverless"]] = (
         Field(
             default_factory=list,
             description="cdk-nag packs checked on top of AwsSolutions (NIST80053R5 findings are handled by the app).",
             examples=[["NIST80053R5"]],
+            json_schema_extra=change(Change.NOTHING_DEPLOYED, "the synth's checks", facts.NAG),
         )
     )
     controller_hosting: Literal["fargate", "nodegroup"] = Field(
         "fargate",
         description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group.",
+        json_schema_extra=change(
+            Change.INTERRUPTS, "Custom::AWSCDK-EKS-FargateProfile, AWS::EKS::Nodegroup", facts.HOSTING
+        ),
     )
     system_node_instance_type: str = Field(
-        "t3.medium", description="Instance type of the system node group (nodegroup hosting).", examples=["t3.large"]
+        "t3.medium",
+        description="Instance type of the system node group (nodegroup hosting).",
+        examples=["t3.large"],
+        json_schema_extra=change(
+            Change.REPLACE,
+            "AWS::EKS::Nodegroup InstanceTypes",
+            facts.SYSTEM_INSTANCE_TYPE,
+            needs={"controllerHosting": "nodegroup"},
+        ),
     )
     deletion_protection: bool | None = Field(
         None,
         description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last). "
         "Unset: EKS's setting is left as it is (off on a new cluster): aws-cdk's handler reads a removed value as "
         "no change, so write false to turn protection off.",
+        json_schema_extra=change(
+            Change.IN_PLACE, "Custom::AWSCDK-EKS-Cluster Config.deletionProtection", facts.DELETION_PROTECTION
+        ),
     )
     termination_protection: bool = Field(
         False,
         description="CloudFormation termination protection: refuses the whole stack deletion up front. The stack "
         "sets it itself too (a custom resource), since CDK Pipelines' deploy actions ignore it; false turns it off.",
+        json_schema_extra=change(Change.RESOURCES, "the stack's termination protection", facts.TERMINATION_PROTECTION),
     )
     retain_on_destroy: bool = Field(
         False,
@@ -247,25 +360,38 @@ class AppConfig(CamelModel):
             "Keep KMS keys and log groups when the stack is deleted (they outlive it and are billed); off: "
             "they are deleted with it (KMS keys after a 7-day waiting period)."
         ),
+        json_schema_extra=change(Change.IN_PLACE, "DeletionPolicy of the KMS keys and log groups", facts.RETENTION),
     )
     demo_workload: bool = Field(
         False,
         description="Apply the 'inflate' demo Deployment (pause containers, 0 replicas, 1 CPU each) to watch a scale-up.",
+        json_schema_extra=change(Change.RESOURCES, "Custom::AWSCDK-EKS-KubernetesResource", facts.DEMO_WORKLOAD),
     )
     service_monitor: Annotated[bool, KarpenterProp()] = Field(
         False,
         description="Create the chart's Prometheus ServiceMonitor for Karpenter's metrics (needs the Prometheus operator CRDs).",
+        json_schema_extra=change(Change.IN_PLACE, "chart value serviceMonitor", CHART_OUTSIDE_POD_TEMPLATE),
     )
     interruption_queue_alarms: Annotated[bool, KarpenterProp()] = Field(
-        False, description="CloudWatch alarms when interruption messages pile up or grow old in the queue."
+        False,
+        description="CloudWatch alarms when interruption messages pile up or grow old in the queue.",
+        json_schema_extra=change(Change.RESOURCES, "AWS::CloudWatch::Alarm", facts.ALARMS),
     )
     alarm_topic_arn: Annotated[str | None, KarpenterProp()] = Field(
         None,
         description="SNS topic the alarms notify (with interruptionQueueAlarms).",
         examples=["arn:aws:sns:eu-west-1:111122223333:platform-alerts"],
+        json_schema_extra=change(
+            Change.IN_PLACE,
+            "AWS::CloudWatch::Alarm AlarmActions",
+            facts.ALARMS,
+            needs={"interruptionQueueAlarms": True},
+        ),
     )
     create_spot_service_linked_role: Annotated[bool, KarpenterProp("spot_service_linked_role")] = Field(
-        False, description="Create AWSServiceRoleForEC2Spot (fails if the account already has it)."
+        False,
+        description="Create AWSServiceRoleForEC2Spot (fails if the account already has it).",
+        json_schema_extra=change(Change.RESOURCES, "AWS::IAM::ServiceLinkedRole", facts.SPOT_ROLE),
     )
     addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"], str] = Field(
         default_factory=dict,
@@ -276,6 +402,7 @@ class AppConfig(CamelModel):
             "pin not of a CoreDNS line EKS lists only for later minors."
         ),
         examples=[{"vpc-cni": "v1.20.1-eksbuild.3"}],
+        json_schema_extra=change(Change.INTERRUPTS, "AWS::EKS::Addon AddonVersion", facts.ADDON_VERSIONS),
     )
     controller_credentials: Literal["irsa", "pod-identity"] = Field(
         "irsa",
@@ -283,6 +410,12 @@ class AppConfig(CamelModel):
             "How the Karpenter controller gets its role: irsa (the cluster's OIDC provider), or pod-identity (an EKS "
             "Pod Identity association and the eks-pod-identity-agent add-on; needs controllerHosting=nodegroup, as Pod "
             "Identity does not work on Fargate). Switching keeps the role and lets running pods keep their credentials."
+        ),
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER,
+            "chart value podAnnotations",
+            facts.CREDENTIALS,
+            needs={"controllerHosting": "nodegroup"},
         ),
     )
     authentication_mode: Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"] | None = Field(
@@ -294,6 +427,11 @@ class AppConfig(CamelModel):
             "deploy that changes nothing else of the cluster; a mode once written (even CONFIG_MAP) cannot be unset "
             "again. With an accepted baseline the synth refuses any other step."
         ),
+        json_schema_extra=change(
+            Change.ONE_WAY,
+            "Custom::AWSCDK-EKS-Cluster Config.accessConfig.authenticationMode",
+            facts.AUTHENTICATION_MODE,
+        ),
     )
     administrators: list[str] = Field(
         default_factory=list,
@@ -303,11 +441,16 @@ class AppConfig(CamelModel):
         "cluster deletes that role and its mapping in place. Not service-linked roles; role paths only with "
         "access entries (aws-auth matches roles without their path).",
         examples=[["arn:aws:iam::111122223333:role/platform-admins"]],
+        json_schema_extra=change(
+            Change.RESOURCES, "the ClusterAdminRole, access entries and aws-auth", facts.ADMINISTRATORS
+        ),
     )
     controller: Annotated[ControllerSpec, KarpenterProp()] = Field(
         default_factory=ControllerSpec,
         description="The Karpenter controller: featureGates, batchMaxDuration, batchIdleDuration, zonalShift, logLevel, "
         "cpu, memory (keys below).",
+        json_schema_extra=change(Change.BY_FIELD, "chart values", facts.BY_FIELD),
+        examples=[{"logLevel": "debug", "featureGates": {"nodeOverlay": True}}],
     )
     existing_cluster: ExistingClusterConfig | None = Field(
         None,
@@ -315,17 +458,55 @@ class AppConfig(CamelModel):
             "Install Karpenter onto this existing EKS cluster (named clusterName, running kubernetesVersion) instead of "
             "creating one: no VPC, cluster, hosting or add-ons are created, and the settings that shape them are refused."
         ),
+        json_schema_extra=change(Change.BY_FIELD, "the imported cluster", facts.BY_FIELD),
+        examples=[
+            {
+                "kubectlRoleArn": "arn:aws:iam::111122223333:role/eks-cluster-admin",
+                "openIdConnectProviderArn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com"
+                "/id/0123456789ABCDEF0123456789ABCDEF",
+                "clusterSecurityGroupId": "sg-0123456789abcdef0",
+                "vpcId": "vpc-0123456789abcdef0",
+                "subnetIds": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
+                "privateEndpoint": True,
+                "authenticationMode": "API_AND_CONFIG_MAP",
+            }
+        ],
     )
     node_classes: Annotated[list[NodeClassSpec], KarpenterProp()] = Field(
-        default_factory=lambda: [NodeClassSpec()], min_length=1, description="EC2NodeClasses to apply."
+        default_factory=lambda: [NodeClassSpec()],
+        min_length=1,
+        description="EC2NodeClasses to apply.",
+        json_schema_extra=change(Change.BY_FIELD, "EC2NodeClass manifests", facts.BY_FIELD),
+        examples=[[{"name": "default", "amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 100}]],
     )
     node_pools: Annotated[list[NodePoolSpec], KarpenterProp()] = Field(
-        default_factory=lambda: [NodePoolSpec()], min_length=1, description="NodePools to apply."
+        default_factory=lambda: [NodePoolSpec()],
+        min_length=1,
+        description="NodePools to apply.",
+        json_schema_extra=change(Change.BY_FIELD, "NodePool manifests", facts.BY_FIELD),
+        examples=[
+            [{"name": "general", "capacityTypes": ["on-demand", "spot"]}, {"name": "arm", "architectures": ["arm64"]}]
+        ],
     )
     node_overlays: Annotated[list[NodeOverlaySpec], KarpenterProp()] = Field(
         default_factory=list,
         description="NodeOverlays to apply (alpha, needs controller.featureGates.nodeOverlay): price or extended-"
         "resource capacity Karpenter assumes for matching instance types.",
+        json_schema_extra=change(
+            Change.BY_FIELD,
+            "NodeOverlay manifests",
+            facts.BY_FIELD,
+            needs={"controller": {"featureGates": {"nodeOverlay": True}}},
+        ),
+        examples=[
+            [
+                {
+                    "name": "prefer-arm",
+                    "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
+                    "priceAdjustment": "-20%",
+                }
+            ]
+        ],
     )
 
     @field_validator("cluster_name")

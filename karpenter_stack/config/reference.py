@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
+from constructs_lib.specs.change import CHANGE_TEXT, declaration
+
 from . import tree
 from .model import AppConfig
 from .pipeline import PipelineConfig
@@ -46,7 +48,9 @@ def reference_markdown() -> str:
             for name, field in model.model_fields.items()
             if not field.is_required()
         }
-        out += [f"## {title}", "", "| key | default | meaning |", "|---|---|---|"]
+        declares = any(declaration(f) is not None for f in model.model_fields.values())
+        header = "| key | default | meaning |" + (" changing it on a running cluster |" if declares else "")
+        out += [f"## {title}", "", header, "|---|---|---|" + ("---|" if declares else "")]
         for name, field in model.model_fields.items():
             key = field.alias or to_camel(name)
             if model is AppConfig and isinstance(defaults.get(key), list) and tree.child(model, key) is not None:
@@ -64,7 +68,9 @@ def reference_markdown() -> str:
                 default_text = f"`{json.dumps(_plain(defaults[key]))}`"
             allowed = _allowed(field.annotation)
             meaning = " ".join(filter(None, [field.description, allowed and f"{allowed}."]))
-            out.append(f"| `{key}` | {default_text} | {meaning} |")
+            declared = declaration(field)
+            changing = f" {CHANGE_TEXT[declared.change]} |" if declared else " |" if declares else ""
+            out.append(f"| `{key}` | {default_text} | {meaning} |{changing}")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 

@@ -39,6 +39,7 @@ from .cli import main
 from .cluster import FARGATE_PROFILES, ONE_WAY, ONE_WAY_VERSION, _cluster_change, _rolling_effects
 from .diff import _aws_change, compare_template, create_only_paths
 from .kubernetes import (
+    CONTROLLER_RESTARTS,
     _helm_effects,
     _objects,
     _pod_template_changes,
@@ -70,6 +71,7 @@ __all__ = [
     "ACKNOWLEDGMENTS",
     "BASELINE",
     "CLASS_DYNAMIC",
+    "CONTROLLER_RESTARTS",
     "CLUSTER",
     "CUSTOM_RESOURCE_RULES",
     "FARGATE",

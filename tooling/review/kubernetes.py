@@ -214,7 +214,7 @@ def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) 
     if effects and release == "karpenter":
         if old.get("Version") != new.get("Version") or _pod_template_changes(old, new):
             effects.append(
-                "the Karpenter controller pods restart one at a time (PodDisruptionBudget maxUnavailable 1); "
+                f"{CONTROLLER_RESTARTS} one at a time (PodDisruptionBudget maxUnavailable 1); "
                 "provisioning pauses during the leader handover"
             )
         else:
@@ -225,6 +225,9 @@ def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) 
     changed = sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
     return "updated", f"in place (helm upgrade): {', '.join(changed)}", effects
 
+
+# What the review says when a new pod template rolls the controller's pods.
+CONTROLLER_RESTARTS = "the Karpenter controller pods restart"
 
 # Karpenter 1.14.1 chart values that render outside the controller Deployment's pod template: the service
 # account's annotations (the Deployment has no checksum of them), the PodDisruptionBudget, the ServiceMonitor,

@@ -1,0 +1,102 @@
+"""Where the facts the app's settings declare about changing them come from (``change(...)`` on each field of
+``model``; the node objects' facts are in ``constructs_lib/specs/change.py``). Each names the behaviour it
+relies on and the version: aws-cdk-lib 2.275's bundled handlers (``custom-resource-handlers/dist/aws-eks``),
+CloudFormation's resource schemas (the create-only properties cfn-lint ships), EKS's documented rules and
+Karpenter 1.14.1's chart. ``make transitions`` checks every declaration against the review's verdict."""
+
+from __future__ import annotations
+
+CLUSTER_NAME = (
+    "aws-cdk-lib 2.275 cluster-resource-handler onUpdate: a new Config.name creates a new cluster (replaceName) and "
+    "CloudFormation deletes the old one; the queue, roles and rules named after it are replaced with it"
+)
+KUBERNETES_VERSION = (
+    "EKS User Guide, 'Update existing cluster to new Kubernetes version': one minor version up at a time, never "
+    "down, so CloudFormation's rollback of an upgrade is refused (karpenter_stack/cluster_updates.py)"
+)
+AUTHENTICATION_MODE = (
+    "aws-cdk-lib 2.275 cluster-resource-handler onUpdate: unset (CONFIG_MAP) -> API_AND_CONFIG_MAP -> API, one step "
+    "per deploy and never back (karpenter_stack/cluster_updates.py)"
+)
+KARPENTER_VERSION = (
+    "aws-cdk-lib 2.275 kubectl-handler: helm upgrade of the CRD chart, then of the controller chart to the new "
+    "Version (a new image: the controller's pods roll)"
+)
+HELM_NAMESPACE = (
+    "Helm 3: a release in another namespace cannot take over the old release's cluster-scoped objects (CRDs, "
+    "ClusterRoles) and fails, and aws-cdk's kubectl-handler never uninstalls the old release "
+    "(karpenter_stack/baseline.py refuses it)"
+)
+STACK_ENVIRONMENT = "a CDK stack's env (account, region): CloudFormation stacks live in one account and region"
+VPC = (
+    "AWS::EC2::VPC CidrBlock is create-only (a new CIDR replaces the VPC and its subnets), and EKS keeps a cluster "
+    "in the VPC it was created in: the cluster handler's subnet update (updateVpc) fails (karpenter_stack/baseline.py)"
+)
+ZONES = (
+    "one AWS::EC2::Subnet pair per zone: more zones add subnets and the cluster handler updates the cluster's "
+    "subnets in place (updateVpc); fewer delete subnets with the nodes in them"
+)
+NAT_GATEWAYS = "AWS::EC2::NatGateway, one per zone up to natGateways: added or deleted; nothing running restarts"
+ENDPOINT = (
+    "aws-cdk-lib 2.275 cluster-resource-handler onUpdate: endpoint access and public CIDRs are an "
+    "EndpointAccessUpdate in place (updateAccess), one kind of cluster update per deploy"
+)
+NAG = "cdk-nag 3 runs as a validation plugin at synth: the templates do not change"
+HOSTING = (
+    "EKS: a Fargate profile cannot be updated or moved; aws-cdk-lib 2.275's handler deletes it (or creates a new "
+    "one) and the pods it scheduled (the controller, CoreDNS) are evicted and rescheduled; a managed node group's "
+    "nodes are drained when it is deleted"
+)
+SYSTEM_INSTANCE_TYPE = (
+    "AWS::EKS::Nodegroup InstanceTypes is create-only: a new node group replaces the old one, whose nodes EKS drains"
+)
+DELETION_PROTECTION = (
+    "aws-cdk-lib 2.275 cluster-resource-handler onUpdate: deletionProtection is an update in place "
+    "(updateDeletionProtection); an absent value is sent as none, so EKS keeps its setting"
+)
+TERMINATION_PROTECTION = (
+    "CloudFormation termination protection: the app also sets it with a custom resource "
+    "(constructs_lib/stack_protection.py), added or removed with the setting"
+)
+RETENTION = "CloudFormation DeletionPolicy and UpdateReplacePolicy act on deletion only: nothing running changes"
+DEMO_WORKLOAD = (
+    "aws-cdk-lib 2.275 kubectl-handler: a Kubernetes manifest resource is applied on create and deleted on delete"
+)
+ALARMS = "AWS::CloudWatch::Alarm resources, added or deleted (AlarmActions updated in place)"
+SPOT_ROLE = "AWS::IAM::ServiceLinkedRole AWSServiceRoleForEC2Spot, added or deleted"
+ADDON_VERSIONS = (
+    "AWS::EKS::Addon AddonVersion is updated in place: EKS rolls the add-on's DaemonSet or Deployment (its pods "
+    "restart)"
+)
+CREDENTIALS = (
+    "constructs_lib/names.py: a pod annotation names the controller's credentials, so a switch rolls its pods in the "
+    "same helm upgrade (karpenter chart 1.14.1: podAnnotations are in the pod template); the role is kept, the "
+    "AWS::EKS::PodIdentityAssociation and the agent add-on are added or deleted"
+)
+ADMINISTRATORS = (
+    "the stack's ClusterAdminRole and its mapping are deleted (or added) and the access entries or aws-auth "
+    "mapping updated in place (aws-cdk-lib 2.275 kubectl-handler patches aws-auth)"
+)
+PROFILE = (
+    "the production profile fills in protections, retention and a NAT gateway per zone "
+    "(karpenter_stack/config/merge.py), each changing as its own setting declares, and adds an on-demand system "
+    "NodePool: leaving production deletes that NodePool, and Karpenter drains and terminates all its nodes"
+)
+BY_FIELD = "each field of the object declares its own"
+EXISTING_KUBECTL_ROLE = (
+    "aws-cdk-lib 2.275 kubectl-handler: each Kubernetes resource (charts, manifests) names the role it assumes "
+    "(RoleArn): a new role updates them in place, the releases and objects stay"
+)
+EXISTING_OIDC = (
+    "AWS::IAM::Role AssumeRolePolicyDocument (the controller's IRSA trust) is updated in place; the running pods "
+    "keep their credentials"
+)
+EXISTING_VPC = (
+    "the imported cluster's VPC: the kubectl handler's network is named by subnetIds and clusterSecurityGroupId, "
+    "and no resource of the stack has the VPC id as a property"
+)
+EXISTING_PRIVATE_ENDPOINT = (
+    "aws-cdk-lib 2.275 KubectlProvider: with a private endpoint its handler runs in the cluster's subnets (the "
+    "Lambda function's VpcConfig, updated in place)"
+)
+EXISTING_AUTHENTICATION_MODE = "read by the synth's checks only (CONFIG_MAP refused, unset warned about)"
