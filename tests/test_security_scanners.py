@@ -105,3 +105,35 @@ def test_sarif_keeps_skipped_and_acknowledged_findings_as_suppressed_results():
     assert open_result["level"] == "error" and "suppressions" not in open_result
     assert open_result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
     json.dumps(log)  # serializable as written
+
+
+def test_findings_are_kept_per_template_content_and_scanner_version(tmp_path):
+    """`make scan` scans only what it has not scanned before (tooling/scan.py's FindingsCache): a template of new
+    content, or any template after a new scanner version or settings, is scanned; the rest is read back."""
+    from tooling.scan import FindingsCache, checkov_findings
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text('{"Resources": {}}')
+    b.write_text('{"Resources": {"Q": {}}}')
+    scanned: list[list[str]] = []
+
+    def scan(paths):
+        scanned.append([p.name for p in paths])
+        return {p: [f":1:1:E3001:{p.name}"] for p in paths}
+
+    cache = FindingsCache([b"cfn-lint", b"1.0"], root=tmp_path / "cache")
+    assert cache.findings([a, b], scan) == {a: [":1:1:E3001:a.json"], b: [":1:1:E3001:b.json"]}
+    assert cache.findings([a, b], scan) == {a: [":1:1:E3001:a.json"], b: [":1:1:E3001:b.json"]}
+    b.write_text('{"Resources": {"R": {}}}')
+    cache.findings([a, b], scan)
+    FindingsCache([b"cfn-lint", b"1.1"], root=tmp_path / "cache").findings([a, b], scan)
+    assert scanned == [["a.json", "b.json"], ["b.json"], ["a.json", "b.json"]]
+    # checkov's findings come back under every name a template has (a snapshot and your synth of it)
+    twin = tmp_path / "twin.json"
+    twin.write_text('{"Resources":  {"R": {}}}')  # the same template, written differently
+    checkov = FindingsCache([b"checkov"], root=tmp_path / "cache")
+    checkov.put(b, [{"check": "CKV_AWS_1", "name": "n", "resource": "AWS::SQS::Queue.R", "line": 1}])
+    assert checkov_findings([b, twin], checkov) == [
+        CheckovFinding("CKV_AWS_1", "n", str(b), "AWS::SQS::Queue.R", 1),
+        CheckovFinding("CKV_AWS_1", "n", str(twin), "AWS::SQS::Queue.R", 1),
+    ]

@@ -9,20 +9,29 @@ karpenter_stack/checkov_skips.yaml, and every skip there must still skip somethi
 why at length. Exit 0 when all holds, 1 otherwise, with the findings listed.
 
 `make scan` gives them this app's own templates as the snapshots hold them (tests/__snapshots__/, which the suite
-holds equal to the synth), templates/, and your configuration's synth (the gate's, .gate/)."""
+holds equal to the synth), templates/, and your configuration's synth (the gate's, .gate/).
+
+Each scanner's findings are kept per template in .cache/scan/ (git-ignored), keyed by the template's content, the
+scanner's version and how it is run: a template scanned before is not scanned again (the skips and the problems
+are worked out afresh every run). A clean clone, as CI runs, scans everything; `rm -rf .cache/scan` does too."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import importlib.metadata
 import json
+import os
 import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from tooling import security_report
 from tooling.security_report import CheckovFinding, CheckovRun, LintRun, checkov_skips, skip_reason
 
 # Shortest reason a checkov skip may give, and the form of the resources it names: a type, then a logical id.
@@ -43,25 +52,90 @@ def same_templates(files: Sequence[Path]) -> dict[Path, list[Path]]:
     return {same[0]: same for same in groups.values()}
 
 
-def lint_problems(files: Sequence[Path], expect_findings: Path | None) -> tuple[list[str], int]:
-    """cfn-lint's findings that should not be there (and the expected one, when missing); files linted."""
-    groups = same_templates(files)
+CACHE = Path(__file__).resolve().parent.parent / ".cache" / "scan"
+
+
+class FindingsCache:
+    """A scanner's findings per template content, in ``root``: keyed by the template's bytes and ``inputs`` (the
+    scanner's name and version, its settings, the code that runs it)."""
+
+    def __init__(self, inputs: Sequence[bytes], root: Path = CACHE) -> None:
+        self.root, self.salt = root, hashlib.sha256(b"\0".join(inputs)).digest()
+
+    def _file(self, path: Path) -> Path:
+        return self.root / f"{hashlib.sha256(self.salt + path.read_bytes()).hexdigest()}.json"
+
+    def get(self, path: Path) -> Any:
+        """What was stored for a template of this content (None: nothing)."""
+        try:
+            return json.loads(self._file(path).read_text())
+        except (FileNotFoundError, json.JSONDecodeError):
+            return None
+
+    def put(self, path: Path, value: Any) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        target = self._file(path)
+        with tempfile.NamedTemporaryFile("w", dir=self.root, delete=False, suffix=".tmp") as out:
+            json.dump(value, out)
+        os.replace(out.name, target)  # whole or not at all (the two scanners run side by side)
+
+    def findings(self, paths: Sequence[Path], scan: Callable[[list[Path]], dict[Path, Any]]) -> dict[Path, Any]:
+        """Each path's findings: stored, or ``scan`` run once over the paths with none stored (and stored)."""
+        found = {path: value for path in paths if (value := self.get(path)) is not None}
+        missing = [path for path in paths if path not in found]
+        if missing:
+            fresh = scan(missing)
+            for path in missing:
+                self.put(path, fresh[path])
+            found |= fresh
+        return found
+
+
+def _inputs(scanner: str, version: str, *files: Path) -> list[bytes]:
+    return [scanner.encode(), version.encode(), *(f.read_bytes() for f in files)]
+
+
+def lint_cache(root: Path = CACHE) -> FindingsCache:
+    rc = Path(security_report.ROOT) / ".cfnlintrc"
+    version = importlib.metadata.version("cfn-lint")
+    return FindingsCache(_inputs("cfn-lint", version, rc, Path(security_report.__file__), Path(__file__)), root)
+
+
+def checkov_cache(root: Path = CACHE) -> FindingsCache:
+    installed = sorted(
+        p.name for p in security_report.CHECKOV.parent.parent.glob("lib/python*/site-packages/checkov-*")
+    )
+    return FindingsCache(_inputs("checkov", " ".join(installed), Path(security_report.__file__), Path(__file__)), root)
+
+
+def _lint(paths: list[Path]) -> dict[Path, Any]:
+    """cfn-lint over ``paths``: each one's findings, without its name (``:<line>:<column>:...``)."""
     with tempfile.TemporaryDirectory(prefix="scan-") as staging:
         # cfn-lint reads its arguments as glob patterns: a snapshot's name ("...[default][...].json") is linted
-        # as a copy with a plain name, and its findings are reported under its own
+        # as a copy with a plain name
         staged = {}
-        for i, path in enumerate([*groups, *([expect_findings] if expect_findings else [])]):
+        for i, path in enumerate(paths):
             plain = (
                 path if not GLOB_CHARACTERS.search(str(path)) else Path(staging) / f"{i}-{path.name.translate(PLAIN)}"
             )
             if plain != path:
                 shutil.copyfile(path, plain)
-            staged[str(plain)] = str(path)
-        found = {
-            str(same): [str(same) + line[len(path) :] for line in lines]
-            for path, lines in LintRun([Path(p) for p in staged]).findings().items()
-            for same in groups.get(Path(staged[path]), [Path(staged[path])])
+            staged[str(plain)] = path
+        return {
+            staged[p]: [line[len(p) :] for line in lines] for p, lines in LintRun(map(Path, staged)).findings().items()
         }
+
+
+def lint_problems(
+    files: Sequence[Path], expect_findings: Path | None, cache: FindingsCache | None = None
+) -> tuple[list[str], int]:
+    """cfn-lint's findings that should not be there (and the expected one, when missing); files linted."""
+    groups = same_templates(files)
+    targets = [*groups, *([expect_findings] if expect_findings else [])]
+    linted = (cache or lint_cache()).findings(targets, _lint)
+    found = {
+        str(same): [str(same) + rest for rest in linted[path]] for path in targets for same in groups.get(path, [path])
+    }
     problems = [line for path, lines in found.items() if path != str(expect_findings) for line in lines]
     if expect_findings is not None and not found[str(expect_findings)]:
         problems.append(f"{expect_findings}: cfn-lint found nothing in a template it must refuse")
@@ -86,6 +160,23 @@ def skip_problems(findings: Sequence[CheckovFinding], skips: list[dict[str, obje
     return problems
 
 
+def _checkov(paths: list[Path]) -> dict[Path, Any]:
+    """checkov over ``paths``: each one's findings, without its name."""
+    found: dict[Path, Any] = {path: [] for path in paths}
+    for finding in CheckovRun(paths).findings():
+        found[Path(finding.file)].append({k: v for k, v in dataclasses.asdict(finding).items() if k != "file"})
+    return found
+
+
+def checkov_findings(files: Sequence[Path], cache: FindingsCache | None = None) -> list[CheckovFinding]:
+    """checkov's findings in ``files`` (each template's under each name it has)."""
+    groups = same_templates(files)
+    scanned = (cache or checkov_cache()).findings(list(groups), _checkov)
+    return [
+        CheckovFinding(**item, file=str(same)) for path in groups for item in scanned[path] for same in groups[path]
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tooling.scan", description=__doc__.split("\n\n")[0])
     parser.add_argument("scanner", choices=("cfn-lint", "checkov"))
@@ -96,12 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         problems, count = lint_problems(args.files, args.expect_findings)
         summary = f"cfn-lint: {count} templates, {len(problems)} findings"
     else:
-        groups = same_templates(args.files)
-        findings = [
-            dataclasses.replace(finding, file=str(same))
-            for finding in CheckovRun(list(groups)).findings()
-            for same in groups[Path(finding.file)]
-        ]
+        findings = checkov_findings(args.files)
         problems = skip_problems(findings, checkov_skips())
         summary = f"checkov: {len(args.files)} templates, {len(findings)} findings, {len(problems)} problems"
     print("\n".join([*problems, summary]))
