@@ -105,22 +105,13 @@ class KarpenterProp:
     name: str | None = None
 
 
-# Settings that shape a cluster this app creates; with existingCluster nobody may set them.
-CREATED_CLUSTER_ONLY = (
-    "authentication_mode",
-    "administrators",
-    "vpc_id",
-    "vpc_cidr",
-    "max_azs",
-    "nat_gateways",
-    "endpoint_access",
-    "public_access_cidrs",
-    "controller_hosting",
-    "system_node_instance_type",
-    "deletion_protection",
-    "addon_versions",
-    "controller_credentials",
-)
+@dataclass(frozen=True)
+class _CreatedCluster:
+    """Marks a setting that shapes a cluster this app creates: with existingCluster nobody may set it (and the
+    profile does not fill it in)."""
+
+
+CREATED_CLUSTER = _CreatedCluster()
 
 
 class ExistingClusterConfig(CamelModel):
@@ -260,7 +251,7 @@ class AppConfig(CamelModel):
         description="AWS region; unset = environment-agnostic stack.",
         json_schema_extra=change(Change.ANOTHER_STACK, "the stack's env", facts.STACK_ENVIRONMENT),
     )
-    vpc_id: str | None = Field(
+    vpc_id: Annotated[str | None, CREATED_CLUSTER] = Field(
         None,
         description="Use this existing VPC (needs account and region) instead of creating one.",
         json_schema_extra=change(
@@ -270,13 +261,13 @@ class AppConfig(CamelModel):
             not_moved="an existing VPC needs its lookups in cdk.context.json (tests/test_existing_vpc.py)",
         ),
     )
-    vpc_cidr: str = Field(
+    vpc_cidr: Annotated[str, CREATED_CLUSTER] = Field(
         "10.0.0.0/16",
         description="CIDR of the new VPC.",
         examples=["10.1.0.0/16"],
         json_schema_extra=change(Change.REFUSED, "AWS::EC2::VPC CidrBlock", facts.VPC),
     )
-    max_azs: int = Field(
+    max_azs: Annotated[int, CREATED_CLUSTER] = Field(
         2,
         ge=2,
         le=6,
@@ -285,14 +276,14 @@ class AppConfig(CamelModel):
             Change.REPLACE, "AWS::EC2::Subnet", facts.ZONES, needs={"account": "444455556666", "region": "eu-west-1"}
         ),
     )
-    nat_gateways: int = Field(
+    nat_gateways: Annotated[int, CREATED_CLUSTER] = Field(
         1,
         ge=1,
         le=6,
         description="NAT gateways of the new VPC (one per AZ for zonal resilience).",
         json_schema_extra=change(Change.RESOURCES, "AWS::EC2::NatGateway", facts.NAT_GATEWAYS),
     )
-    endpoint_access: Literal["private", "public-and-private"] = Field(
+    endpoint_access: Annotated[Literal["private", "public-and-private"], CREATED_CLUSTER] = Field(
         "private",
         description="Kubernetes API endpoint: private only, or private plus public restricted to publicAccessCidrs.",
         json_schema_extra=change(
@@ -302,7 +293,7 @@ class AppConfig(CamelModel):
             needs_for={'"public-and-private"': {"publicAccessCidrs": ["203.0.113.0/24"]}},
         ),
     )
-    public_access_cidrs: list[str] = Field(
+    public_access_cidrs: Annotated[list[str], CREATED_CLUSTER] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public endpoint (with endpointAccess=public-and-private).",
         examples=[["203.0.113.0/24", "198.51.100.0/24"]],
@@ -321,14 +312,14 @@ class AppConfig(CamelModel):
             json_schema_extra=change(Change.NOTHING_DEPLOYED, "the synth's checks", facts.NAG),
         )
     )
-    controller_hosting: Literal["fargate", "nodegroup"] = Field(
+    controller_hosting: Annotated[Literal["fargate", "nodegroup"], CREATED_CLUSTER] = Field(
         "fargate",
         description="Where the Karpenter controller and CoreDNS run: one Fargate profile, or a managed node group.",
         json_schema_extra=change(
             Change.INTERRUPTS, "Custom::AWSCDK-EKS-FargateProfile, AWS::EKS::Nodegroup", facts.HOSTING
         ),
     )
-    system_node_instance_type: str = Field(
+    system_node_instance_type: Annotated[str, CREATED_CLUSTER] = Field(
         "t3.medium",
         description="Instance type of the system node group (nodegroup hosting).",
         examples=["t3.large"],
@@ -339,7 +330,7 @@ class AppConfig(CamelModel):
             needs={"controllerHosting": "nodegroup"},
         ),
     )
-    deletion_protection: bool | None = Field(
+    deletion_protection: Annotated[bool | None, CREATED_CLUSTER] = Field(
         None,
         description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last). "
         "Unset: EKS's setting is left as it is (off on a new cluster): aws-cdk's handler reads a removed value as "
@@ -393,7 +384,9 @@ class AppConfig(CamelModel):
         description="Create AWSServiceRoleForEC2Spot (fails if the account already has it).",
         json_schema_extra=change(Change.RESOURCES, "AWS::IAM::ServiceLinkedRole", facts.SPOT_ROLE),
     )
-    addon_versions: dict[Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"], str] = Field(
+    addon_versions: Annotated[
+        dict[Literal["vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"], str], CREATED_CLUSTER
+    ] = Field(
         default_factory=dict,
         description=(
             'Pin EKS managed add-on versions (e.g. {"vpc-cni": "v1.20.1-eksbuild.3"}); unset: coredns and '
@@ -404,7 +397,7 @@ class AppConfig(CamelModel):
         examples=[{"vpc-cni": "v1.20.1-eksbuild.3"}],
         json_schema_extra=change(Change.INTERRUPTS, "AWS::EKS::Addon AddonVersion", facts.ADDON_VERSIONS),
     )
-    controller_credentials: Literal["irsa", "pod-identity"] = Field(
+    controller_credentials: Annotated[Literal["irsa", "pod-identity"], CREATED_CLUSTER] = Field(
         "irsa",
         description=(
             "How the Karpenter controller gets its role: irsa (the cluster's OIDC provider), or pod-identity (an EKS "
@@ -418,7 +411,7 @@ class AppConfig(CamelModel):
             needs={"controllerHosting": "nodegroup"},
         ),
     )
-    authentication_mode: Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"] | None = Field(
+    authentication_mode: Annotated[Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"] | None, CREATED_CLUSTER] = Field(
         None,
         description=(
             "How the cluster authenticates IAM principals. Unset: EKS's CONFIG_MAP (the aws-auth ConfigMap). "
@@ -433,7 +426,7 @@ class AppConfig(CamelModel):
             facts.AUTHENTICATION_MODE,
         ),
     )
-    administrators: list[str] = Field(
+    administrators: Annotated[list[str], CREATED_CLUSTER] = Field(
         default_factory=list,
         description="IAM role ARNs with cluster-admin (access entries with AmazonEKSClusterAdminPolicy; with "
         "CONFIG_MAP, system:masters in aws-auth), instead of the stack's ClusterAdminRole that anyone in "
@@ -603,3 +596,9 @@ def _unique(setting: str, names: list[str], what: str = "names") -> None:
     problem = duplicates(setting, names, what)
     if problem:
         raise ValueError(problem)
+
+
+# The settings marked CREATED_CLUSTER, by field name.
+CREATED_CLUSTER_ONLY = tuple(
+    name for name, field in AppConfig.model_fields.items() if any(m is CREATED_CLUSTER for m in field.metadata)
+)
