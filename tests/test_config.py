@@ -625,7 +625,8 @@ def test_the_reference_names_the_values_a_setting_allows():
     assert "| `effect` | required | Taint effect. One of `NoSchedule`, `PreferNoSchedule` or `NoExecute`. |" in lines
     assert (
         '| `architectures` | `["amd64", "arm64"]` | kubernetes.io/arch values. Each one of `amd64` or `arm64`. | drifts '
-        "the nodes that no longer match (replaced within the pool's budgets) |" in lines
+        "the nodes that no longer match, replaced within the pool's budgets (spec.template.spec.requirements) |"
+        in lines
     )
     assert any(
         line.startswith("| `instanceStorePolicy` | `null` |") and " Only `RAID0`. | drifts every node" in line
@@ -641,11 +642,22 @@ def test_the_reference_says_what_changing_each_setting_does_from_its_declaration
 
     lines = reference_markdown().splitlines()
     rows = {line.split(" | ")[0]: line for line in lines if line.startswith("| `")}
-    assert rows["| `karpenterServiceAccount`"].endswith(" | restarts the controller's pods, one at a time |")
-    assert rows["| `serviceMonitor`"].endswith(" | updated in place |")
-    assert rows["| `vpcCidr`"].endswith(" | refused on a running cluster |")
-    assert rows["| `additionalNagPacks`"].endswith(" | nothing deployed changes (synth checks only) |")
-    assert rows["| `logLevel`"].endswith(" | restarts the controller's pods, one at a time |")
-    assert rows["| `nodePools`"].endswith(" | see its keys |")
+    assert rows["| `karpenterServiceAccount`"].endswith(
+        " | restarts the controller's pods, one at a time (chart value serviceAccount.name) |"
+    )
+    assert rows["| `serviceMonitor`"].endswith(" | updated in place (chart value serviceMonitor) |")
+    assert rows["| `vpcCidr`"].endswith(" | refused on a running cluster (AWS::EC2::VPC CidrBlock) |")
+    assert rows["| `additionalNagPacks`"].endswith(
+        " | nothing deployed changes (synth checks only) (the synth's checks) |"
+    )
+    assert rows["| `logLevel`"].endswith(" | restarts the controller's pods, one at a time (chart value logLevel) |")
+    assert rows["| `clusterName`"].endswith(
+        " | another stack: created anew, the old one keeps running until destroyed (the stack's name and every name "
+        "derived from it) |"
+    )
+    assert rows["| `nodePools`"].endswith(
+        " | as its keys say (NodePool objects; an entry removed deletes its NodePool, and Karpenter drains all its "
+        "nodes) |"
+    )
     assert "| key | default | meaning |" in lines  # the taints' entries
     assert lines.count("| key | default | meaning | changing it on a running cluster |") == 7

@@ -398,8 +398,8 @@ def test_the_matrix_is_generated_from_the_configuration_model():
     assert settings | set(not_one) == {f.alias for f in AppConfig.model_fields.values()}
     assert not settings & set(not_one)
     assert {k: why.split(":")[0].split(" (")[0] for k, why in not_one.items()} == {
-        "account": "another stack",
-        "region": "another stack",
+        "account": "names the account the stack is deployed to",
+        "region": "names the region the stack is deployed to",
         "controller": "moved field by field",
         "existingCluster": "moved field by field",
         "nodeClasses": "moved field by field",
@@ -509,9 +509,9 @@ def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pai
         "controller": {"featureGates": {"nodeOverlay": True}},
         "nodeOverlays": [
             {
-                "name": "prefer-arm",
-                "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
-                "priceAdjustment": "-20%",
+                "name": "gpu-slices",
+                "requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g6"]}],
+                "capacity": {"nvidia.com/gpu-slice": "4"},
                 "weight": 10,
             }
         ],
@@ -677,3 +677,20 @@ def test_the_matrix_asks_the_synth_to_refuse_what_would_fail():
     }
     assert tr._refused_against(deployed, load_config({"vpcCidr": "10.1.0.0/16"}))[0].startswith('vpcCidr "10.1.0.0/16"')
     assert tr._refused_against(deployed, load_config({})) == []
+
+
+def test_the_matrix_reads_the_products_folder_not_your_accepted_baseline(tmp_path, monkeypatch):
+    """Found by a newcomer trial: after `make accept`, `make transitions` stopped with a traceback, since its synth of
+    kubernetesVersion 1.35 was refused against the user's baseline (a cluster at 1.36)."""
+    from karpenter_stack import baseline, context_sources
+    from tooling import transitions as tr
+
+    (tmp_path / "baseline").mkdir()
+    cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"name": "eks-karpenter", "version": "1.36"}}}
+    (tmp_path / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": {"C": cluster}}))
+    monkeypatch.setattr(context_sources, "project_dir", lambda: tmp_path)  # your working directory
+    older = load_config({"kubernetesVersion": "1.35"})
+    assert baseline.refusals(older, "eks-karpenter")[0].startswith('kubernetesVersion "1.35": the deployed cluster')
+    with tr.the_products_project():
+        assert baseline.refusals(older, "eks-karpenter") == []
+    assert context_sources.project_dir() == tmp_path

@@ -22,7 +22,7 @@ entry or object of its setting. Everything about a setting comes from its declar
 (``constructs_lib/specs/change.py``): Literal and boolean types give their values (or the declaration its modes),
 lists of Literals each value, bounded integers the next value, other types the field's example
 (``Field(examples=[...])``); what a value needs besides, and why a setting is not moved (another stack, field by
-field, a reason of its own). A new field with no declaration or no value fails ``tests/test_transitions.py``.
+field, or a reason of its own). A new field with no declaration or no value fails ``tests/test_transitions.py``.
 The review's verdict must also fit what the setting declares changing it does (``declaration_problems``).
 
     make transitions            # every transition; prints the matrix and its counts; exit 1 on a wrong verdict
@@ -31,13 +31,14 @@ The review's verdict must also fit what the setting declares changing it does (`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import sys
 import tempfile
 import typing
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,8 +127,6 @@ def _not_moved(key: str, declared: FieldChange) -> str | None:
     """Why the matrix does not move a setting as one (None: it does)."""
     if declared.not_moved:
         return declared.not_moved
-    if declared.change is Change.ANOTHER_STACK:
-        return f"another stack: {declared.source}"
     if declared.change is Change.BY_FIELD:
         return f"moved field by field (the {key}.<field> rows)"
     return None
@@ -463,6 +462,7 @@ def declaration_problems(outcome: Outcome) -> list[str]:
         Change.DYNAMIC_DRIFT: outcome.interrupts or category == "in place",
         Change.REPLACE: category in ("replace", "blocked"),
         Change.REFUSED: False,
+        Change.ANOTHER_STACK: category == "blocked",  # the old stack stays: the review blocks until acknowledged
     }.get(kind, True)
     if fits:
         return []
@@ -551,6 +551,21 @@ def matrix(outcomes: Iterable[Outcome], not_one: Mapping[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@contextlib.contextmanager
+def the_products_project() -> Iterator[None]:
+    """The app's synths read the product's folder as the project's, not your working directory: the matrix moves
+    the model's defaults, which your accepted baseline (``baseline/``, ``make accept``) would refuse (found by a
+    newcomer trial: a Kubernetes version step against your baseline stopped the matrix with a traceback)."""
+    from karpenter_stack import context_sources
+
+    yours = context_sources.project_dir
+    context_sources.project_dir = lambda: ROOT / "tooling" / "product"
+    try:
+        yield
+    finally:
+        context_sources.project_dir = yours
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=[], metavar="SETTING", help="only these settings")
@@ -565,7 +580,7 @@ def main(argv: list[str] | None = None) -> int:
     product = ROOT / "tooling" / "product"
     flags = {k: v for k, v in context_sources.cdk_json_context(product).items() if k.startswith(("@", "aws:"))}
     context = {**flags, **context_sources.cached_lookups(product)}
-    with tempfile.TemporaryDirectory(prefix="transitions-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="transitions-") as scratch, the_products_project():
         synth = in_process_synth(context, Path(scratch))
         outcomes = [assess(t, synth) for t in found]
     print(matrix(outcomes, not_one))

@@ -43,17 +43,17 @@ class Change(StrEnum):
 CHANGE_TEXT: dict[Change, str] = {
     Change.IN_PLACE: "updated in place",
     Change.BEHAVIORAL: "in place: how Karpenter decides, no node is replaced",
-    Change.STATIC_DRIFT: "drifts every node it applies to (replaced within the pool's budgets)",
-    Change.DYNAMIC_DRIFT: "drifts the nodes that no longer match (replaced within the pool's budgets)",
-    Change.REPLACE: "replaces (creates the new, deletes the old)",
+    Change.STATIC_DRIFT: "drifts every node it applies to, replaced within the pool's budgets",
+    Change.DYNAMIC_DRIFT: "drifts the nodes that no longer match, replaced within the pool's budgets",
+    Change.REPLACE: "replaces: creates the new one and deletes the old, with what runs on it",
     Change.NOTHING_DEPLOYED: "nothing deployed changes (synth checks only)",
     Change.RESOURCES: "adds, removes or updates resources; nothing running restarts",
     Change.RESTARTS_CONTROLLER: "restarts the controller's pods, one at a time",
-    Change.INTERRUPTS: "evicts or restarts running pods, or replaces nodes",
+    Change.INTERRUPTS: "can evict or restart running pods, or replace nodes",
     Change.ONE_WAY: "one way: going back is refused (and so is the rollback of a step)",
     Change.REFUSED: "refused on a running cluster",
-    Change.ANOTHER_STACK: "another stack (not a change of this one)",
-    Change.BY_FIELD: "see its keys",
+    Change.ANOTHER_STACK: "another stack: created anew, the old one keeps running until destroyed",
+    Change.BY_FIELD: "as its keys say",
 }
 
 

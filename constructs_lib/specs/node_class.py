@@ -211,7 +211,12 @@ class NodeClassSpec(CamelModel):
     name: str = Field(
         "default",
         description="Kubernetes name of the EC2NodeClass.",
-        json_schema_extra=change(Change.REPLACE, "metadata.name", OBJECT_NAME),
+        json_schema_extra=change(
+            Change.REPLACE,
+            "metadata.name",
+            OBJECT_NAME,
+            needs_for={'"general"': {"nodePools": [{"name": "default", "nodeClass": "general"}]}},
+        ),
         examples=["general"],
     )
     ami_alias: str = Field(

@@ -193,7 +193,12 @@ class NodePoolSpec(CamelModel):
     node_class: str = Field(
         "default",
         description="Name of the EC2NodeClass (from nodeClasses) this pool uses.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.spec.nodeClassRef", NODE_POOL_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.template.spec.nodeClassRef",
+            NODE_POOL_HASH,
+            needs={"nodeClasses": [{"name": "default"}, {"name": "other"}]},
+        ),
         examples=["other"],
     )
     capacity_types: list[CapacityType] = Field(

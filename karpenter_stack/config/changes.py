@@ -7,8 +7,9 @@ Karpenter 1.14.1's chart. ``make transitions`` checks every declaration against 
 from __future__ import annotations
 
 CLUSTER_NAME = (
-    "aws-cdk-lib 2.275 cluster-resource-handler onUpdate: a new Config.name creates a new cluster (replaceName) and "
-    "CloudFormation deletes the old one; the queue, roles and rules named after it are replaced with it"
+    "karpenter_stack/config/model.py stack_name_for: the stack is named after its cluster, so another name is a "
+    "new stack (a new cluster, queue, roles and rules) created from nothing by cdk deploy, and the old stack keeps "
+    "running until it is destroyed (make review blocks the rename until acknowledged)"
 )
 KUBERNETES_VERSION = (
     "EKS User Guide, 'Update existing cluster to new Kubernetes version': one minor version up at a time, never "

@@ -211,7 +211,9 @@ class AppConfig(CamelModel):
         DEFAULT_CLUSTER_NAME,
         description="EKS cluster name; also names the queue and IAM resources.",
         examples=["eks-karpenter-b"],
-        json_schema_extra=change(Change.REPLACE, "Custom::AWSCDK-EKS-Cluster Config.name", facts.CLUSTER_NAME),
+        json_schema_extra=change(
+            Change.ANOTHER_STACK, "the stack's name and every name derived from it", facts.CLUSTER_NAME
+        ),
     )
     kubernetes_version: str = Field(
         "1.36",
@@ -244,12 +246,22 @@ class AppConfig(CamelModel):
     account: str | None = Field(
         None,
         description="AWS account id; unset = environment-agnostic stack.",
-        json_schema_extra=change(Change.ANOTHER_STACK, "the stack's env", facts.STACK_ENVIRONMENT),
+        json_schema_extra=change(
+            Change.ANOTHER_STACK,
+            "the stack's env",
+            facts.STACK_ENVIRONMENT,
+            not_moved="names the account the stack is deployed to: another account is another stack",
+        ),
     )
     region: str | None = Field(
         None,
         description="AWS region; unset = environment-agnostic stack.",
-        json_schema_extra=change(Change.ANOTHER_STACK, "the stack's env", facts.STACK_ENVIRONMENT),
+        json_schema_extra=change(
+            Change.ANOTHER_STACK,
+            "the stack's env",
+            facts.STACK_ENVIRONMENT,
+            not_moved="names the region the stack is deployed to: another region is another stack",
+        ),
     )
     vpc_id: Annotated[str | None, CREATED_CLUSTER] = Field(
         None,
@@ -442,7 +454,7 @@ class AppConfig(CamelModel):
         default_factory=ControllerSpec,
         description="The Karpenter controller: featureGates, batchMaxDuration, batchIdleDuration, zonalShift, logLevel, "
         "cpu, memory (keys below).",
-        json_schema_extra=change(Change.BY_FIELD, "chart values", facts.BY_FIELD),
+        json_schema_extra=change(Change.BY_FIELD, "the karpenter chart's values", facts.BY_FIELD),
         examples=[{"logLevel": "debug", "featureGates": {"nodeOverlay": True}}],
     )
     existing_cluster: ExistingClusterConfig | None = Field(
@@ -451,7 +463,11 @@ class AppConfig(CamelModel):
             "Install Karpenter onto this existing EKS cluster (named clusterName, running kubernetesVersion) instead of "
             "creating one: no VPC, cluster, hosting or add-ons are created, and the settings that shape them are refused."
         ),
-        json_schema_extra=change(Change.BY_FIELD, "the imported cluster", facts.BY_FIELD),
+        json_schema_extra=change(
+            Change.BY_FIELD,
+            "the imported cluster; adding or removing it makes another kind of stack",
+            facts.BY_FIELD,
+        ),
         examples=[
             {
                 "kubectlRoleArn": "arn:aws:iam::111122223333:role/eks-cluster-admin",
@@ -469,14 +485,22 @@ class AppConfig(CamelModel):
         default_factory=lambda: [NodeClassSpec()],
         min_length=1,
         description="EC2NodeClasses to apply.",
-        json_schema_extra=change(Change.BY_FIELD, "EC2NodeClass manifests", facts.BY_FIELD),
+        json_schema_extra=change(
+            Change.BY_FIELD,
+            "EC2NodeClass objects; an entry removed deletes its EC2NodeClass (refused while a pool uses it)",
+            facts.BY_FIELD,
+        ),
         examples=[[{"name": "default", "amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 100}]],
     )
     node_pools: Annotated[list[NodePoolSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodePoolSpec()],
         min_length=1,
         description="NodePools to apply.",
-        json_schema_extra=change(Change.BY_FIELD, "NodePool manifests", facts.BY_FIELD),
+        json_schema_extra=change(
+            Change.BY_FIELD,
+            "NodePool objects; an entry removed deletes its NodePool, and Karpenter drains all its nodes",
+            facts.BY_FIELD,
+        ),
         examples=[
             [{"name": "general", "capacityTypes": ["on-demand", "spot"]}, {"name": "arm", "architectures": ["arm64"]}]
         ],
@@ -487,16 +511,16 @@ class AppConfig(CamelModel):
         "resource capacity Karpenter assumes for matching instance types.",
         json_schema_extra=change(
             Change.BY_FIELD,
-            "NodeOverlay manifests",
+            "NodeOverlay objects; an entry removed deletes its NodeOverlay (no node drifts)",
             facts.BY_FIELD,
             needs={"controller": {"featureGates": {"nodeOverlay": True}}},
         ),
         examples=[
             [
                 {
-                    "name": "prefer-arm",
-                    "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
-                    "priceAdjustment": "-20%",
+                    "name": "gpu-slices",
+                    "requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g6"]}],
+                    "capacity": {"nvidia.com/gpu-slice": "4"},
                 }
             ]
         ],

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.specs.change import CHANGE_TEXT, declaration
+from constructs_lib.specs.change import CHANGE_TEXT, FieldChange, declaration
 
 from . import tree
 from .model import AppConfig
@@ -69,10 +69,15 @@ def reference_markdown() -> str:
             allowed = _allowed(field.annotation)
             meaning = " ".join(filter(None, [field.description, allowed and f"{allowed}."]))
             declared = declaration(field)
-            changing = f" {CHANGE_TEXT[declared.change]} |" if declared else " |" if declares else ""
+            changing = f" {_changing(declared)} |" if declared else " |" if declares else ""
             out.append(f"| `{key}` | {default_text} | {meaning} |{changing}")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _changing(declared: FieldChange) -> str:
+    """What changing a setting does, and what it writes (a manifest field, a chart value, a resource)."""
+    return f"{CHANGE_TEXT[declared.change]} ({declared.manifest})"
 
 
 def _title(places: list[tree.Nested]) -> str:
