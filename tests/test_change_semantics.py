@@ -17,14 +17,14 @@ from constructs_lib.specs.kubelet import KubeletSpec
 from constructs_lib.specs.node_class import CLASS_DYNAMIC, NodeClassSpec
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC, NodePoolSpec
-from karpenter_stack.config import AppConfig, ExistingClusterConfig, tree
+from karpenter_stack.config import AppConfig, ExistingClusterConfig, PipelineConfig, WaveSpec, tree
 from tooling import review as rv
 from tooling import transitions as tr
 from tooling.kubernetes_schemas import schema
 
 SPECS = (NodePoolSpec, NodeClassSpec, KubeletSpec, NodeOverlaySpec)
-# ... and every other model of the configuration (the delivery pipeline's settings are not a running cluster's)
-SETTINGS = (AppConfig, ControllerSpec, ExistingClusterConfig)
+# ... and every other model of the configuration (the delivery pipeline's: its own stack)
+SETTINGS = (AppConfig, ControllerSpec, ExistingClusterConfig, PipelineConfig, WaveSpec)
 # The object each spec's manifest paths are in, by the mirrored CRD schema's name (tooling/schemas/).
 OBJECT = {
     NodePoolSpec: "nodepool",
@@ -42,7 +42,8 @@ def test_every_setting_declares_what_changing_it_does():
         for name, info in AppConfig.model_fields.items()
         if change_of(AppConfig, name).change is Change.BY_FIELD
     }
-    assert by_field | {AppConfig, KubeletSpec} == {*SPECS, *SETTINGS}
+    assert by_field | {AppConfig, KubeletSpec, PipelineConfig, WaveSpec} == {*SPECS, *SETTINGS}
+    assert {n.model for n in tree.walk(PipelineConfig)} == {PipelineConfig, WaveSpec}
     missing = [name for spec in (*SPECS, *SETTINGS) for name in undeclared(spec)]
     assert missing == [], (
         "these fields do not declare what changing them does on a running cluster; add "

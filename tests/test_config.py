@@ -660,4 +660,4 @@ def test_the_reference_says_what_changing_each_setting_does_from_its_declaration
         "nodes) |"
     )
     assert "| key | default | meaning |" in lines  # the taints' entries
-    assert lines.count("| key | default | meaning | changing it on a running cluster |") == 7
+    assert lines.count("| key | default | meaning | changing it on a running cluster |") == 9  # pipeline, waves

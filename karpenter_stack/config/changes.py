@@ -101,3 +101,18 @@ EXISTING_PRIVATE_ENDPOINT = (
     "Lambda function's VpcConfig, updated in place)"
 )
 EXISTING_AUTHENTICATION_MODE = "read by the synth's checks only (CONFIG_MAP refused, unset warned about)"
+
+# The delivery pipeline's settings (not moved by ``make transitions``, which moves one environment's settings).
+PIPELINE_SOURCE = (
+    "CDK Pipelines (aws-cdk-lib 2.275): the source action's configuration of the AWS::CodePipeline::Pipeline is "
+    "updated in place; the next run builds from the new source"
+)
+PIPELINE_NAME = (
+    "karpenter_stack/pipeline_stack.py: the pipeline's stack is named after it, so another name is a new pipeline "
+    "stack; the old one keeps running until destroyed"
+)
+PIPELINE_WAVES = (
+    "CDK Pipelines (aws-cdk-lib 2.275): a wave is a stage of the AWS::CodePipeline::Pipeline (updated in place); "
+    "the environments' own stacks are named after the environments, not the waves, so nothing deployed moves"
+)
+NOT_MOVED_PIPELINE = "the delivery pipeline's settings: the matrix moves one environment's (tests/test_pipeline.py)"

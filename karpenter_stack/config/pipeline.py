@@ -13,7 +13,9 @@ from typing import ClassVar
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from constructs_lib.specs.base import CamelModel, optional_match
+from constructs_lib.specs.change import Change, change
 
+from . import changes as facts
 from .model import _FORMATS as _APP_FORMATS
 from .model import _unique, formatted
 
@@ -48,9 +50,32 @@ _FORMATS = {
 class WaveSpec(CamelModel):
     """One wave of the pipeline: its environments deploy in parallel, after the previous wave."""
 
-    name: str = Field(description="Wave (pipeline stage) name, e.g. dev or production.")
-    environments: list[str] = Field(min_length=1, description="Environments (keys of environments) it deploys.")
-    approval: bool = Field(False, description="A manual approval in the pipeline before the wave deploys anything.")
+    name: str = Field(
+        description="Wave (pipeline stage) name, e.g. dev or production.",
+        json_schema_extra=change(
+            Change.IN_PLACE,
+            "a stage of the AWS::CodePipeline::Pipeline",
+            facts.PIPELINE_WAVES,
+            not_moved=facts.NOT_MOVED_PIPELINE,
+        ),
+    )
+    environments: list[str] = Field(
+        min_length=1,
+        description="Environments (keys of environments) it deploys.",
+        json_schema_extra=change(
+            Change.IN_PLACE, "the deploy actions of the stage", facts.PIPELINE_WAVES, not_moved=facts.NOT_MOVED_PIPELINE
+        ),
+    )
+    approval: bool = Field(
+        False,
+        description="A manual approval in the pipeline before the wave deploys anything.",
+        json_schema_extra=change(
+            Change.IN_PLACE,
+            "a manual approval action of the stage",
+            facts.PIPELINE_WAVES,
+            not_moved=facts.NOT_MOVED_PIPELINE,
+        ),
+    )
 
     @field_validator("name")
     @classmethod
@@ -76,13 +101,55 @@ class PipelineConfig(CamelModel):
     connection_arn: str = Field(
         description="CodeConnections (CodeStar Connections) connection to the repository host; "
         "created and authorized in the console first.",
+        json_schema_extra=change(
+            Change.IN_PLACE, "the pipeline's source action", facts.PIPELINE_SOURCE, not_moved=facts.NOT_MOVED_PIPELINE
+        ),
     )
-    repository: str = Field(description="Repository the pipeline builds, as owner/name.")
-    branch: str = Field("main", description="Branch whose pushes start the pipeline.")
-    account: str = Field(description="AWS account id of the pipeline (the tooling account).")
-    region: str = Field(description="AWS region of the pipeline.")
-    name: str | None = Field(None, description="Pipeline and pipeline stack name (unset: <clusterName>-delivery).")
-    waves: list[WaveSpec] = Field(min_length=1, description="Waves in order; every environment is in exactly one.")
+    repository: str = Field(
+        description="Repository the pipeline builds, as owner/name.",
+        json_schema_extra=change(
+            Change.IN_PLACE, "the pipeline's source action", facts.PIPELINE_SOURCE, not_moved=facts.NOT_MOVED_PIPELINE
+        ),
+    )
+    branch: str = Field(
+        "main",
+        description="Branch whose pushes start the pipeline.",
+        json_schema_extra=change(
+            Change.IN_PLACE, "the pipeline's source action", facts.PIPELINE_SOURCE, not_moved=facts.NOT_MOVED_PIPELINE
+        ),
+    )
+    account: str = Field(
+        description="AWS account id of the pipeline (the tooling account).",
+        json_schema_extra=change(
+            Change.ANOTHER_STACK,
+            "the pipeline stack's env",
+            facts.STACK_ENVIRONMENT,
+            not_moved=facts.NOT_MOVED_PIPELINE,
+        ),
+    )
+    region: str = Field(
+        description="AWS region of the pipeline.",
+        json_schema_extra=change(
+            Change.ANOTHER_STACK,
+            "the pipeline stack's env",
+            facts.STACK_ENVIRONMENT,
+            not_moved=facts.NOT_MOVED_PIPELINE,
+        ),
+    )
+    name: str | None = Field(
+        None,
+        description="Pipeline and pipeline stack name (unset: <clusterName>-delivery).",
+        json_schema_extra=change(
+            Change.ANOTHER_STACK, "the pipeline stack's name", facts.PIPELINE_NAME, not_moved=facts.NOT_MOVED_PIPELINE
+        ),
+    )
+    waves: list[WaveSpec] = Field(
+        min_length=1,
+        description="Waves in order; every environment is in exactly one.",
+        json_schema_extra=change(
+            Change.BY_FIELD, "the pipeline's stages", facts.BY_FIELD, not_moved=facts.NOT_MOVED_PIPELINE
+        ),
+    )
 
     @field_validator(*_FORMATS)
     @classmethod
