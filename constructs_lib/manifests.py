@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .specs.ami import operating_system
 from .specs.base import quoted
 from .specs.node_class import NodeClassSpec
 from .specs.node_overlay import NodeOverlaySpec
@@ -51,7 +50,7 @@ def _operating_system(pool: NodePoolSpec, classes: dict[str, NodeClassSpec]) -> 
         raise ValueError(
             f"nodePools {quoted(pool.name)}: no node class {quoted(pool.node_class)} among the specs given"
         )
-    return operating_system(classes[pool.node_class].family)
+    return classes[pool.node_class].operating_system
 
 
 DEMO_IMAGE = "public.ecr.aws/eks-distro/kubernetes/pause:3.7"

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .base import quoted
 from .ec2 import ebs_volume
 
 WINDOWS_FAMILIES = ("windows2019", "windows2022", "windows2025")
+# EC2NodeClass spec.amiFamily (Karpenter 1.14.1's CRD enum): what user data Karpenter generates and which block
+# devices it defaults to; Custom: neither (the user data joins the node, the mappings are given).
+AmiFamily = Literal["AL2", "AL2023", "Bottlerocket", "Windows2019", "Windows2022", "Windows2025", "Custom"]
+AMI_FAMILIES: tuple[str, ...] = get_args(AmiFamily)
+CUSTOM = "custom"
+# An AMI selector term's owner: account ids and the aliases EC2 DescribeImages takes (Owners), comma-separated.
+_OWNER = re.compile(r"(self|amazon|aws-marketplace|[0-9]{12})(,(self|amazon|aws-marketplace|[0-9]{12}))*")
 # EC2NodeClass amiSelectorTerms[].alias: family@version (Karpenter 1.14.1's CRD).
 _ALIAS = re.compile(r"(al2|al2023|bottlerocket|windows2019|windows2022|windows2025)@(latest|v[0-9][0-9.]*)")
 # What each AMI family boots from (Karpenter 1.14's amifamily defaults): the device of the volume that
@@ -79,6 +86,15 @@ def check_alias(value: str) -> str:
     return value
 
 
+def check_owner(value: str) -> str:
+    """An amiSelectorTerms owner: 12-digit account ids, self, amazon or aws-marketplace, comma-separated."""
+    if not _OWNER.fullmatch(value):
+        raise ValueError(
+            f"owner {quoted(value)} must be 12-digit account ids, self, amazon or aws-marketplace, comma-separated"
+        )
+    return value
+
+
 def family_of(alias: str) -> str:
     """The family of an alias (al2023 of al2023@v20260801)."""
     return alias.split("@", 1)[0]
@@ -88,18 +104,13 @@ def is_windows(family: str) -> bool:
     return family.startswith("windows")
 
 
-def operating_system(family: str) -> str:
-    """The kubernetes.io/os of the nodes a family's AMIs run."""
-    return "windows" if is_windows(family) else "linux"
-
-
-def reserved_devices(family: str) -> dict[str, str]:
-    """The devices the family itself uses, by letter (/dev/sdX and /dev/xvdX name one device): its storage
+def reserved_devices(family: str, storage_device: str) -> dict[str, str]:
+    """The devices the class itself uses, by letter (/dev/sdX and /dev/xvdX name one device): its storage
     volume's, and Bottlerocket's OS volume's."""
-    return {
-        STORAGE_DEVICE[family].removesuffix("1")[-1]: STORAGE_DEVICE[family],
-        BOTTLEROCKET_OS_VOLUME["deviceName"][-1]: BOTTLEROCKET_OS_VOLUME["deviceName"],
-    }
+    taken = {storage_device.removesuffix("1")[-1]: storage_device}
+    if family == "bottlerocket":
+        taken[BOTTLEROCKET_OS_VOLUME["deviceName"][-1]] = BOTTLEROCKET_OS_VOLUME["deviceName"]
+    return taken
 
 
 def check_pods_per_core(family: str, pods_per_core: int | None) -> None:

@@ -19,7 +19,7 @@ from .base import optional_match, quoted
 # EC2 resource ids by prefix: 8 or 17 hex digits (matched in full). The one table: the app's settings use it too.
 EC2_ID = {
     kind: re.compile(rf"{kind}-[0-9a-f]{{8}}([0-9a-f]{{9}})?", re.ASCII)
-    for kind in ("subnet", "sg", "cr", "snap", "vpc")
+    for kind in ("subnet", "sg", "cr", "snap", "vpc", "ami")
 }
 # EC2's longest tag key and value.
 MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256

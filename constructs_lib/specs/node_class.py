@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..names import (
@@ -17,7 +18,7 @@ from ..names import (
     RESTRICTED_TAG_KEYS,
     RESTRICTED_TAG_PREFIX,
 )
-from . import ami
+from . import ami, user_data
 from .base import CamelModel, kubernetes_name, optional_match, quoted
 from .change import EC2_NODE_CLASS_HASH, EC2_NODE_CLASS_SELECTORS, OBJECT_NAME, Change, change, manifest_keys
 from .ec2 import (
@@ -34,6 +35,8 @@ from .ec2 import (
 )
 from .kubelet import KubeletSpec
 
+# A root device name (EC2 block device names: /dev/xvda, /dev/sda1, /dev/nvme0n1).
+ROOT_DEVICE = re.compile(r"/dev/(xvd[a-z]|sd[a-z][0-9]?|nvme[0-9]+n[0-9]+)")
 # Most tags one selector term may match on (the CRDs' maxProperties), and most terms of one kind.
 MAX_SELECTOR_TAGS, MAX_SELECTOR_TERMS = 20, 30
 
@@ -156,6 +159,59 @@ class CapacityReservationTermSpec(SelectorTermSpec):
         return self
 
 
+class AmiTermSpec(SelectorTermSpec):
+    """One amiSelectorTerms entry (Karpenter's own shape): an image by id; images by name (and owner), by tags
+    (and owner) or by an SSM parameter; or an EKS-optimized alias, alone. The fields of a term are ANDed, the
+    terms ORed; of several matching images Karpenter takes the newest that fits the instance's architecture."""
+
+    alias: str | None = Field(None, description="family@version, as amiAlias; the only term when given.")
+    id: str | None = Field(None, description="An image id (ami-...): pinned, it never moves.")
+    name: str | None = Field(None, description="An image name ('*' wildcards); with owner, else owners self,amazon.")
+    owner: str | None = Field(None, description="Owner of the images: account ids, self, amazon or aws-marketplace.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags the images carry ('*': any value).")
+    ssm_parameter: str | None = Field(
+        None, alias="ssmParameter", description="An SSM parameter (name or ARN) whose value is an image id."
+    )
+
+    ID_KIND: ClassVar[str] = "ami"
+
+    @field_validator("alias")
+    @classmethod
+    def _alias(cls, value: str | None) -> str | None:
+        return None if value is None else ami.check_alias(value)
+
+    @field_validator("owner")
+    @classmethod
+    def _owner(cls, value: str | None) -> str | None:
+        return None if value is None else ami.check_owner(value)
+
+    @field_validator("name", "ssm_parameter")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        if value is not None and not 1 <= len(value) <= 2048:
+            raise ValueError("must have 1 to 2048 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _fields(self) -> AmiTermSpec:
+        # Karpenter 1.14.1 CRD, amiSelectorTerms: at least one selecting field; id and alias each stand alone.
+        if not (self.alias or self.id or self.name or self.tags or self.ssm_parameter):
+            raise ValueError("an AMI selector term selects by alias, id, name, tags or ssmParameter")
+        for alone in ("id", "alias"):
+            others = [to_camel(f) for f in ("alias", "id", "name", "owner", "tags") if f != alone and getattr(self, f)]
+            if getattr(self, alone) and others:
+                raise ValueError(f"an AMI selector term with {alone} takes no {', '.join(others)} (the CRD's rule)")
+        return self
+
+    @property
+    def pinned(self) -> bool:
+        """The term selects one image whatever EC2 publishes later: an id, or an exact name of one account's
+        (AMI names are unique per account and region)."""
+        exact_name = self.name is not None and "*" not in self.name and "?" not in self.name
+        one_owner = self.owner is not None and "," not in self.owner and self.owner not in ("amazon", "aws-marketplace")
+        return self.id is not None or (exact_name and one_owner and not self.tags and not self.ssm_parameter)
+
+
 class DataVolumeSpec(CamelModel):
     """An extra EBS volume attached to every node of the class (encrypted, deleted with the instance).
     It is attached, not formatted or mounted: the node's OS or a DaemonSet of yours uses it."""
@@ -232,6 +288,49 @@ class NodeClassSpec(CamelModel):
         ),
         examples=["bottlerocket@latest"],
     )
+    ami_selector_terms: list[AmiTermSpec] = Field(
+        default_factory=list,
+        max_length=MAX_SELECTOR_TERMS,
+        description="Your own images instead of amiAlias (Karpenter's spec.amiSelectorTerms): {id}, {name, owner?}, "
+        "{tags, owner?}, {ssmParameter} or {alias} alone; needs amiFamily unless a term is an alias. Nodes whose "
+        "image is no longer selected are replaced (drift); with a custom image you own the kubelet's version skew "
+        "against the control plane.",
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT,
+            "spec.amiSelectorTerms",
+            EC2_NODE_CLASS_SELECTORS,
+            needs={"nodeClasses": [{"amiFamily": "AL2023"}]},
+        ),
+        examples=[[{"id": "ami-0123456789abcdef0"}]],
+    )
+    ami_family: ami.AmiFamily | None = Field(
+        None,
+        description="Which user data Karpenter generates and which volumes it defaults to (spec.amiFamily): required "
+        "with amiSelectorTerms that have no alias; with an alias, its family or Custom. Custom: your userData joins "
+        "the node itself, and rootVolumeDeviceName is required.",
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.amiFamily",
+            EC2_NODE_CLASS_HASH,
+            modes=[None, "AL2023"],
+        ),
+    )
+    user_data: str | None = Field(
+        None,
+        description="User data merged with Karpenter's (spec.userData): AL2023 a MIME archive, NodeConfig or shell "
+        "script; AL2 a MIME archive or shell script run before the bootstrap; Bottlerocket TOML; Windows PowerShell; "
+        "Custom as given. Keys Karpenter sets itself (cluster, labels, taints, kubelet) are refused. Changing it "
+        "replaces the class's nodes (drift).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.userData", EC2_NODE_CLASS_HASH),
+        examples=["#!/bin/bash\necho 'vm.max_map_count=262144' > /etc/sysctl.d/90-app.conf\n"],
+    )
+    user_data_file: str | None = Field(
+        None,
+        description="userData read from this file, a path relative to the project folder (where cdk.json is); the "
+        "file's content is written into the EC2NodeClass, so editing the file replaces the class's nodes (drift).",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.userData", EC2_NODE_CLASS_HASH),
+        examples=["examples/user-data/al2023-nodeconfig.yaml"],
+    )
     root_volume_size_gib: int = Field(
         50,
         ge=1,
@@ -257,6 +356,13 @@ class NodeClassSpec(CamelModel):
         description="gp3 throughput in MiB/s (125-1000, at most IOPS/4); unset: the included 125.",
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
         examples=[250],
+    )
+    root_volume_device_name: str | None = Field(
+        None,
+        description="Device of that volume (unset: the family's, /dev/xvda on al2/al2023, /dev/xvdb on Bottlerocket, "
+        "/dev/sda1 on Windows); required with amiFamily Custom, whose image's root device Karpenter cannot infer.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        examples=["/dev/sda1"],
     )
     detailed_monitoring: bool | None = Field(
         None,
@@ -367,12 +473,54 @@ class NodeClassSpec(CamelModel):
         return ami.check_alias(value)
 
     @property
+    def alias(self) -> str | None:
+        """The EKS-optimized alias the class selects by (amiAlias, or an alias term), None for own images."""
+        if not self.ami_selector_terms:
+            return self.ami_alias
+        return next((t.alias for t in self.ami_selector_terms if t.alias), None)
+
+    @property
     def family(self) -> str:
-        return ami.family_of(self.ami_alias)
+        """The AMI family Karpenter applies (lowercase): amiFamily's, else the alias's; ``custom`` for Custom."""
+        if self.ami_family is not None:
+            return self.ami_family.lower()
+        assert self.alias is not None  # _ami_selection: amiFamily is required without an alias
+        return ami.family_of(self.alias)
+
+    @property
+    def pinned(self) -> bool:
+        """The class's images change only when its settings do (an alias by version, or pinned terms)."""
+        if self.ami_selector_terms and self.alias is None:
+            return all(t.pinned for t in self.ami_selector_terms)
+        return self.alias is not None and not self.alias.endswith("@latest")
+
+    @model_validator(mode="after")
+    def _ami_selection(self) -> NodeClassSpec:
+        if self.ami_selector_terms and "ami_alias" in self.model_fields_set:
+            raise ValueError("amiAlias and amiSelectorTerms both select images: give one (an alias term is amiAlias)")
+        if len(self.ami_selector_terms) > 1 and any(t.alias for t in self.ami_selector_terms):
+            raise ValueError("amiSelectorTerms: an alias term must be the only term (the CRD's rule)")
+        alias_family = None if self.alias is None else ami.family_of(self.alias)
+        if alias_family is None and self.ami_family is None:
+            raise ValueError(
+                f"amiSelectorTerms without an alias need amiFamily ({', '.join(ami.AMI_FAMILIES)}): it decides the "
+                "user data Karpenter generates and the volumes it defaults to"
+            )
+        if alias_family is not None and self.ami_family not in (None, "Custom") and self.ami_family.lower() != alias_family:
+            raise ValueError(
+                f"amiFamily {quoted(self.ami_family)} does not fit the alias family {alias_family}: with an alias, "
+                "amiFamily is its family or Custom (the CRD's rule)"
+            )
+        if self.family == ami.CUSTOM and self.root_volume_device_name is None:
+            raise ValueError(
+                "amiFamily Custom has no default volumes: set rootVolumeDeviceName to your image's root device "
+                "(e.g. /dev/xvda), so that its size, type and encryption apply"
+            )
+        return self
 
     @model_validator(mode="after")
     def _data_volume_devices(self) -> NodeClassSpec:
-        taken = ami.reserved_devices(self.family)
+        taken = ami.reserved_devices(self.family, self.storage_device)
         for volume in self.data_volumes:
             if volume.letter in taken:
                 raise ValueError(
@@ -384,7 +532,51 @@ class NodeClassSpec(CamelModel):
 
     @property
     def windows(self) -> bool:
-        return ami.is_windows(self.family)
+        """The class launches Windows nodes: a Windows family, or Custom with a Windows alias."""
+        return ami.is_windows(self.family) or (self.alias is not None and ami.is_windows(ami.family_of(self.alias)))
+
+    @property
+    def operating_system(self) -> str:
+        """The kubernetes.io/os of the class's nodes."""
+        return "windows" if self.windows else "linux"
+
+    @property
+    def storage_device(self) -> str:
+        """The device of the volume for images, logs and pods."""
+        if self.root_volume_device_name is not None:
+            return self.root_volume_device_name
+        return ami.STORAGE_DEVICE[self.family]
+
+    @field_validator("root_volume_device_name")
+    @classmethod
+    def _device_name(cls, value: str | None) -> str | None:
+        return optional_match(value, ROOT_DEVICE, "must be a device like /dev/xvda, /dev/sda1 or /dev/nvme0n1")
+
+    # The user data as written into the EC2NodeClass (userData, or userDataFile's content).
+    _user_data: str | None = PrivateAttr(None)
+
+    @property
+    def user_data_text(self) -> str | None:
+        return self._user_data
+
+    @model_validator(mode="after")
+    def _user_data_fits(self) -> NodeClassSpec:
+        if self.user_data is not None and self.user_data_file is not None:
+            raise ValueError("userData and userDataFile both give the user data: give one")
+        text = self.user_data if self.user_data_file is None else read_user_data(self.user_data_file)
+        if text is None and self.family == ami.CUSTOM:
+            raise ValueError(
+                "amiFamily Custom: Karpenter adds no bootstrap of its own, so userData or userDataFile must join the "
+                "node to the cluster (registered with the karpenter.sh/unregistered:NoExecute taint)"
+            )
+        if text is not None:
+            which = "userDataFile" if self.user_data_file is not None else "userData"
+            try:
+                user_data.check(self.family, text)
+            except ValueError as err:
+                raise ValueError(f"{which}: {err}") from None
+        self._user_data = text
+        return self
 
     @model_validator(mode="after")
     def _pods_per_core(self) -> NodeClassSpec:
@@ -393,7 +585,8 @@ class NodeClassSpec(CamelModel):
 
     @model_validator(mode="after")
     def _volume_fits_the_snapshot(self) -> NodeClassSpec:
-        ami.check_storage_size(self.family, self.root_volume_size_gib)
+        if self.alias is not None and self.family != ami.CUSTOM:  # an EKS-optimized image: its snapshot is known
+            ami.check_storage_size(self.family, self.root_volume_size_gib)
         return self
 
     def manifest(
@@ -425,7 +618,9 @@ class NodeClassSpec(CamelModel):
             "spec": {
                 # Karpenter creates and owns the instance profile for this role.
                 "role": node_role_name,
-                "amiSelectorTerms": [{"alias": self.ami_alias}],
+                "amiSelectorTerms": _terms(self.ami_selector_terms) or [{"alias": self.ami_alias}],
+                **({"amiFamily": self.ami_family} if self.ami_family is not None else {}),
+                **({"userData": self._user_data} if self._user_data is not None else {}),
                 "subnetSelectorTerms": subnet_terms,
                 "securityGroupSelectorTerms": security_group_terms,
                 "metadataOptions": {
@@ -464,7 +659,7 @@ class NodeClassSpec(CamelModel):
         """The volume for images, logs and pods at the family's device and size, after the family's own
         volumes (Bottlerocket's OS volume); then the extra data volumes."""
         storage = {
-            "deviceName": ami.STORAGE_DEVICE[self.family],
+            "deviceName": self.storage_device,
             "ebs": ebs_volume(
                 f"{self.root_volume_size_gib}Gi",
                 self.root_volume_type,
@@ -478,6 +673,20 @@ class NodeClassSpec(CamelModel):
 # What `make review` reads: the EC2NodeClass spec fields that drift only the nodes that no longer match them
 # (every other spec field drifts every node of the class's pools).
 CLASS_DYNAMIC = manifest_keys(NodeClassSpec, Change.DYNAMIC_DRIFT, "spec.")
+
+
+def read_user_data(path: str) -> str:
+    """A userDataFile's content: a path relative to the project folder (the synth's working directory), so the
+    synth reads the same file on every machine; a missing or unreadable file is one line naming the path."""
+    if PurePosixPath(path).is_absolute() or Path(path).is_absolute() or ".." in PurePosixPath(path).parts:
+        raise ValueError(f"{quoted(path)} must be a path inside the project folder, relative to it (where cdk.json is)")
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"{quoted(path)}: no such file (paths are relative to the project folder)") from None
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
+        raise ValueError(f"{quoted(path)}: cannot read it ({reason})") from None
 
 
 def _terms(terms: Sequence[CamelModel]) -> list[dict[str, Any]]:

@@ -409,7 +409,7 @@ class NodePoolSpec(CamelModel):
 
     def manifest(self, *, os: str = "linux") -> dict[str, Any]:
         """The NodePool (karpenter.sh/v1); ``os``: the kubernetes.io/os its node class launches
-        (``ami.operating_system`` of the class's family)."""
+        (the class's ``operating_system``)."""
         body: dict[str, Any] = {
             "template": self._template(os),
             **({"limits": limits} if (limits := self.emitted_limits) else {}),

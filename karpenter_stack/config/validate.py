@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 
 from constructs_lib.specs.base import quoted
 from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
+from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.rules import pool_problems
 
 from .. import versions
@@ -55,8 +56,10 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
     except versions.VersionError as err:
         raise fail(prefix + str(err)) from None
     for i, node_class in enumerate(config.node_classes):
+        if node_class.alias is None:  # own images: their kubelet's skew is the user's (the review says so)
+            continue
         try:
-            versions.check_ami_alias(node_class.ami_alias, config.kubernetes_version)
+            versions.check_ami_alias(node_class.alias, config.kubernetes_version)
         except versions.VersionError as err:
             raise fail(f"{prefix}nodeClasses[{i}].{err}") from None
     warnings = [support] if support else []
@@ -247,12 +250,24 @@ def pinned_amis(config: AppConfig) -> list[str]:
     """The production profile: node images change only when a setting does (Windows AMIs: a synth warning)."""
     if config.profile != "production":
         return []
-    return [
-        f"nodeClasses[{i}].amiAlias {quoted(c.ami_alias)}: the production profile needs a pinned AMI "
-        "(e.g. al2023@v20260801), so node images change only when this setting does"
-        for i, c in enumerate(config.node_classes)
-        if c.ami_alias.endswith("@latest") and not c.windows
-    ][:1]
+    return [_unpinned(i, c) for i, c in enumerate(config.node_classes) if not c.pinned and not c.windows][:1]
+
+
+def _unpinned(i: int, node_class: NodeClassSpec) -> str:
+    """Why a class's images can change without a setting changing (the production profile refuses it)."""
+    if node_class.alias is not None:
+        setting = "amiAlias" if not node_class.ami_selector_terms else "amiSelectorTerms[0].alias"
+        return (
+            f"nodeClasses[{i}].{setting} {quoted(node_class.alias)}: the production profile needs a pinned AMI "
+            "(e.g. al2023@v20260801), so node images change only when this setting does"
+        )
+    j, term = next((j, t) for j, t in enumerate(node_class.ami_selector_terms) if not t.pinned)
+    selects = "an SSM parameter's value" if term.ssm_parameter else "tags" if term.tags else "a name pattern or owner"
+    return (
+        f"nodeClasses[{i}].amiSelectorTerms[{j}] selects by {selects}: a new image that matches it replaces every "
+        "node (drift) without a setting changing, which the production profile refuses; select by id (ami-...) or "
+        "by an exact name with one owner account"
+    )
 
 
 def distinct_names(config: AppConfig) -> list[str]:
