@@ -397,7 +397,7 @@ def test_the_model_tree_is_walked_from_the_annotations():
     # every model of the tree is one section of the reference, titled with the paths that hold it
     titles = re.findall(r"^## (.+)$", reference.reference_markdown(), re.M)
     models = {n.model for root in (AppConfig, PipelineConfig) for n in tree.walk(root)}
-    assert len(titles) == len(models) == 17
+    assert len(titles) == len(models) == 18
     assert "`pipeline.waves[]` entries" in titles
     assert any(t.startswith("`nodePools[].taints[]` ") and t.endswith(" entries") for t in titles)
 

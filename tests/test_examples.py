@@ -20,7 +20,7 @@ from tests.cfn import (
     resources,
     template_change,
 )
-from tests.conftest import EXAMPLE_FIXTURES
+from tests.conftest import EXAMPLE_FIXTURES, ROOT
 
 
 def _objects(synthesized) -> dict[str, dict]:
@@ -39,6 +39,7 @@ def test_every_example_is_a_fixture_of_the_suite():
     assert sorted(EXAMPLE_FIXTURES) == [
         "example_baseline_and_burst",
         "example_capacity_reservation",
+        "example_golden_image",
         "example_gpu",
         "example_windows",
     ]
@@ -123,6 +124,27 @@ def test_gpu_example_keeps_gpu_nodes_for_gpu_pods(example_gpu):
     }
 
 
+def test_golden_image_example_launches_your_own_images_with_your_user_data(example_golden_image):
+    objects = _objects(example_golden_image)
+    node_class = objects["EC2NodeClass/golden"]["spec"]
+    # two pinned images (Karpenter takes the newest that fits the instance's architecture), AL2023's user data
+    assert node_class["amiSelectorTerms"] == [{"id": "ami-0123456789abcdef0"}, {"id": "ami-0fedcba9876543210"}]
+    assert node_class["amiFamily"] == "AL2023"
+    assert node_class["userData"] == (ROOT / "examples/user-data/al2023-nodeconfig.yaml").read_text()
+    assert node_class["userData"].startswith('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"')
+    assert node_class["blockDeviceMappings"] == [
+        {
+            "deviceName": "/dev/xvda",
+            "ebs": {"volumeSize": "80Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True},
+        }
+    ]
+    pool = objects["NodePool/golden"]
+    assert pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "golden"
+    assert _requirement(pool, "kubernetes.io/os")["values"] == ["linux"]
+    # the default class keeps its alias
+    assert objects["EC2NodeClass/default"]["spec"]["amiSelectorTerms"] == [{"alias": "al2023@latest"}]
+
+
 def test_baseline_and_burst_example_prefers_graviton_through_a_node_overlay(example_baseline_and_burst):
     overlay = _objects(example_baseline_and_burst)["NodeOverlay/prefer-graviton"]
     assert overlay == {
@@ -192,6 +214,11 @@ OVER_DEFAULT = {
     ),
     "example_capacity_reservation": (
         {"ClustermanifestEC2NodeClassreserved7571C077", "ClustermanifestNodePoolreservedD92E43F9"},
+        set(),
+        {},
+    ),
+    "example_golden_image": (
+        {"ClustermanifestEC2NodeClassgoldenFAD90CD0", "ClustermanifestNodePoolgolden244BA1B1"},
         set(),
         {},
     ),

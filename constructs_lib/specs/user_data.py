@@ -115,7 +115,7 @@ BOTTLEROCKET_KUBERNETES_KEYS = frozenset(
 # The kubelet settings of spec.kubelet Karpenter passes to AL2023 as NodeConfig kubelet config (its own names).
 KUBELET_CONFIG_KEYS = tuple(BOTTLEROCKET_KUBELET_KEYS) + ("podsPerCore",)
 
-_MIME_START = re.compile(r"^\s*(MIME-Version:|Content-Type:)", re.IGNORECASE)
+_MIME_START = re.compile(r"^\s*(MIME-Version:|Content-Type:)", re.IGNORECASE | re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ def mime_parts(text: str) -> list[Part]:
     if not sep:
         raise ValueError("MIME user data: no blank line between the headers and the parts")
     content_type = _header(head, "content-type")
-    match = re.match(r'\s*multipart/[a-z]+\s*;.*boundary="?([^";\n]+)"?', content_type or "", re.IGNORECASE)
+    match = re.match(r'\s*multipart/[a-z]+\s*;.*boundary="?([^";\n]+)"?', content_type or "", re.IGNORECASE | re.ASCII)
     if match is None:
         raise ValueError(
             f"MIME user data: Content-Type {quoted(content_type or '')} is not multipart/mixed with a boundary"
