@@ -506,7 +506,11 @@ class NodeClassSpec(CamelModel):
                 f"amiSelectorTerms without an alias need amiFamily ({', '.join(ami.AMI_FAMILIES)}): it decides the "
                 "user data Karpenter generates and the volumes it defaults to"
             )
-        if alias_family is not None and self.ami_family not in (None, "Custom") and self.ami_family.lower() != alias_family:
+        if (
+            alias_family is not None
+            and self.ami_family not in (None, "Custom")
+            and self.ami_family.lower() != alias_family
+        ):
             raise ValueError(
                 f"amiFamily {quoted(self.ami_family)} does not fit the alias family {alias_family}: with an alias, "
                 "amiFamily is its family or Custom (the CRD's rule)"

@@ -138,9 +138,7 @@ def check(family: str, text: str) -> None:
             f"data, and Karpenter's {kind} bootstrap part takes up to {KARPENTER_PART_BYTES[kind]} of them "
             f"(at most {limit} are yours)"
         )
-    {"al2023": _al2023, "al2": _al2, "bottlerocket": _bottlerocket, "windows": _windows, "custom": _custom}[kind](
-        text
-    )
+    {"al2023": _al2023, "al2": _al2, "bottlerocket": _bottlerocket, "windows": _windows, "custom": _custom}[kind](text)
 
 
 def is_mime(text: str) -> bool:
@@ -149,9 +147,11 @@ def is_mime(text: str) -> bool:
 
 
 def mime_parts(text: str) -> list[Part]:
-    """The parts of a MIME multi-part archive, read as Go's mime/multipart reads it (RFC 2046 section 5.1.1): a
-    multipart Content-Type with a boundary, parts between ``--boundary`` lines, and the close delimiter
-    ``--boundary--`` after the last part (without it the reader fails at the end of the text)."""
+    """The parts of a MIME multi-part archive as Karpenter reads it (bootstrap/mime/mime.go over Go's net/mail and
+    mime/multipart): a multipart Content-Type with a boundary, then parts each opened by a ``--boundary`` line. A
+    part ends at the next boundary line; ``--boundary--`` closes the archive, and so does a ``--boundary`` line
+    with nothing after it (Go's reader then finds no part headers: io.EOF, which Karpenter takes as the end). A
+    part that runs to the end of the text with no boundary line after it fails Go's reader (unexpected EOF)."""
     head, sep, body = text.lstrip().replace("\r\n", "\n").partition("\n\n")
     if not sep:
         raise ValueError("MIME user data: no blank line between the headers and the parts")
@@ -161,20 +161,24 @@ def mime_parts(text: str) -> list[Part]:
         raise ValueError(
             f"MIME user data: Content-Type {quoted(content_type or '')} is not multipart/mixed with a boundary"
         )
-    boundary = match.group(1)
+    delimiter = f"--{match.group(1)}"
     lines = body.split("\n")
-    close = [i for i, line in enumerate(lines) if line.rstrip() == f"--{boundary}--"]
-    if not close:
-        raise ValueError(
-            f"MIME user data: no closing line {quoted('--' + boundary + '--')} after the last part (RFC 2046); "
-            "Karpenter's MIME reader fails without it"
-        )
+    marks = [i for i, line in enumerate(lines) if line.rstrip() in (delimiter, delimiter + "--")]
+    if not marks or lines[marks[0]].rstrip() != delimiter:
+        raise ValueError(f"MIME user data: no part starts with a {quoted(delimiter)} line")
+    closed = next((i for i in marks if lines[i].rstrip() == delimiter + "--"), None)
+    opens = [i for i in marks if closed is None or i < closed]
     parts: list[Part] = []
-    starts = [i for i, line in enumerate(lines[: close[0]]) if line.rstrip() == f"--{boundary}"]
-    if not starts:
-        raise ValueError(f"MIME user data: no part starts with {quoted('--' + boundary)}")
-    for start, end in zip(starts, [*starts[1:], close[0]], strict=True):
-        part_head, _, part_body = "\n".join(lines[start + 1 : end]).partition("\n\n")
+    for start, end in zip(opens, [*opens[1:], closed if closed is not None else len(lines)], strict=True):
+        segment = "\n".join(lines[start + 1 : end])
+        if end == len(lines):  # after the last boundary line, with no closing line
+            if not segment.strip():
+                break
+            raise ValueError(
+                f"MIME user data: the last part runs to the end with no {quoted(delimiter)} or "
+                f"{quoted(delimiter + '--')} line after it; Karpenter's MIME reader fails on it"
+            )
+        part_head, _, part_body = segment.partition("\n\n")
         part_type = (_header(part_head, "content-type") or "text/plain").split(";", 1)[0].strip().lower()
         parts.append(Part(part_type, part_body))
     return parts
