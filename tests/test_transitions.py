@@ -534,7 +534,13 @@ def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pai
         "controller.logLevel": 12,
         "existingCluster.authenticationMode": 12,
     }
-    assert len(found) == 172
+    assert len(found) == 182
+    # what a value needs in its own entry is set in that entry (own images need their family beside them)
+    (terms, _) = [t for t in found if t.setting == "nodeClasses.amiSelectorTerms"]
+    assert terms.overrides("new")["nodeClasses"] == [
+        {"name": "default", "amiFamily": "AL2023", "amiSelectorTerms": [{"id": "ami-0123456789abcdef0"}]}
+    ]
+    assert terms.overrides("old")["nodeClasses"] == [{"name": "default"}]
 
 
 def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_review_says_so():

@@ -4,6 +4,7 @@ examples/v1/ (tests/fixtures/karpenter-examples-v1.14.1/)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,10 @@ from constructs_lib.specs.node_class import NodeClassSpec
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.conftest import ROOT, TODAY
+from tooling import review as rv
 from tooling.configurations import PRODUCT_CONTEXT
+from tooling.review.cluster import cluster_update
+from tooling.review.model import MANIFEST
 
 UPSTREAM = ROOT / "tests/fixtures/karpenter-examples-v1.14.1"
 MIME = 'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
@@ -305,3 +309,56 @@ def test_custom_family_writes_your_device_and_user_data_as_given():
         }
     )
     assert windows.windows and windows.operating_system == "windows"
+
+
+def _manifest(spec: NodeClassSpec) -> str:
+    return json.dumps([spec.manifest(cluster_name="c", node_role_name="r")])
+
+
+def _template(*classes: NodeClassSpec) -> dict:
+    pool = {"kind": "NodePool", "metadata": {"name": "default"}, "spec": {"template": {"spec": {"nodeClassRef": {}}}}}
+    pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] = "default"
+    resources = {
+        f"Class{i}": {"Type": MANIFEST, "Properties": {"Manifest": _manifest(c)}} for i, c in enumerate(classes)
+    }
+    return {"Resources": {**resources, "Pool": {"Type": MANIFEST, "Properties": {"Manifest": json.dumps([pool])}}}}
+
+
+def test_the_review_says_changing_user_data_drifts_every_node_of_the_class():
+    old, new = NodeClassSpec(), NodeClassSpec(userData="#!/bin/bash\necho hi\n")
+    assert rv.kubernetes_effects(_manifest(old), _manifest(new), _template(new)) == [
+        "EC2NodeClass `default` (userData): all nodes of pools `default` will be replaced by drift, within their "
+        "disruption budgets"
+    ]
+    # and so does the file behind userDataFile: its content is what the EC2NodeClass carries
+    from_file = NodeClassSpec(userDataFile="examples/user-data/al2023-nodeconfig.yaml")
+    assert "replaced by drift" in rv.kubernetes_effects(_manifest(new), _manifest(from_file), _template(from_file))[0]
+
+
+def test_writing_the_family_an_alias_implies_drifts_nothing_as_karpenters_hash_does():
+    # Karpenter 1.14 EC2NodeClass.Hash() hashes AMIFamily() (amiFamily, else the alias's family), not the field
+    old, same, custom = (
+        NodeClassSpec(),
+        NodeClassSpec(amiFamily="AL2023"),
+        NodeClassSpec(amiFamily="Bottlerocket", amiAlias="bottlerocket@latest"),
+    )
+    assert rv.kubernetes_effects(_manifest(old), _manifest(same), _template(same)) == []
+    assert (
+        "all nodes of pools `default` will be replaced"
+        in rv.kubernetes_effects(_manifest(old), _manifest(custom), _template(custom))[0]
+    )
+
+
+def test_a_kubernetes_upgrade_says_you_own_the_version_skew_of_your_own_images():
+    golden = NodeClassSpec(name="golden", amiSelectorTerms=[AMI], amiFamily="AL2023")
+    cluster = {"Config": {"name": "c", "version": "1.35"}}
+    upgraded = {"Config": {"name": "c", "version": "1.36"}}
+    change = cluster_update("Cluster", cluster, upgraded, set(), _template(NodeClassSpec(), golden), None)
+    assert change.action == "updated"
+    assert change.why.endswith(
+        "; EC2NodeClass `golden` selects images of your own, which Karpenter does not move with the Kubernetes "
+        "version: you own their kubelet's version skew against the new control plane (EKS allows the kubelet up to "
+        "three minors behind, never ahead)"
+    )
+    aliases_only = cluster_update("Cluster", cluster, upgraded, set(), _template(NodeClassSpec()), None)
+    assert "your own" not in aliases_only.why

@@ -77,7 +77,11 @@ class Transition:
             outer, name = self.setting.split(".", 1)
             holder = self.holder if self.holder is not None else [{"name": "default"}]
             entry = holder[0] if isinstance(holder, list) else holder
-            entry = {**entry, **({} if value is DEFAULT else {name: value})}
+            # what the value needs in its own entry (a need of the field's own setting, one unnamed entry)
+            same = needs.get(outer)
+            own = same[0] if isinstance(same, list) and len(same) == 1 and "name" not in same[0] else {}
+            needs = {k: v for k, v in needs.items() if not (own and k == outer)}
+            entry = {**entry, **own, **({} if value is DEFAULT else {name: value})}
             return {**self.base, **needs, outer: [entry] if isinstance(holder, list) else entry}
         return {**self.base, **needs, **({} if value is DEFAULT else {self.setting: value})}
 

@@ -307,12 +307,19 @@ class NodeClassSpec(CamelModel):
         None,
         description="Which user data Karpenter generates and which volumes it defaults to (spec.amiFamily): required "
         "with amiSelectorTerms that have no alias; with an alias, its family or Custom. Custom: your userData joins "
-        "the node itself, and rootVolumeDeviceName is required.",
+        "the node itself, and rootVolumeDeviceName is required. A change of the family Karpenter applies drifts "
+        "every node; writing the family an alias already implies drifts none (Karpenter hashes the family it "
+        "applies, not the field).",
         json_schema_extra=change(
             Change.STATIC_DRIFT,
             "spec.amiFamily",
             EC2_NODE_CLASS_HASH,
-            modes=[None, "AL2023"],
+            modes=[None, "Custom"],
+            needs_for={
+                '"Custom"': {
+                    "nodeClasses": [{"rootVolumeDeviceName": "/dev/xvda", "userData": "#!/bin/bash\nnodeadm init\n"}]
+                }
+            },
         ),
     )
     user_data: str | None = Field(

@@ -14,6 +14,7 @@ from karpenter_stack.cluster_updates import (
     version_step_refusal,
 )
 
+from .kubernetes import own_image_classes
 from .model import CLUSTER, FARGATE, ONE_WAY_MARK, Change
 from .values import _MISSING, _at, _differs
 
@@ -113,6 +114,13 @@ def cluster_update(
     """The cluster custom resource changed in place in the template: what aws-cdk's handler does."""
     vpc_replaced = any(t.get("Type") == "AWS::EC2::VPC" for r, t in new_template["Resources"].items() if r in replaced)
     action, why = _cluster_change(old, new, replaced, vpc_replaced)
+    own = own_image_classes(new_template)
+    if action == "updated" and own and old.get("Config", {}).get("version") != new.get("Config", {}).get("version"):
+        why += (
+            f"; EC2NodeClass {', '.join(f'`{c}`' for c in own)} selects images of your own, which Karpenter does not "
+            "move with the Kubernetes version: you own their kubelet's version skew against the new control plane "
+            "(EKS allows the kubelet up to three minors behind, never ahead)"
+        )
     return Change(logical_id, CLUSTER, action, why, stateful)
 
 

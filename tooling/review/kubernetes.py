@@ -46,6 +46,24 @@ def _aliases(node_class: dict[str, Any]) -> list[str]:
     return [t["alias"] for t in node_class.get("spec", {}).get("amiSelectorTerms", []) if "alias" in t]
 
 
+def _family(node_class: dict[str, Any]) -> str:
+    """Karpenter's EC2NodeClass.AMIFamily(): spec.amiFamily, else the family of the alias term (lowercase here)."""
+    spec = node_class.get("spec", {})
+    return str(spec.get("amiFamily") or next(iter(_aliases(node_class)), "@").split("@", 1)[0]).lower()
+
+
+def own_image_classes(template: dict[str, Any]) -> list[str]:
+    """The EC2NodeClasses of a template that select images of their own (no alias): Karpenter does not move
+    those with the cluster's Kubernetes version."""
+    return sorted(
+        obj["metadata"]["name"]
+        for res in template["Resources"].values()
+        if res["Type"] == MANIFEST
+        for obj in _objects(res["Properties"].get("Manifest")).values()
+        if obj.get("kind") == "EC2NodeClass" and not _aliases(obj)
+    )
+
+
 def _names(items: list[str]) -> str:
     return ", ".join(f"`{i}`" for i in items) if items else "(none)"
 
@@ -84,8 +102,12 @@ def _deleted(key: str) -> str:
 def _node_class_effects(name: str, a: dict[str, Any], b: dict[str, Any], new_template: dict[str, Any]) -> list[str]:
     """An EC2NodeClass changed: which nodes Karpenter replaces by drift (CLASS_DYNAMIC: only those that no
     longer match what the fields select)."""
+    # Karpenter 1.14 EC2NodeClass.Hash(): amiFamily is hash:"ignore"; the hash takes AMIFamily() instead (amiFamily,
+    # else the alias's family), so writing the family an alias implies drifts nothing
     fields = sorted(
-        k for k in a.get("spec", {}).keys() | b.get("spec", {}).keys() if a["spec"].get(k) != b["spec"].get(k)
+        k
+        for k in a.get("spec", {}).keys() | b.get("spec", {}).keys()
+        if a["spec"].get(k) != b["spec"].get(k) and not (k == "amiFamily" and _family(a) == _family(b))
     )
     pools = _pools_of(name, new_template)
     static = [f for f in fields if f not in CLASS_DYNAMIC]
