@@ -340,14 +340,32 @@ def _cluster_problems(
 
 # Karpenter's drift hashes (kubernetes-sigs/karpenter pkg/apis/v1 NodePool, karpenter-provider-aws pkg/apis/v1
 # EC2NodeClass, v1.14): a NodePool's spec.template is hashed except its requirements (hash:"ignore"); an
-# EC2NodeClass's spec is hashed except its selector terms, which drift only the nodes that no longer match.
+# EC2NodeClass's spec is hashed except its selector terms, which drift only the nodes that no longer match, and
+# amiFamily, whose place in the hash AMIFamily() takes (spec.amiFamily, else the alias term's family).
 _POOL_NOT_HASHED = ("requirements",)
 _CLASS_NOT_HASHED = (
     "amiSelectorTerms",
     "subnetSelectorTerms",
     "securityGroupSelectorTerms",
     "capacityReservationSelectorTerms",
+    "amiFamily",
 )
+_ALIAS_FAMILIES = {
+    "al2": "AL2",
+    "al2023": "AL2023",
+    "bottlerocket": "Bottlerocket",
+    "windows2019": "Windows2019",
+    "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
+}
+
+
+def _ami_family(spec: dict[str, Any]) -> str | None:
+    """Karpenter 1.14 EC2NodeClass.AMIFamily(): spec.amiFamily if set, else the family of the alias term."""
+    if spec.get("amiFamily"):
+        return str(spec["amiFamily"])
+    alias = next((t["alias"] for t in spec.get("amiSelectorTerms", []) if "alias" in t), None)
+    return None if alias is None else _ALIAS_FAMILIES.get(str(alias).split("@", 1)[0])
 
 
 def _drift_problems(
@@ -375,7 +393,9 @@ def _drift_problems(
             )
             says = f"all nodes of pool `{name}` will be replaced by drift" in effects
         elif kind == "EC2NodeClass":
-            hashed = any(a.get(k) != b.get(k) for k in a.keys() | b.keys() if k not in _CLASS_NOT_HASHED)
+            hashed = _ami_family(a) != _ami_family(b) or any(
+                a.get(k) != b.get(k) for k in a.keys() | b.keys() if k not in _CLASS_NOT_HASHED
+            )
             says = f"EC2NodeClass `{name}`" in effects and "all nodes of pools" in effects
         else:
             continue
