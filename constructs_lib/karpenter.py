@@ -38,7 +38,10 @@ What it builds, and the order CloudFormation creates and deletes it in:
   authorization, pod networking and security group still exist);
 * optionally the spot service-linked role (retained on delete) and alarms on the interruption queue.
 
-Each part acknowledges its own cdk-nag findings (``constructs_lib.nag``).
+Before it adds anything, it refuses specs that do not fit together (``specs.rules``, :meth:`Karpenter.check`):
+duplicate names, a pool whose class is not given, reserved capacity without reservations or with its gate off,
+static capacity or overlays with their gate off, a Windows pool that allows only arm64, an AMI alias without
+images for ``kubernetes_version``. Each part acknowledges its own cdk-nag findings (``constructs_lib.nag``).
 """
 
 from __future__ import annotations
@@ -60,9 +63,10 @@ from .karpenter_release import KarpenterRelease, controller_values
 from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
 from .queue_alarms import InterruptionQueueAlarms
+from .specs.rules import NodeSpecsError, check_nodes
 from .teardown import TeardownSafetyNet
 
-__all__ = ["Karpenter", "KarpenterProps", "NodeAuthorization"]
+__all__ = ["Karpenter", "KarpenterProps", "NodeAuthorization", "NodeSpecsError"]
 
 
 class Karpenter(Construct):
@@ -73,6 +77,8 @@ class Karpenter(Construct):
     :attr:`discovery_tag`, :attr:`spot_service_linked_role`, :attr:`queue_alarms`."""
 
     def __init__(self, scope: Construct, id: str, props: KarpenterProps) -> None:
+        # Before anything is added to the scope: specs that do not fit together build nothing.
+        Karpenter.check(props, "/".join(p for p in (scope.node.path, id) if p))
         super().__init__(scope, id)
         self.props = props
         self.cluster = props.cluster
@@ -115,6 +121,20 @@ class Karpenter(Construct):
             )
             if props.interruption_queue_alarms
             else None
+        )
+
+    @staticmethod
+    def check(props: KarpenterProps, where: str = "Karpenter") -> None:
+        """The rules across the node specs, the controller's feature gates and the Kubernetes version
+        (``specs.rules``): :class:`~constructs_lib.specs.rules.NodeSpecsError` naming ``where`` and each
+        problem of the first rule that finds any."""
+        check_nodes(
+            where,
+            node_classes=props.node_classes,
+            node_pools=props.node_pools,
+            node_overlays=props.node_overlays,
+            feature_gates=props.controller.feature_gates,
+            kubernetes_version=props.kubernetes_version,
         )
 
     def _discovery_tags(self) -> SecurityGroupTag | None:

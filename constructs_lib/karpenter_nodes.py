@@ -24,8 +24,8 @@ class KarpenterNodes(Construct):
     two: the pools' drains end before any class waits for them).
 
     The objects are built from the specs as given: whether pools, classes, overlays and ``feature_gates``
-    fit together is checked once, before, by whoever validates them (the app: its configuration, with
-    ``specs.rules.pool_problems``).
+    fit together is checked once, before, by the :class:`~constructs_lib.karpenter.Karpenter` construct that
+    builds this (``specs.rules.check_nodes``).
     """
 
     def __init__(

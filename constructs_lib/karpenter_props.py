@@ -63,6 +63,13 @@ class KarpenterProps:
     :default: - no NodeOverlays
     """
 
+    kubernetes_version: str | None = None
+    """The cluster's Kubernetes version (``1.NN``), which the node classes' AMI aliases must have images for
+    (Amazon Linux 2 ends with 1.32; an alias pinned to a build date before EKS released the version has none).
+
+    :default: - the aliases are not checked against a version (the construct cannot read it from the cluster)
+    """
+
     namespace: str = "kube-system"
     """Namespace of the Karpenter controller and its charts' release.
 

@@ -27,8 +27,8 @@ def node_objects(
     """Every EC2NodeClass, NodePool and NodeOverlay by name; each pool's kubernetes.io/os follows its
     class's family, and Windows classes launch with ``windows_node_role_name`` (when given).
 
-    The specs are expected to fit together: the configuration checks that once, when it is validated
-    (``specs.rules.pool_problems``), and this does not check it again."""
+    The specs are expected to fit together: the Karpenter construct checks that once, before it builds them
+    (``specs.rules.check_nodes``), and this does not check it again."""
     classes = {c.name: c for c in node_classes}
     return (
         {

@@ -1,15 +1,54 @@
-"""Rules across objects: what makes node classes, node pools, node overlays and the controller's feature
-gates unusable together. The configuration checks them once, when it is validated."""
+"""Rules across objects: what makes node classes, node pools, node overlays, the controller's feature gates and
+the cluster's Kubernetes version unusable together.
+
+Each rule is a function ``*_problems`` returning its problems, one line each, starting with the setting. The
+:class:`~constructs_lib.karpenter.Karpenter` construct runs every one of them when it is built
+(:func:`check_nodes`), so a CDK app of its user's own gets the same refusals as this app; the app's
+configuration calls the same functions and adds where each setting came from."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
+from . import ami
 from .base import quoted
 from .controller import FeatureGate, gate_on
 from .node_class import NodeClassSpec
 from .node_overlay import NodeOverlaySpec
 from .node_pool import NodePoolSpec
+
+_KUBERNETES_MINOR = re.compile(r"1\.(\d+)", re.ASCII)
+
+
+class NodeSpecsError(ValueError):
+    """Node specs that do not fit together: ``str(err)`` names the construct and each problem (one line each),
+    ``problems`` holds the problems as the rules return them."""
+
+    def __init__(self, where: str, problems: Sequence[str]) -> None:
+        super().__init__("\n".join(f"{where}: {problem}" for problem in problems))
+        self.problems = list(problems)
+
+
+def duplicates(setting: str, names: Sequence[str], what: str = "names") -> str | None:
+    """The problem of a list that names something twice, or None."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    return f"{setting} has duplicate {what}: {', '.join(twice)}" if twice else None
+
+
+def name_problems(
+    node_classes: Sequence[NodeClassSpec],
+    node_pools: Sequence[NodePoolSpec],
+    node_overlays: Sequence[NodeOverlaySpec] = (),
+) -> list[str]:
+    """No two node classes, pools or overlays of one name: each is one Kubernetes object (the first list with
+    duplicates)."""
+    found = (
+        duplicates("nodeClasses", [c.name for c in node_classes])
+        or duplicates("nodePools", [p.name for p in node_pools])
+        or duplicates("nodeOverlays", [o.name for o in node_overlays])
+    )
+    return [found] if found else []
 
 
 def pool_problems(
@@ -61,3 +100,48 @@ def pool_problems(
             "Karpenter ignores unless controller.featureGates.staticCapacity is true"
         )
     return problems
+
+
+def ami_problems(node_classes: Sequence[NodeClassSpec], kubernetes_version: str | None) -> list[str]:
+    """Every node class's AMI alias has images for the cluster's Kubernetes version (``ami.unavailable_alias``:
+    Amazon Linux 2 ends with 1.32, a pinned alias built before EKS released the minor has none); nothing to
+    check when the version is not known (None)."""
+    if kubernetes_version is None:
+        return []
+    match = _KUBERNETES_MINOR.fullmatch(kubernetes_version)
+    if match is None:
+        return [f"kubernetesVersion {quoted(kubernetes_version)} is not of the form 1.NN (e.g. 1.35)"]
+    minor = int(match.group(1))
+    # own images (no alias): Karpenter does not pick them by Kubernetes version, their kubelet's skew is the
+    # user's (the review says so on an upgrade)
+    return [
+        f"nodeClasses[{i}].{_alias_setting(node_class, problem)}"
+        for i, node_class in enumerate(node_classes)
+        if node_class.alias is not None
+        and (problem := ami.unavailable_alias(node_class.alias, kubernetes_version, minor)) is not None
+    ]
+
+
+def _alias_setting(node_class: NodeClassSpec, problem: str) -> str:
+    """``problem`` naming the setting that holds the alias: amiAlias, or the alias term of amiSelectorTerms."""
+    return ("amiSelectorTerms[0].alias" + problem.removeprefix("amiAlias")) if node_class.ami_selector_terms else problem
+
+
+def check_nodes(
+    where: str,
+    *,
+    node_classes: Sequence[NodeClassSpec],
+    node_pools: Sequence[NodePoolSpec],
+    node_overlays: Sequence[NodeOverlaySpec] = (),
+    feature_gates: Mapping[FeatureGate, bool],
+    kubernetes_version: str | None = None,
+) -> None:
+    """Every rule of this module, in the order the app's configuration runs them: :class:`NodeSpecsError` with
+    the problems of the first rule that finds any (``where``: the construct, as the message names it)."""
+    problems = (
+        name_problems(node_classes, node_pools, node_overlays)
+        or pool_problems(node_classes, node_pools, feature_gates, node_overlays)
+        or ami_problems(node_classes, kubernetes_version)
+    )
+    if problems:
+        raise NodeSpecsError(where, problems)

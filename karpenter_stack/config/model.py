@@ -28,6 +28,7 @@ from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE, unknown_instance_typ
 from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.specs.rules import duplicates
 
 from . import changes as facts
 
@@ -608,12 +609,6 @@ def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
         return ipaddress.IPv4Network(cidr, strict=True)
     except ValueError:
         raise ValueError(f"{quoted(cidr)} is not an IPv4 CIDR like 10.0.0.0/16 (host bits must be zero)") from None
-
-
-def duplicates(setting: str, names: list[str], what: str = "names") -> str | None:
-    """The problem of a list that names something twice, or None."""
-    twice = sorted({n for n in names if names.count(n) > 1})
-    return f"{setting} has duplicate {what}: {', '.join(twice)}" if twice else None
 
 
 def _unique(setting: str, names: list[str], what: str = "names") -> None:

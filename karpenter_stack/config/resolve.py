@@ -41,9 +41,15 @@ class ResolvedEnvironment:
 
     def karpenter_props(self, **placement: Any) -> KarpenterProps:
         """The Karpenter construct's props: the settings that are props as they are (``KarpenterProp``), the
-        template of their Karpenter version, and what the stack places it with (``placement``: the cluster, how
-        nodes are authorized, what the controller and the nodes come after, how they select subnets)."""
-        return KarpenterProps(template_file=self.template_file, **self.config.karpenter_settings(), **placement)
+        template of their Karpenter version, the Kubernetes version (the construct checks the AMI aliases against
+        it), and what the stack places it with (``placement``: the cluster, how nodes are authorized, what the
+        controller and the nodes come after, how they select subnets)."""
+        return KarpenterProps(
+            template_file=self.template_file,
+            kubernetes_version=self.config.kubernetes_version,
+            **self.config.karpenter_settings(),
+            **placement,
+        )
 
 
 def resolve_environment(name: str, config: AppConfig) -> ResolvedEnvironment:

@@ -21,12 +21,12 @@ from pydantic.alias_generators import to_camel
 from constructs_lib.specs.base import quoted
 from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
 from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.rules import pool_problems
+from constructs_lib.specs.rules import ami_problems, name_problems, pool_problems
 
 from .. import versions
 from .errors import BUILT_IN, ConfigError, format_errors, with_origins
 from .merge import SYSTEM_POOL, Layered
-from .model import CREATED_CLUSTER_ONLY, ROLE_ARN, AppConfig, duplicates, stack_name_for
+from .model import CREATED_CLUSTER_ONLY, ROLE_ARN, AppConfig, stack_name_for
 from .pipeline import PipelineConfig
 
 Rule = Callable[[AppConfig], list[str]]
@@ -55,13 +55,9 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
         support = _check_versions(config, today)
     except versions.VersionError as err:
         raise fail(prefix + str(err)) from None
-    for i, node_class in enumerate(config.node_classes):
-        if node_class.alias is None:  # own images: their kubelet's skew is the user's (the review says so)
-            continue
-        try:
-            versions.check_ami_alias(node_class.alias, config.kubernetes_version)
-        except versions.VersionError as err:
-            raise fail(f"{prefix}nodeClasses[{i}].{err}") from None
+    amis = node_images(config)
+    if amis:  # after the version checks: a version this app supports
+        raise fail("\n".join(prefix + line for line in amis))
     warnings = [support] if support else []
     warnings += [w for warn in WARNINGS for w in warn(config, origins)]
     config._warnings = tuple(_placed(w, prefix, origins) for w in warnings)
@@ -270,19 +266,23 @@ def _unpinned(i: int, node_class: NodeClassSpec) -> str:
     )
 
 
+# The node rules are the construct's own (constructs_lib.specs.rules, run by Karpenter when it is built): the
+# configuration runs the same functions, so its messages name where each setting came from.
+
+
 def distinct_names(config: AppConfig) -> list[str]:
     """No two node classes, pools or overlays of one name (the first list with duplicates)."""
-    found = (
-        duplicates("nodeClasses", [c.name for c in config.node_classes])
-        or duplicates("nodePools", [p.name for p in config.node_pools])
-        or duplicates("nodeOverlays", [o.name for o in config.node_overlays])
-    )
-    return [found] if found else []
+    return name_problems(config.node_classes, config.node_pools, config.node_overlays)
 
 
 def pools_fit_classes(config: AppConfig) -> list[str]:
-    """Every pool's class, capacity types, features and overlays fit together (the construct's own rules)."""
+    """Every pool's class, capacity types, features and overlays fit together."""
     return pool_problems(config.node_classes, config.node_pools, config.controller.feature_gates, config.node_overlays)
+
+
+def node_images(config: AppConfig) -> list[str]:
+    """Every node class's AMI alias has images for the Kubernetes version (run after the version checks)."""
+    return ami_problems(config.node_classes, config.kubernetes_version)
 
 
 # The rules across settings, in the order they run: a configuration is told the problems of the first rule
