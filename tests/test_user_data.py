@@ -238,6 +238,12 @@ BAD = {
         "node class's kubelet.maxPods (it computes each node's capacity from it); set kubelet.maxPods instead "
         "(from -c)",
     ),
+    "alias term older than the Kubernetes version": (
+        {"nodeClasses": [{"amiSelectorTerms": [{"alias": "al2023@v20260301"}]}]},
+        "nodeClasses[0].amiSelectorTerms[0].alias 'al2023@v20260301' has no AMI for Kubernetes 1.36: EKS-optimized "
+        "AMIs for 1.36 start with its EKS release (2026-04-22 at the earliest); pin al2023@v20260422 or later, or "
+        "al2023@latest (from -c)",
+    ),
     "production with images by name pattern": (
         {
             "profile": "production",
