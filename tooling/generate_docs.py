@@ -1,5 +1,5 @@
 """Regenerate what is derived from the code (`make docs`): the configuration reference
-(docs/configuration-reference.md) and the table of acknowledged security findings (docs/acknowledgments.md),
+(docs/configuration-reference.md: the settings, and the defaults that differ from Karpenter's) and the table of acknowledged security findings (docs/acknowledgments.md),
 each between its markers; the prose around them is written by hand. Both describe the product: they are built
 from the product's shipped configuration (tooling/product/cdk.json), never from the user's cdk.json."""
 
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from karpenter_stack.config import reference_markdown
+
+from .upstream_defaults import differing_defaults_markdown, key_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,6 +58,17 @@ def replace_section(text: str, name: str, content: str) -> str:
 def documented_reference() -> str:
     """The configuration reference as docs/configuration-reference.md holds it."""
     return section(REFERENCE_DOC.read_text(), "config-reference")
+
+
+def reference_document() -> str:
+    """The configuration reference as `make docs` writes it: with upstream's default of each key of a map-typed
+    setting, from the mirrored CRDs and chart values."""
+    return reference_markdown(key_defaults)
+
+
+def documented_differing_defaults() -> str:
+    """The table of defaults that differ from Karpenter's, as docs/configuration-reference.md holds it."""
+    return section(REFERENCE_DOC.read_text(), "differing-defaults")
 
 
 def documented_acknowledgments() -> str:
@@ -109,7 +122,8 @@ def _write(path: Path, name: str, content: str) -> None:
 
 
 def main() -> None:
-    _write(REFERENCE_DOC, "config-reference", reference_markdown())
+    _write(REFERENCE_DOC, "config-reference", reference_document())
+    _write(REFERENCE_DOC, "differing-defaults", differing_defaults_markdown())
     _write(ACKNOWLEDGMENTS_DOC, "acknowledgments", acknowledgments_markdown())
 
 

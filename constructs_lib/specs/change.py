@@ -10,6 +10,7 @@ verdict), the command-line samples of the tests and the configuration reference'
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -103,6 +104,12 @@ class FieldChange:
     needs_for: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     modes: tuple[Any, ...] | None = None
     not_moved: str | None = None  # why the transition matrix does not move it (e.g. one release has a template)
+    # Karpenter's own name of what the field writes, where ``manifest`` alone does not name it precisely: a path
+    # from the object's (or the chart values') root, ``[]`` for a list's entries or ``[key=<label>]`` for the
+    # requirement of that key, then optionally a space and a note (``spec.amiSelectorTerms[].alias``).
+    upstream: str | None = None
+    # Why the field's default differs from upstream's default (the reference's table of differing defaults).
+    differs: str | None = None
 
     def companions(self, value: Any) -> dict[str, Any]:
         """The settings ``value`` needs besides."""
@@ -118,13 +125,19 @@ def change(
     needs_for: dict[str, JsonDict] | None = None,
     modes: list[JsonValue] | None = None,
     not_moved: str | None = None,
+    upstream: str | None = None,
+    differs: str | None = None,
 ) -> JsonDict:
-    """The declaration, as a field's ``json_schema_extra``."""
+    """The declaration, as a field's ``json_schema_extra``. ``upstream``: Karpenter's own name of what the field
+    writes, where ``manifest`` is not precise (see :class:`FieldChange`); ``differs``: why the field's default is
+    not upstream's."""
     out: JsonDict = {"change": kind.value, "manifest": manifest, "source": source}
     out |= {"needs": needs} if needs else {}
     out |= {"needsFor": dict(needs_for)} if needs_for else {}
     out |= {"modes": modes} if modes is not None else {}
     out |= {"notMoved": not_moved} if not_moved else {}
+    out |= {"upstream": upstream} if upstream else {}
+    out |= {"differs": differs} if differs else {}
     return out
 
 
@@ -148,7 +161,46 @@ def declaration(info: FieldInfo) -> FieldChange | None:
         {k: dict(v) for k, v in needs_for.items() if isinstance(v, Mapping)},
         tuple(modes) if isinstance(modes, list) else None,
         str(extra["notMoved"]) if extra.get("notMoved") else None,
+        str(extra["upstream"]) if extra.get("upstream") else None,
+        str(extra["differs"]) if extra.get("differs") else None,
     )
+
+
+CHART_VALUE = "chart value "
+# Manifest paths of Karpenter's objects (from the object's root).
+_OBJECT_PATH = re.compile(r"^(spec|metadata)\.")
+
+
+def upstream_name(declared: FieldChange, key: str, holder: str | None = None) -> str | None:
+    """Karpenter's own name of what a field (``key``) writes: its declared ``upstream``, else its manifest path
+    when that is a field of Karpenter's objects or chart values -- a field of a nested object whose manifest is
+    the object's own (every kubelet field declares ``spec.kubelet``, the manifest of ``holder``, the field that
+    holds the object) writes ``<that path>.<key>``. None for what is not Karpenter's (a CloudFormation
+    resource)."""
+    if declared.upstream:
+        return declared.upstream
+    path = declared.manifest.removeprefix(CHART_VALUE)
+    if path == declared.manifest and not _OBJECT_PATH.match(path):
+        return None
+    return f"{path}.{key}" if holder is not None and declared.manifest == holder else path
+
+
+def upstream_path(name: str) -> str:
+    """The path of an upstream name (without its note)."""
+    return name.split(" ", 1)[0]
+
+
+def upstream_segments(name: str) -> list[tuple[str, str | None]]:
+    """The fields of an upstream name's path, each with its entry selector: ``None`` for a plain field, ``""``
+    for ``[]`` (a list's entries), the label key of ``[key=<label>]``: ``requirements[key=kubernetes.io/arch]``
+    is ``("requirements", "kubernetes.io/arch")``."""
+    found = re.findall(r"([^.\[]+)(\[(?:key=)?([^\]]*)\])?", upstream_path(name))
+    return [(field_name, selector if brackets else None) for field_name, brackets, selector in found]
+
+
+def upstream_leaf(name: str) -> str:
+    """The last field an upstream name names: ``alias`` of ``spec.amiSelectorTerms[].alias``."""
+    return upstream_segments(name)[-1][0]
 
 
 def undeclared(model: type[BaseModel]) -> list[str]:

@@ -33,6 +33,11 @@ def gate_on(feature_gates: Mapping[FeatureGate, bool], name: FeatureGate) -> boo
 
 
 _ON_BY_DEFAULT = ", ".join(g for g, on in FEATURE_GATE_DEFAULTS.items() if on) or "none"
+# Why the controller's resources are set (the chart's values.yaml leaves controller.resources empty).
+_RESOURCES_DIFFER = (
+    "Karpenter's documentation runs the controller with 1 CPU and 1Gi, requests = limits; the chart's empty resources "
+    "make it a BestEffort pod (evicted first) and, on Fargate, the smallest pod size (0.25 vCPU, 0.5 GB)"
+)
 # Fargate's largest pod: 16 vCPU, 120 GiB.
 FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB = 16, 120
 
@@ -83,13 +88,25 @@ class ControllerSpec(CamelModel):
     cpu: str = Field(
         "1",
         description="CPU of each controller replica (requests = limits: guaranteed QoS).",
-        json_schema_extra=change(Change.RESTARTS_CONTROLLER, "chart value controller.resources", CHART_POD_TEMPLATE),
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER,
+            "chart value controller.resources",
+            CHART_POD_TEMPLATE,
+            upstream="controller.resources.requests.cpu (and controller.resources.limits.cpu)",
+            differs=_RESOURCES_DIFFER,
+        ),
         examples=["2"],
     )
     memory: str = Field(
         "1Gi",
         description="Memory of each controller replica (requests = limits).",
-        json_schema_extra=change(Change.RESTARTS_CONTROLLER, "chart value controller.resources", CHART_POD_TEMPLATE),
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER,
+            "chart value controller.resources",
+            CHART_POD_TEMPLATE,
+            upstream="controller.resources.requests.memory (and controller.resources.limits.memory)",
+            differs=_RESOURCES_DIFFER,
+        ),
         examples=["2Gi"],
     )
 

@@ -284,6 +284,7 @@ class NodeClassSpec(CamelModel):
             Change.DYNAMIC_DRIFT,
             "spec.amiSelectorTerms",
             EC2_NODE_CLASS_SELECTORS,
+            upstream="spec.amiSelectorTerms[].alias",
             modes=["al2023@latest", "al2023@v20260801", "bottlerocket@latest", "windows2022@latest"],
         ),
         examples=["bottlerocket@latest"],
@@ -344,31 +345,59 @@ class NodeClassSpec(CamelModel):
         le=MAX_VOLUME_GIB,
         description="GiB of the volume for images, logs and pods: the root volume (al2, al2023) or Bottlerocket's "
         "data volume; at least the AMI's 20 GiB snapshot.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.blockDeviceMappings",
+            EC2_NODE_CLASS_HASH,
+            upstream="spec.blockDeviceMappings[].ebs.volumeSize (of the family's storage device: /dev/xvda, "
+            "Bottlerocket's /dev/xvdb, Windows' /dev/sda1)",
+            differs="images, logs and emptyDir volumes of a busy node outgrow the 20 GiB of Karpenter's family "
+            "default, and the kubelet then evicts pods under DiskPressure",
+        ),
     )
     root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
         "gp3",
         description="EBS type of that volume (io1/io2 need rootVolumeIops).",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.blockDeviceMappings",
+            EC2_NODE_CLASS_HASH,
+            upstream="spec.blockDeviceMappings[].ebs.volumeType",
+        ),
     )
     root_volume_iops: int | None = Field(
         None,
         description="Provisioned IOPS (gp3: 3000-16000, at most 500 per GiB; io1: 100-64000, 50 per GiB; "
         "io2: 100-256000, 1000 per GiB); unset on gp3: the included 3000.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.blockDeviceMappings",
+            EC2_NODE_CLASS_HASH,
+            upstream="spec.blockDeviceMappings[].ebs.iops",
+        ),
         examples=[4000],
     )
     root_volume_throughput: int | None = Field(
         None,
         description="gp3 throughput in MiB/s (125-1000, at most IOPS/4); unset: the included 125.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.blockDeviceMappings",
+            EC2_NODE_CLASS_HASH,
+            upstream="spec.blockDeviceMappings[].ebs.throughput",
+        ),
         examples=[250],
     )
     root_volume_device_name: str | None = Field(
         None,
         description="Device of that volume (unset: the family's, /dev/xvda on al2/al2023, /dev/xvdb on Bottlerocket, "
         "/dev/sda1 on Windows); required with amiFamily Custom, whose image's root device Karpenter cannot infer.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.blockDeviceMappings",
+            EC2_NODE_CLASS_HASH,
+            upstream="spec.blockDeviceMappings[].deviceName",
+        ),
         examples=["/dev/sda1"],
     )
     detailed_monitoring: bool | None = Field(
@@ -392,7 +421,12 @@ class NodeClassSpec(CamelModel):
         ge=1,
         le=64,
         description="IMDSv2 hop limit; 1 keeps pods from reaching the node's credentials.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.metadataOptions", EC2_NODE_CLASS_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.metadataOptions",
+            EC2_NODE_CLASS_HASH,
+            upstream="spec.metadataOptions.httpPutResponseHopLimit",
+        ),
     )
     tags: dict[str, str] = Field(
         default_factory=dict,
@@ -410,7 +444,13 @@ class NodeClassSpec(CamelModel):
         default_factory=list,
         description="Extra EBS volumes on every node (keys below), attached unformatted; changing them replaces the "
         "nodes.",
-        json_schema_extra=change(Change.STATIC_DRIFT, "spec.blockDeviceMappings", EC2_NODE_CLASS_HASH),
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.blockDeviceMappings",
+            EC2_NODE_CLASS_HASH,
+            upstream="spec.blockDeviceMappings[] (after the storage volume: deviceName, ebs.volumeSize, "
+            "ebs.volumeType, ebs.iops, ebs.throughput, ebs.snapshotID)",
+        ),
         examples=[[{"deviceName": "/dev/xvdb", "sizeGib": 100}]],
     )
     extra_subnet_selector_terms: list[SubnetTermSpec] = Field(

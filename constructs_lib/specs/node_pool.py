@@ -197,6 +197,7 @@ class NodePoolSpec(CamelModel):
             Change.STATIC_DRIFT,
             "spec.template.spec.nodeClassRef",
             NODE_POOL_HASH,
+            upstream="spec.template.spec.nodeClassRef.name",
             needs={"nodeClasses": [{"name": "default"}, {"name": "other"}]},
         ),
         examples=["other"],
@@ -211,6 +212,7 @@ class NodePoolSpec(CamelModel):
             Change.DYNAMIC_DRIFT,
             "spec.template.spec.requirements",
             NODE_POOL_REQUIREMENTS,
+            upstream="spec.template.spec.requirements[key=karpenter.sh/capacity-type] operator In",
             # the reserved capacity type needs the class's capacity reservations
             needs={
                 "nodeClasses": [
@@ -223,20 +225,35 @@ class NodePoolSpec(CamelModel):
         default_factory=lambda: list(DEFAULT_ARCHITECTURES),
         min_length=1,
         description="kubernetes.io/arch values.",
-        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT,
+            "spec.template.spec.requirements",
+            NODE_POOL_REQUIREMENTS,
+            upstream="spec.template.spec.requirements[key=kubernetes.io/arch] operator In",
+        ),
     )
     instance_categories: list[str] = Field(
         default_factory=lambda: ["c", "m", "r"],
         min_length=1,
         description="karpenter.k8s.aws/instance-category values (EC2 family letters).",
-        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT,
+            "spec.template.spec.requirements",
+            NODE_POOL_REQUIREMENTS,
+            upstream="spec.template.spec.requirements[key=karpenter.k8s.aws/instance-category] operator In",
+        ),
         examples=[["c", "m"]],
     )
     min_instance_generation: int = Field(
         2,
         ge=0,
         description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt).",
-        json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
+        json_schema_extra=change(
+            Change.DYNAMIC_DRIFT,
+            "spec.template.spec.requirements",
+            NODE_POOL_REQUIREMENTS,
+            upstream="spec.template.spec.requirements[key=karpenter.k8s.aws/instance-generation] operator Gt",
+        ),
     )
     requirements: list[RequirementSpec] = Field(
         default_factory=list,
@@ -247,7 +264,13 @@ class NodePoolSpec(CamelModel):
     limits: dict[str, IntOrString] = Field(
         default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
         description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
-        json_schema_extra=change(Change.BEHAVIORAL, "spec.limits", NODE_POOL_BEHAVIOR),
+        json_schema_extra=change(
+            Change.BEHAVIORAL,
+            "spec.limits",
+            NODE_POOL_BEHAVIOR,
+            differs="a bound on what one pool can launch, so that a runaway Deployment or a scheduling mistake cannot "
+            "grow the bill without end; upstream's unset means no limit",
+        ),
         examples=[{"cpu": "500", "memory": "500Gi"}],
     )
     weight: int | None = Field(
@@ -292,6 +315,8 @@ class NodePoolSpec(CamelModel):
             "spec.template.spec.terminationGracePeriod",
             NODE_POOL_HASH,
             modes=["24h", "1h", None],  # None: unset, drains wait for every budget
+            differs="bounds every drain at 24h, as EKS Auto Mode's built-in NodePools do; upstream's unset lets one "
+            "PodDisruptionBudget or do-not-disrupt pod hold up drift, expiry and a deleted pool indefinitely",
         ),
     )
     consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
@@ -302,7 +327,13 @@ class NodePoolSpec(CamelModel):
     consolidate_after: str = Field(
         "1m",
         description="Wait this long after a pod change before consolidating.",
-        json_schema_extra=change(Change.BEHAVIORAL, "spec.disruption.consolidateAfter", NODE_POOL_BEHAVIOR),
+        json_schema_extra=change(
+            Change.BEHAVIORAL,
+            "spec.disruption.consolidateAfter",
+            NODE_POOL_BEHAVIOR,
+            differs="a minute after the last pod change instead of at once, so that a node is not removed in the "
+            "middle of a rollout or a burst of short jobs only to be launched again",
+        ),
         examples=["5m"],
     )
     budgets: list[DisruptionBudgetSpec] = Field(

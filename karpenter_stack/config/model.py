@@ -138,7 +138,10 @@ class ExistingClusterConfig(CamelModel):
         description="The cluster security group EKS created; Karpenter's nodes join it (selected by id, never tagged).",
         examples=["sg-0fedcba9876543210"],
         json_schema_extra=change(
-            Change.DYNAMIC_DRIFT, "EC2NodeClass spec.securityGroupSelectorTerms", EC2_NODE_CLASS_SELECTORS
+            Change.DYNAMIC_DRIFT,
+            "EC2NodeClass spec.securityGroupSelectorTerms",
+            EC2_NODE_CLASS_SELECTORS,
+            upstream="spec.securityGroupSelectorTerms[].id",
         ),
     )
     vpc_id: str = Field(
@@ -153,7 +156,10 @@ class ExistingClusterConfig(CamelModel):
         description="Private subnets (at least 2 zones) Karpenter launches nodes into, selected by id.",
         examples=[["subnet-0123456789abcdef0", "subnet-0aaaabbbbccccdddd"]],
         json_schema_extra=change(
-            Change.DYNAMIC_DRIFT, "EC2NodeClass spec.subnetSelectorTerms", EC2_NODE_CLASS_SELECTORS
+            Change.DYNAMIC_DRIFT,
+            "EC2NodeClass spec.subnetSelectorTerms",
+            EC2_NODE_CLASS_SELECTORS,
+            upstream="spec.subnetSelectorTerms[].id",
         ),
     )
     private_endpoint: bool = Field(
@@ -242,7 +248,14 @@ class AppConfig(CamelModel):
         "karpenter",
         description="Service account of the Karpenter controller.",
         examples=["karpenter-controller"],
-        json_schema_extra=change(Change.RESTARTS_CONTROLLER, "chart value serviceAccount.name", CHART_POD_TEMPLATE),
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER,
+            "chart value serviceAccount.name",
+            CHART_POD_TEMPLATE,
+            differs="written out so that the controller role's IRSA trust (system:serviceaccount:<namespace>:<name>) "
+            "and the Pod Identity association can name it; the chart's empty name stands for the release's name, "
+            "karpenter, the same account",
+        ),
     )
     account: str | None = Field(
         None,
@@ -374,7 +387,9 @@ class AppConfig(CamelModel):
     service_monitor: Annotated[bool, KarpenterProp()] = Field(
         False,
         description="Create the chart's Prometheus ServiceMonitor for Karpenter's metrics (needs the Prometheus operator CRDs).",
-        json_schema_extra=change(Change.IN_PLACE, "chart value serviceMonitor", CHART_OUTSIDE_POD_TEMPLATE),
+        json_schema_extra=change(
+            Change.IN_PLACE, "chart value serviceMonitor", CHART_OUTSIDE_POD_TEMPLATE, upstream="serviceMonitor.enabled"
+        ),
     )
     interruption_queue_alarms: Annotated[bool, KarpenterProp()] = Field(
         False,
@@ -422,6 +437,10 @@ class AppConfig(CamelModel):
             "chart value podAnnotations",
             facts.CREDENTIALS,
             needs={"controllerHosting": "nodegroup"},
+            upstream="serviceAccount.annotations eks.amazonaws.com/role-arn (irsa; pod-identity: none, an EKS Pod "
+            "Identity association names the role)",
+            differs="the chart creates the service account without the IRSA annotation, and the controller would have "
+            "no AWS credentials",
         ),
     )
     authentication_mode: Annotated[Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"] | None, CREATED_CLUSTER] = Field(

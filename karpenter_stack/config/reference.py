@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
 
-from constructs_lib.specs.change import CHANGE_TEXT, FieldChange, declaration
+from constructs_lib.specs.change import CHANGE_TEXT, CHART_VALUE, FieldChange, declaration, upstream_leaf, upstream_name
 
 from . import tree
 from .model import AppConfig
@@ -32,47 +34,108 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def reference_markdown() -> str:
-    """The configuration reference as Markdown tables (docs/configuration-reference.md embeds this; a test keeps it current)."""
+# Upstream's default of each key of a map-typed field, where upstream has one (``tooling.upstream_defaults`` reads
+# Karpenter's mirrored CRDs and chart values; the model itself does not): (model, field name) -> key -> default.
+KeyDefaults = Callable[[type[BaseModel], str], Mapping[str, Any] | None]
+
+
+def reference_markdown(key_defaults: KeyDefaults | None = None) -> str:
+    """The configuration reference as Markdown tables (docs/configuration-reference.md embeds this, with
+    ``key_defaults`` from the mirrored upstream values; a test keeps it current)."""
     # one section per model, in the order the tree first reaches it, titled with every path that holds it
     # (a TaintSpec is the entries of both nodePools[].taints[] and nodePools[].startupTaints[])
     where: dict[type[BaseModel], list[tree.Nested]] = {}
     for root, path in ROOTS:
         for nested in tree.walk(root, path):
             where.setdefault(nested.model, []).append(nested)
-    sections = [(_title(places), model) for model, places in where.items()]
+    upstream = upstream_names()
     out: list[str] = []
-    for title, model in sections:
-        defaults = {
-            field.alias or to_camel(name): field.get_default(call_default_factory=True)
-            for name, field in model.model_fields.items()
-            if not field.is_required()
-        }
+    for model, places in where.items():
         declares = any(declaration(f) is not None for f in model.model_fields.values())
         header = "| key | default | meaning |" + (" changing it on a running cluster |" if declares else "")
-        out += [f"## {title}", "", header, "|---|---|---|" + ("---|" if declares else "")]
+        out += [f"## {_title(places)}", "", header, "|---|---|---|" + ("---|" if declares else "")]
         for name, field in model.model_fields.items():
             key = field.alias or to_camel(name)
-            if model is AppConfig and isinstance(defaults.get(key), list) and tree.child(model, key) is not None:
-                entries = defaults[key]
-                default_text = (
-                    f"{'one entry' if len(entries) == 1 else f'{len(entries)} entries'} with the defaults below"
-                    if entries
-                    else "`[]` (entries: keys below)"
+            meaning = " ".join(
+                filter(
+                    None,
+                    [
+                        field.description,
+                        (allowed := _allowed(field.annotation)) and f"{allowed}.",
+                        _keys(field.annotation, key_defaults and key_defaults(model, name)),
+                        _karpenters_name(key, upstream.get((model, name)), declaration(field)),
+                    ],
                 )
-            elif isinstance(defaults.get(key), BaseModel):
-                default_text = "the defaults below"
-            elif field.is_required():
-                default_text = "required"
-            else:
-                default_text = f"`{json.dumps(_plain(defaults[key]))}`"
-            allowed = _allowed(field.annotation)
-            meaning = " ".join(filter(None, [field.description, allowed and f"{allowed}."]))
+            )
             declared = declaration(field)
             changing = f" {_changing(declared)} |" if declared else " |" if declares else ""
-            out.append(f"| `{key}` | {default_text} | {meaning} |{changing}")
+            out.append(f"| `{key}` | {_default_text(model, name, field)} | {meaning} |{changing}")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _default_text(model: type[BaseModel], name: str, field: FieldInfo) -> str:
+    """A field's default as the reference shows it."""
+    key = field.alias or to_camel(name)
+    default = None if field.is_required() else field.get_default(call_default_factory=True)
+    if model is AppConfig and isinstance(default, list) and tree.child(model, key) is not None:
+        if not default:
+            return "`[]` (entries: keys below)"
+        return f"{'one entry' if len(default) == 1 else f'{len(default)} entries'} with the defaults below"
+    if isinstance(default, BaseModel):
+        return "the defaults below"
+    if field.is_required():
+        return "required"
+    return f"`{json.dumps(_plain(default))}`"
+
+
+def upstream_names() -> dict[tuple[type[BaseModel], str], str]:
+    """Karpenter's own name of what each declared field of the tree writes (``change.upstream_name``), by model and
+    field name; a field of a nested object (``kubelet``) knows the manifest of the field that holds it."""
+    holders: dict[type[BaseModel], str] = {}
+    models = [n.model for root, path in ROOTS for n in tree.walk(root, path)]
+    for model in models:
+        for name, field in model.model_fields.items():
+            held, declared = tree.child(model, tree.key_of(name, model)), declaration(field)
+            if held is not None and declared is not None:
+                holders.setdefault(held, declared.manifest)
+    names: dict[tuple[type[BaseModel], str], str] = {}
+    for model in models:
+        for name, field in model.model_fields.items():
+            declared = declaration(field)
+            found = declared and upstream_name(declared, tree.key_of(name, model), holders.get(model))
+            if found:
+                names[(model, name)] = found
+    return names
+
+
+def _karpenters_name(key: str, upstream: str | None, declared: FieldChange | None) -> str:
+    """Karpenter's own name of the setting, where it is not the setting's own (declared, or a derived path that
+    ends in another name): "Karpenter: `spec.amiSelectorTerms[].alias`." ("Karpenter chart value: ..." for a value
+    of the chart)."""
+    if upstream is None or declared is None or not declared.upstream and upstream_leaf(upstream) == key:
+        return ""
+    path, _, note = upstream.partition(" ")
+    where = "Karpenter chart value" if declared.manifest.startswith(CHART_VALUE) else "Karpenter"
+    return f"{where}: `{path}`{f' {note}' if note else ''}."
+
+
+def _keys(annotation: Any, defaults: Mapping[str, Any] | None) -> str:
+    """The keys a map-typed field allows when its key type names them (a Literal), as Markdown, each with
+    upstream's default where ``defaults`` has it: "Keys: `cpu`, `memory`, `ephemeral-storage` or `pid`."."""
+    origin = get_origin(annotation)
+    if origin in (Annotated, Union, UnionType):
+        args = get_args(annotation)
+        return next(
+            (found for arg in (args[:1] if origin is Annotated else args) if (found := _keys(arg, defaults))), ""
+        )
+    if origin is not dict or get_origin(get_args(annotation)[0]) is not Literal:
+        return ""
+    shown = [
+        f"`{k}`" + (f" (upstream's default: `{json.dumps(defaults[k])}`)" if defaults and k in defaults else "")
+        for k in get_args(get_args(annotation)[0])
+    ]
+    return "Keys: " + (", ".join(shown[:-1]) + f" or {shown[-1]}" if len(shown) > 1 else shown[0]) + "."
 
 
 def _changing(declared: FieldChange) -> str:
