@@ -124,7 +124,9 @@ def ami_problems(node_classes: Sequence[NodeClassSpec], kubernetes_version: str 
 
 def _alias_setting(node_class: NodeClassSpec, problem: str) -> str:
     """``problem`` naming the setting that holds the alias: amiAlias, or the alias term of amiSelectorTerms."""
-    return ("amiSelectorTerms[0].alias" + problem.removeprefix("amiAlias")) if node_class.ami_selector_terms else problem
+    return (
+        ("amiSelectorTerms[0].alias" + problem.removeprefix("amiAlias")) if node_class.ami_selector_terms else problem
+    )
 
 
 def check_nodes(
