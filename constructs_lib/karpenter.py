@@ -232,7 +232,7 @@ class Karpenter(Construct):
         if self.spot_service_linked_role is not None:
             # Spot launches need the role: pools that may launch spot are applied after it exists.
             for pool in props.node_pools:
-                if "spot" in pool.capacity_types:
+                if "spot" in (pool.listed("karpenter.sh/capacity-type") or ["spot"]):
                     nodes.node_pools[pool.name].node.add_dependency(self.spot_service_linked_role)
         return nodes
 

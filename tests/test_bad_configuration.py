@@ -886,13 +886,83 @@ MORE_CASES = {
         },
         "nodePools[0].requirements[0]: requirement 'karpenter.k8s.aws/instance-cpu' with operator Gt needs exactly one whole number (from -c)",
     ),
-    "requirement duplicating a field": (
+    "requirement on a shortcut's key with the shortcut set too": (
         {
             "nodePools": [
-                {"requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]}
+                {
+                    "capacityTypes": ["spot"],
+                    "requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}],
+                }
             ]
         },
-        "nodePools[0]: requirement 'karpenter.sh/capacity-type' is set by capacityTypes; use that field instead (from -c)",
+        "nodePools[0]: requirement 'karpenter.sh/capacity-type' takes the place of capacityTypes ([\"spot\"]); set one "
+        "of them: the requirement (e.g. for minValues) and leave capacityTypes out, or capacityTypes alone (from -c)",
+    ),
+    "requirement on the OS the node class decides": (
+        {"nodePools": [{"requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}]}]},
+        "nodePools[0]: requirement 'kubernetes.io/os' is written from the node class's AMI family (linux, or windows "
+        "for windows20XX), so that a pool's nodes run their image's OS; it cannot be required here (from -c)",
+    ),
+    "empty shortcut (null leaves it out)": (
+        {"nodePools": [{"instanceCategories": []}]},
+        "nodePools[0].instanceCategories = []: List should have at least 1 item after validation, not 0 (from -c)",
+    ),
+    # labels and annotations on the objects themselves, and on a pool's nodes
+    "NodePool label in Karpenter's domain": (
+        {"nodePools": [{"objectLabels": {"karpenter.sh/team": "data"}}]},
+        "nodePools[0].objectLabels: label 'karpenter.sh/team': the domain karpenter.sh is Karpenter's own (it writes "
+        "karpenter.sh/nodepool-hash there) (allowed there: app.kubernetes.io/*); use a domain of your own, e.g. "
+        "example.com/team (from -c)",
+    ),
+    "NodePool annotation Karpenter writes": (
+        {"nodePools": [{"objectAnnotations": {"karpenter.sh/nodepool-hash-version": "v3"}}]},
+        "nodePools[0].objectAnnotations: annotation 'karpenter.sh/nodepool-hash-version': Karpenter writes it on every "
+        "NodePool (its drift hash's version); it cannot be set here (from -c)",
+    ),
+    "NodePool annotation kubectl writes": (
+        {"nodePools": [{"objectAnnotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}}]},
+        "nodePools[0].objectAnnotations: annotation 'kubectl.kubernetes.io/last-applied-configuration': kubectl apply "
+        "writes it (the object as last applied); it cannot be set here (from -c)",
+    ),
+    "NodePool annotation in the Kubernetes domain": (
+        {"nodePools": [{"objectAnnotations": {"node.kubernetes.io/exclude": "true"}}]},
+        "nodePools[0].objectAnnotations: annotation 'node.kubernetes.io/exclude': the domain kubernetes.io is reserved "
+        "for Kubernetes core components (allowed there: app.kubernetes.io/*, kubernetes.io/description); use a domain "
+        "of your own, e.g. example.com/team (from -c)",
+    ),
+    "NodePool label in aws-cdk-lib's prune domain": (
+        {"nodePools": [{"objectLabels": {"aws.cdk.eks/prune-c8aaaa": ""}}]},
+        "nodePools[0].objectLabels: label 'aws.cdk.eks/prune-c8aaaa': the domain aws.cdk.eks is aws-cdk-lib's: it "
+        "labels each manifest aws.cdk.eks/prune-<id> and deletes by that label (allowed there: app.kubernetes.io/*); "
+        "use a domain of your own, e.g. example.com/team (from -c)",
+    ),
+    "NodePool label key that is no qualified name": (
+        {"nodePools": [{"objectLabels": {"team name": "data"}}]},
+        "nodePools[0].objectLabels: label 'team name' is not a Kubernetes qualified name (an optional DNS prefix of at "
+        "most 253 characters and '/', then a name of at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.') (from -c)",
+    ),
+    "NodePool label value too long": (
+        {"nodePools": [{"objectLabels": {"team": "d" * 64}}]},
+        f"nodePools[0].objectLabels: label value {'d' * 64!r} must be at most 63 characters of a-z, A-Z, 0-9, '-', "
+        "'_', '.' (from -c)",
+    ),
+    "NodePool annotations past 256 KiB with kubectl's copy": (
+        {"nodePools": [{"objectAnnotations": {"example.com/notes": "n" * 131000}}]},
+        "nodePools[0]: objectAnnotations of 262988 bytes with kubectl's copy of the object exceed the 262144 bytes "
+        "(256 KiB) the API server allows on one object (from -c)",
+    ),
+    "node annotation Karpenter writes on the pool's nodes": (
+        {"nodePools": [{"annotations": {"karpenter.k8s.aws/ec2nodeclass-hash": "1"}}]},
+        "nodePools[0].annotations: annotation 'karpenter.k8s.aws/ec2nodeclass-hash': Karpenter writes it on every "
+        "EC2NodeClass (its drift hash); it cannot be set here (from -c)",
+    ),
+    "NodeOverlay label in the k8s.io domain": (
+        {
+            "controller": {"featureGates": {"nodeOverlay": True}},
+            "nodeOverlays": [{"name": "o", "price": "1", "objectLabels": {"kops.k8s.io/x": "y"}}],
+        },
+        "nodeOverlays[0].objectLabels: label 'kops.k8s.io/x': the domain k8s.io is reserved for Kubernetes core "
+        "components (allowed there: app.kubernetes.io/*); use a domain of your own, e.g. example.com/team (from -c)",
     ),
     "requirement on the node pool label": (
         {"nodePools": [{"requirements": [{"key": "karpenter.sh/nodepool", "operator": "Exists"}]}]},

@@ -463,8 +463,14 @@ def test_requirement_operators_and_values():
         "nodePools[0].requirements[0]: requirement 'topology.kubernetes.io/zone' with operator In needs at "
         "least one value"
     )
-    assert error_of(**_pool(requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}])) == (
-        "nodePools[0]: requirement 'kubernetes.io/arch' is set by architectures; use that field instead"
+    arch = {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}
+    assert error_of(**_pool(architectures=["amd64"], requirements=[arch])) == (
+        "nodePools[0]: requirement 'kubernetes.io/arch' takes the place of architectures ([\"amd64\"]); set one of "
+        "them: the requirement (e.g. for minValues) and leave architectures out, or architectures alone"
+    )
+    assert error_of(**_pool(requirements=[{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}])) == (
+        "nodePools[0]: requirement 'kubernetes.io/os' is written from the node class's AMI family (linux, or "
+        "windows for windows20XX), so that a pool's nodes run their image's OS; it cannot be required here"
     )
 
 
@@ -623,10 +629,11 @@ def test_the_reference_names_the_values_a_setting_allows():
     lines = reference_markdown().splitlines()
     assert "| `effect` | required | Taint effect. One of `NoSchedule`, `PreferNoSchedule` or `NoExecute`. |" in lines
     assert (
-        '| `architectures` | `["amd64", "arm64"]` | kubernetes.io/arch values. Each one of `amd64` or `arm64`. Karpenter: '
-        "`spec.template.spec.requirements[key=kubernetes.io/arch]` operator In. | drifts "
-        "the nodes that no longer match, replaced within the pool's budgets (spec.template.spec.requirements) |"
-        in lines
+        '| `architectures` | `["amd64", "arm64"]` | kubernetes.io/arch values. null: no architecture requirement (any the '
+        "class has images for); a requirement on kubernetes.io/arch in requirements takes this field's place (leave it "
+        "out then). Each one of `amd64` or `arm64`. Karpenter: `spec.template.spec.requirements[key=kubernetes.io/arch]` "
+        "operator In. | drifts the nodes that no longer match, replaced within the pool's "
+        "budgets (spec.template.spec.requirements) |" in lines
     )
     assert any(
         line.startswith("| `instanceStorePolicy` | `null` |") and " Only `RAID0`. | drifts every node" in line

@@ -63,6 +63,43 @@ POOL_SHAPES = [
 ]
 GOOD = {
     "al2023 latest, both capacity types": {"nodeClasses": [{"amiAlias": "al2023@latest"}]},
+    "own images by name and owner or by tags, NodeConfig user data, object metadata": {
+        "nodeClasses": [
+            {
+                "name": "default",
+                "amiSelectorTerms": [
+                    {"name": "golden-al2023-*", "owner": "123456789012"},
+                    {"tags": {"golden": "true"}, "owner": "self"},
+                ],
+                "amiFamily": "AL2023",
+                "userData": "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n"
+                "      serializeImagePulls: false\n",
+                "objectLabels": {"app.kubernetes.io/part-of": "platform"},
+                "objectAnnotations": {"kubernetes.io/description": "Nodes of our hardened image"},
+            }
+        ]
+    },
+    "own images by SSM parameter, Bottlerocket settings": {
+        "nodeClasses": [
+            {
+                "name": "default",
+                "amiSelectorTerms": [{"ssmParameter": "/golden/bottlerocket/x86_64/latest"}],
+                "amiFamily": "Bottlerocket",
+                "userData": "[settings.kubernetes]\nkube-api-qps = 30\n",
+            }
+        ]
+    },
+    "custom family on an alias, with its own bootstrap": {
+        "nodeClasses": [
+            {
+                "name": "default",
+                "amiAlias": "al2023@latest",
+                "amiFamily": "Custom",
+                "rootVolumeDeviceName": "/dev/xvda",
+                "userData": "#!/bin/bash\nnodeadm init --config-source file:///etc/eks/nodeconfig.yaml\n",
+            }
+        ]
+    },
     "al2023 pinned": {"nodeClasses": [{"amiAlias": "al2023@v20260801"}]},
     "bottlerocket latest": {"nodeClasses": [{"amiAlias": "bottlerocket@latest", "rootVolumeSizeGib": 20}]},
     "bottlerocket pinned": {"nodeClasses": [{"amiAlias": "bottlerocket@v1.50.0"}]},

@@ -497,8 +497,8 @@ def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pai
     assert settings == {
         f"{key}.{f.alias or n}" for key in by_field for n, f in tree.child(AppConfig, key).model_fields.items()
     }
-    capacity = {(t.old[0], t.new[0]) for t in found if t.setting == "nodePools.capacityTypes"}
-    assert capacity == set(itertools.permutations(["spot", "on-demand", "reserved"], 2))
+    capacity = {(_first(t.old), _first(t.new)) for t in found if t.setting == "nodePools.capacityTypes"}
+    assert capacity == set(itertools.permutations(["spot", "on-demand", "reserved", None], 2))  # null: not written
     # what a value needs besides comes from the field's declaration, and from its setting's
     (reserved,) = [t for t in found if t.setting == "nodePools.capacityTypes" and t.new == ["reserved"]][:1]
     assert reserved.overrides("new")["nodeClasses"] == [
@@ -523,7 +523,10 @@ def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pai
     )
     per_field = Counter(t.setting for t in found)
     assert {s: n for s, n in per_field.items() if n != 2} == {
-        "nodePools.capacityTypes": 6,
+        "nodePools.capacityTypes": 12,  # declared modes, with null (no requirement written)
+        "nodePools.architectures": 6,
+        "nodePools.instanceCategories": 6,
+        "nodePools.minInstanceGeneration": 6,
         "nodePools.terminationGracePeriod": 6,  # declared modes, with null
         "nodePools.consolidationPolicy": 6,
         "nodeClasses.amiAlias": 12,  # declared modes: four families and pins
@@ -534,13 +537,17 @@ def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pai
         "controller.logLevel": 12,
         "existingCluster.authenticationMode": 12,
     }
-    assert len(found) == 182
+    assert len(found) == 214
     # what a value needs in its own entry is set in that entry (own images need their family beside them)
     (terms, _) = [t for t in found if t.setting == "nodeClasses.amiSelectorTerms"]
     assert terms.overrides("new")["nodeClasses"] == [
         {"name": "default", "amiFamily": "AL2023", "amiSelectorTerms": [{"id": "ami-0123456789abcdef0"}]}
     ]
     assert terms.overrides("old")["nodeClasses"] == [{"name": "default"}]
+
+
+def _first(value):
+    return None if value is None else value[0]
 
 
 def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_review_says_so():

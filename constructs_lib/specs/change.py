@@ -84,6 +84,11 @@ NODE_OVERLAY = (
     "karpenter.sh v1alpha1 NodeOverlay: read when Karpenter simulates launches (price, capacity of matching "
     "instance types); no NodeClaim carries it, no node drifts"
 )
+OBJECT_METADATA = (
+    "Kubernetes object metadata: the labels and annotations of a NodePool, EC2NodeClass or NodeOverlay itself are "
+    "outside its spec (NodePool.Hash() hashes spec.template, EC2NodeClass.Hash() its spec, a NodeOverlay has no "
+    "NodeClaim): the object is updated in place (kubectl apply), no node drifts"
+)
 OBJECT_NAME = (
     "Kubernetes metadata.name names the object: a new name creates a new object and deletes the old one "
     "(a deleted NodePool drains all its nodes, whatever its budgets)"

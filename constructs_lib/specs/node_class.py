@@ -19,8 +19,25 @@ from ..names import (
     RESTRICTED_TAG_PREFIX,
 )
 from . import ami, user_data
-from .base import CamelModel, kubernetes_name, optional_match, quoted
-from .change import EC2_NODE_CLASS_HASH, EC2_NODE_CLASS_SELECTORS, OBJECT_NAME, Change, change, manifest_keys
+from .base import (
+    CamelModel,
+    annotations_fit,
+    applied_size,
+    kubernetes_name,
+    object_annotations,
+    object_labels,
+    optional_match,
+    quoted,
+)
+from .change import (
+    EC2_NODE_CLASS_HASH,
+    EC2_NODE_CLASS_SELECTORS,
+    OBJECT_METADATA,
+    OBJECT_NAME,
+    Change,
+    change,
+    manifest_keys,
+)
 from .ec2 import (
     DATA_DEVICE,
     DATA_VOLUME_FIELDS,
@@ -434,6 +451,21 @@ class NodeClassSpec(CamelModel):
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.tags", EC2_NODE_CLASS_HASH),
         examples=[{"team": "data"}],
     )
+    object_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels on the EC2NodeClass object itself (metadata.labels): not the kubernetes.io, k8s.io, "
+        "karpenter.sh, karpenter.k8s.aws or aws.cdk.eks domains (app.kubernetes.io is allowed).",
+        json_schema_extra=change(Change.IN_PLACE, "metadata.labels", OBJECT_METADATA),
+        examples=[{"app.kubernetes.io/part-of": "platform"}],
+    )
+    object_annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Annotations on the EC2NodeClass object itself (metadata.annotations): not the reserved domains "
+        "of objectLabels (kubernetes.io/description is allowed) nor Karpenter's hash annotations; with kubectl's "
+        "copy of the object, at most 256 KiB.",
+        json_schema_extra=change(Change.IN_PLACE, "metadata.annotations", OBJECT_METADATA),
+        examples=[{"kubernetes.io/description": "Nodes of our hardened image"}],
+    )
     kubelet: KubeletSpec = Field(
         default_factory=KubeletSpec,
         description="Kubelet settings (keys below); changing them replaces the nodes.",
@@ -513,6 +545,25 @@ class NodeClassSpec(CamelModel):
                     f"tag {quoted(key)}: EC2 allows keys of at most 128 and values of at most 256 characters"
                 )
         return value
+
+    @field_validator("object_labels")
+    @classmethod
+    def _object_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        object_labels(value)
+        return value
+
+    @field_validator("object_annotations")
+    @classmethod
+    def _object_annotations(cls, value: dict[str, str]) -> dict[str, str]:
+        object_annotations(value)
+        return value
+
+    @model_validator(mode="after")
+    def _fits_with_kubectls_copy(self) -> NodeClassSpec:
+        if self.object_annotations:  # the largest role name IAM allows stands in for the node role
+            size = applied_size(self.manifest(cluster_name="c" * 100, node_role_name="r" * 64))
+            annotations_fit(self.object_annotations, size, "objectAnnotations")
+        return self
 
     @field_validator("ami_alias")
     @classmethod
@@ -665,7 +716,11 @@ class NodeClassSpec(CamelModel):
         return {
             "apiVersion": NODE_CLASS_API_VERSION,
             "kind": NODE_CLASS_KIND,
-            "metadata": {"name": self.name},
+            "metadata": {
+                "name": self.name,
+                **({"labels": dict(self.object_labels)} if self.object_labels else {}),
+                **({"annotations": dict(self.object_annotations)} if self.object_annotations else {}),
+            },
             "spec": {
                 # Karpenter creates and owns the instance profile for this role.
                 "role": node_role_name,

@@ -13,14 +13,18 @@ from .base import (
     QUALIFIED_NAME,
     CamelModel,
     IntOrString,
+    annotations_fit,
+    applied_size,
     kubernetes_name,
     label_key,
     label_value,
     non_negative_quantities,
+    object_annotations,
+    object_labels,
     optional_match,
     quoted,
 )
-from .change import NODE_OVERLAY, OBJECT_NAME, Change, change
+from .change import NODE_OVERLAY, OBJECT_METADATA, OBJECT_NAME, Change, change
 from .node_pool import operator_values
 
 # NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
@@ -103,10 +107,37 @@ class NodeOverlaySpec(CamelModel):
         examples=[10],
     )
 
+    object_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels on the NodeOverlay object itself (metadata.labels): not the kubernetes.io, k8s.io, "
+        "karpenter.sh, karpenter.k8s.aws or aws.cdk.eks domains (app.kubernetes.io is allowed).",
+        json_schema_extra=change(Change.IN_PLACE, "metadata.labels", OBJECT_METADATA),
+        examples=[{"app.kubernetes.io/part-of": "platform"}],
+    )
+    object_annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Annotations on the NodeOverlay object itself (metadata.annotations): not the reserved domains "
+        "of objectLabels (kubernetes.io/description is allowed); with kubectl's copy of the object, at most 256 KiB.",
+        json_schema_extra=change(Change.IN_PLACE, "metadata.annotations", OBJECT_METADATA),
+        examples=[{"kubernetes.io/description": "Graviton instances are 10% cheaper than their list price to us"}],
+    )
+
     @field_validator("name")
     @classmethod
     def _k8s_name(cls, value: str) -> str:
         return kubernetes_name(value)
+
+    @field_validator("object_labels")
+    @classmethod
+    def _object_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        object_labels(value)
+        return value
+
+    @field_validator("object_annotations")
+    @classmethod
+    def _object_annotations(cls, value: dict[str, str]) -> dict[str, str]:
+        object_annotations(value)
+        return value
 
     @field_validator("price")
     @classmethod
@@ -142,14 +173,19 @@ class NodeOverlaySpec(CamelModel):
             raise ValueError("a node overlay sets price or priceAdjustment, not both")
         if self.price is None and self.price_adjustment is None and not self.capacity:
             raise ValueError("a node overlay needs price, priceAdjustment or capacity (it would change nothing)")
+        if self.object_annotations:
+            annotations_fit(self.object_annotations, applied_size(self.manifest()), "objectAnnotations")
         return self
 
     def manifest(self) -> dict[str, object]:
         """The NodeOverlay (karpenter.sh/v1alpha1)."""
+        metadata: dict[str, object] = {"name": self.name}
+        metadata |= {"labels": dict(self.object_labels)} if self.object_labels else {}
+        metadata |= {"annotations": dict(self.object_annotations)} if self.object_annotations else {}
         return {
             "apiVersion": NODE_OVERLAY_API_VERSION,
             "kind": "NodeOverlay",
-            "metadata": {"name": self.name},
+            "metadata": metadata,
             "spec": {
                 "requirements": [r.model_dump(by_alias=True, exclude_defaults=True) for r in self.requirements],
                 **self.model_dump(

@@ -8,18 +8,24 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
+from pydantic.alias_generators import to_snake
 
 from ..names import NODE_CLASS_GROUP, NODE_CLASS_KIND, NODE_POOL_API_VERSION
 from ..quantities import parse_duration
 from .base import (
+    OBJECT_ALLOWED_ANNOTATIONS,
     QUALIFIED_NAME,
     CamelModel,
     IntOrString,
+    annotations_fit,
+    applied_size,
     ascii_int,
     kubernetes_name,
     label_key,
     label_value,
     non_negative_quantities,
+    object_annotations,
+    object_labels,
     optional_match,
     quoted,
 )
@@ -27,6 +33,7 @@ from .change import (
     NODE_POOL_BEHAVIOR,
     NODE_POOL_HASH,
     NODE_POOL_REQUIREMENTS,
+    OBJECT_METADATA,
     OBJECT_NAME,
     Change,
     FieldChange,
@@ -37,14 +44,22 @@ from .ec2 import INSTANCE_CATEGORIES, INSTANCE_FAMILY, INSTANCE_TYPE, unknown_in
 
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$", re.ASCII)
-# Requirement keys the NodePool fields produce (key -> field).
-_STRUCTURED_REQUIREMENTS = {
+# The requirement keys the shortcut fields write (key -> field, as in the configuration). The one rule: a requirement
+# on one of these keys in `requirements` takes the place of its shortcut's requirement (the shortcut's default is
+# not written); giving the shortcut a value too is refused, naming both. null: the shortcut writes nothing.
+SHORTCUTS = {
     "karpenter.sh/capacity-type": "capacityTypes",
     "kubernetes.io/arch": "architectures",
-    "kubernetes.io/os": "the node class's AMI family (linux, or windows for windows20XX)",
     "karpenter.k8s.aws/instance-category": "instanceCategories",
     "karpenter.k8s.aws/instance-generation": "minInstanceGeneration",
 }
+# Always written from the pool's node class, so that its nodes' OS is its image's: Karpenter matches a pod without
+# an OS selector to any OS a pool allows, so a Linux pod could otherwise be placed on a Windows pool.
+OS_KEY = "kubernetes.io/os"
+# Node annotations Karpenter reads from a pool's template: karpenter.sh/do-not-disrupt (Karpenter 1.14 docs,
+# concepts/disruption.md "Node-Level Controls": set on spec.template.metadata.annotations of a NodePool).
+NODE_ANNOTATIONS_ALLOWED = (*OBJECT_ALLOWED_ANNOTATIONS, "karpenter.sh/do-not-disrupt")
+_REPLACED = "; a requirement on {key} in requirements takes this field's place (leave it out then)"
 # NodePool spec.template.spec.terminationGracePeriod (Karpenter 1.14.1 CRD karpenter.sh_nodepools.yaml:
 # pattern ^([0-9]+(s|m|h))+$, optional; unset = drains wait for every PodDisruptionBudget, indefinitely).
 _GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
@@ -202,12 +217,13 @@ class NodePoolSpec(CamelModel):
         ),
         examples=["other"],
     )
-    capacity_types: list[CapacityType] = Field(
+    capacity_types: list[CapacityType] | None = Field(
         default_factory=lambda: list(DEFAULT_CAPACITY_TYPES),
         min_length=1,
         description="karpenter.sh/capacity-type values; reserved needs the node class's "
         "capacityReservationSelectorTerms (Karpenter then prefers reservations, and falls back to the "
-        "other types listed).",
+        "other types listed). null: no capacity-type requirement (Karpenter may then launch any: reserved where the "
+        "class has reservations, then spot, then on-demand)" + _REPLACED.format(key="karpenter.sh/capacity-type") + ".",
         json_schema_extra=change(
             Change.DYNAMIC_DRIFT,
             "spec.template.spec.requirements",
@@ -219,47 +235,71 @@ class NodePoolSpec(CamelModel):
                     {"name": "default", "capacityReservationSelectorTerms": [{"id": "cr-0123456789abcdef0"}]}
                 ]
             },
+            modes=[["spot"], ["on-demand"], ["reserved"], None],
         ),
+        examples=[["on-demand"], None],
     )
-    architectures: list[Architecture] = Field(
+    architectures: list[Architecture] | None = Field(
         default_factory=lambda: list(DEFAULT_ARCHITECTURES),
         min_length=1,
-        description="kubernetes.io/arch values.",
+        description="kubernetes.io/arch values. null: no architecture requirement (any the class has images for)"
+        + _REPLACED.format(key="kubernetes.io/arch")
+        + ".",
         json_schema_extra=change(
             Change.DYNAMIC_DRIFT,
             "spec.template.spec.requirements",
             NODE_POOL_REQUIREMENTS,
             upstream="spec.template.spec.requirements[key=kubernetes.io/arch] operator In",
+            modes=[["amd64"], ["arm64"], None],
         ),
+        examples=[["arm64"], None],
     )
-    instance_categories: list[str] = Field(
+    instance_categories: list[str] | None = Field(
         default_factory=lambda: ["c", "m", "r"],
         min_length=1,
-        description="karpenter.k8s.aws/instance-category values (EC2 family letters).",
+        description="karpenter.k8s.aws/instance-category values (EC2 family letters). null: no category requirement "
+        "(any instance type)" + _REPLACED.format(key="karpenter.k8s.aws/instance-category") + ", e.g. with minValues.",
         json_schema_extra=change(
             Change.DYNAMIC_DRIFT,
             "spec.template.spec.requirements",
             NODE_POOL_REQUIREMENTS,
             upstream="spec.template.spec.requirements[key=karpenter.k8s.aws/instance-category] operator In",
+            modes=[["c", "m", "r"], ["c", "m"], None],
         ),
-        examples=[["c", "m"]],
+        examples=[["c", "m"], None],
     )
-    min_instance_generation: int = Field(
+    min_instance_generation: int | None = Field(
         2,
         ge=0,
-        description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt).",
+        description="Only instance generations greater than this (karpenter.k8s.aws/instance-generation Gt). null: no "
+        "generation requirement" + _REPLACED.format(key="karpenter.k8s.aws/instance-generation") + ".",
         json_schema_extra=change(
             Change.DYNAMIC_DRIFT,
             "spec.template.spec.requirements",
             NODE_POOL_REQUIREMENTS,
             upstream="spec.template.spec.requirements[key=karpenter.k8s.aws/instance-generation] operator Gt",
+            modes=[2, 5, None],
         ),
+        examples=[5, None],
     )
     requirements: list[RequirementSpec] = Field(
         default_factory=list,
-        description="Extra requirements, after the ones the fields above produce.",
+        description="Requirements of your own, after the ones the fields above write; kubernetes.io/os is always "
+        "written from the node class. A requirement on the key of capacityTypes, architectures, instanceCategories or "
+        "minInstanceGeneration takes that field's place (for minValues or another operator); that field is then left "
+        "out (or null): giving it a value too is refused.",
         json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.template.spec.requirements", NODE_POOL_REQUIREMENTS),
-        examples=[[{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7g", "m7i"]}]],
+        examples=[
+            [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m7g", "m7i"]}],
+            [
+                {
+                    "key": "karpenter.k8s.aws/instance-category",
+                    "operator": "In",
+                    "values": ["c", "m", "r"],
+                    "minValues": 2,
+                }
+            ],
+        ],
     )
     limits: dict[str, IntOrString] = Field(
         default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
@@ -349,6 +389,28 @@ class NodePoolSpec(CamelModel):
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.metadata.labels", NODE_POOL_HASH),
         examples=[{"team": "data"}],
     )
+    annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Annotations put on the pool's nodes (spec.template.metadata.annotations), e.g. "
+        "karpenter.sh/do-not-disrupt; not the Kubernetes or Karpenter domains otherwise, at most 256 KiB.",
+        json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.metadata.annotations", NODE_POOL_HASH),
+        examples=[{"example.com/owner": "team-data"}],
+    )
+    object_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels on the NodePool object itself (metadata.labels), not its nodes: not the kubernetes.io, "
+        "k8s.io, karpenter.sh, karpenter.k8s.aws or aws.cdk.eks domains (app.kubernetes.io is allowed).",
+        json_schema_extra=change(Change.IN_PLACE, "metadata.labels", OBJECT_METADATA),
+        examples=[{"app.kubernetes.io/part-of": "platform"}],
+    )
+    object_annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Annotations on the NodePool object itself (metadata.annotations), not its nodes: not the "
+        "reserved domains of objectLabels (kubernetes.io/description is allowed) nor Karpenter's hash annotations; "
+        "with kubectl's copy of the object, at most 256 KiB.",
+        json_schema_extra=change(Change.IN_PLACE, "metadata.annotations", OBJECT_METADATA),
+        examples=[{"kubernetes.io/description": "General purpose NodePool for generic workloads"}],
+    )
     taints: list[TaintSpec] = Field(
         default_factory=list,
         description="Taints put on the pool's nodes.",
@@ -365,8 +427,8 @@ class NodePoolSpec(CamelModel):
 
     @field_validator("instance_categories")
     @classmethod
-    def _categories(cls, value: list[str]) -> list[str]:
-        unknown = [c for c in value if c not in INSTANCE_CATEGORIES]
+    def _categories(cls, value: list[str] | None) -> list[str] | None:
+        unknown = [c for c in value or () if c not in INSTANCE_CATEGORIES]
         if unknown:
             raise ValueError(
                 f"{', '.join(quoted(c) for c in unknown)} is no EC2 instance category (known: "
@@ -390,6 +452,30 @@ class NodePoolSpec(CamelModel):
             label_value(label)
         return value
 
+    @field_validator("annotations")
+    @classmethod
+    def _node_annotations(cls, value: dict[str, str]) -> dict[str, str]:
+        object_annotations(value, NODE_ANNOTATIONS_ALLOWED)
+        return value
+
+    @field_validator("object_labels")
+    @classmethod
+    def _object_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        object_labels(value)
+        return value
+
+    @field_validator("object_annotations")
+    @classmethod
+    def _object_annotations(cls, value: dict[str, str]) -> dict[str, str]:
+        object_annotations(value)
+        return value
+
+    @model_validator(mode="after")
+    def _fits_with_kubectls_copy(self) -> NodePoolSpec:
+        if self.object_annotations:
+            annotations_fit(self.object_annotations, applied_size(self.manifest()), "objectAnnotations")
+        return self
+
     @model_validator(mode="after")
     def _static_capacity(self) -> NodePoolSpec:
         if self.replicas is None:
@@ -408,15 +494,42 @@ class NodePoolSpec(CamelModel):
             return {}
         return dict(self.limits)
 
-    @model_validator(mode="after")
-    def _no_duplicate_requirement_keys(self) -> NodePoolSpec:
-        for requirement in self.requirements:
-            if requirement.key in _STRUCTURED_REQUIREMENTS:
+    @model_validator(mode="before")
+    @classmethod
+    def _requirements_replace_shortcuts(cls, data: Any) -> Any:
+        """A requirement on a shortcut's key takes its place: the shortcut is not written (None); a value of the
+        shortcut given too is refused, naming both. No requirement on kubernetes.io/os (the class writes it)."""
+        if not isinstance(data, dict):
+            return data
+        given = data.get("requirements") or []
+        keys = {r.get("key") if isinstance(r, dict) else getattr(r, "key", None) for r in given}
+        if OS_KEY in keys:
+            raise ValueError(
+                f"requirement {quoted(OS_KEY)} is written from the node class's AMI family (linux, or windows for "
+                "windows20XX), so that a pool's nodes run their image's OS; it cannot be required here"
+            )
+        out = dict(data)
+        for key, alias in SHORTCUTS.items():
+            if key not in keys:
+                continue
+            name = next((n for n in (alias, to_snake(alias)) if n in data), None)
+            if name is not None and data[name] is not None:
                 raise ValueError(
-                    f"requirement {quoted(requirement.key)} is set by "
-                    f"{_STRUCTURED_REQUIREMENTS[requirement.key]}; use that field instead"
+                    f"requirement {quoted(key)} takes the place of {alias} ({quoted(data[name])}); set one of them: "
+                    f"the requirement (e.g. for minValues) and leave {alias} out, or {alias} alone"
                 )
-        return self
+            out.pop(alias, None)
+            out[to_snake(alias)] = None
+        return out
+
+    def listed(self, key: str) -> list[str] | None:
+        """The values the pool's In requirements on ``key`` allow (None: no In requirement limits them)."""
+        found: list[str] | None = None
+        for requirement in self._requirements("linux"):
+            if requirement["key"] == key and requirement["operator"] == "In":
+                values = requirement["values"]
+                found = values if found is None else [v for v in found if v in values]
+        return found
 
     @field_validator("name", "node_class")
     @classmethod
@@ -454,12 +567,10 @@ class NodePoolSpec(CamelModel):
             body["weight"] = self.weight
         if self.replicas is not None:
             body["replicas"] = self.replicas
-        return {
-            "apiVersion": NODE_POOL_API_VERSION,
-            "kind": "NodePool",
-            "metadata": {"name": self.name},
-            "spec": body,
-        }
+        metadata: dict[str, Any] = {"name": self.name}
+        metadata |= {"labels": dict(self.object_labels)} if self.object_labels else {}
+        metadata |= {"annotations": dict(self.object_annotations)} if self.object_annotations else {}
+        return {"apiVersion": NODE_POOL_API_VERSION, "kind": "NodePool", "metadata": metadata, "spec": body}
 
     def _template(self, os: str) -> dict[str, Any]:
         """spec.template: what every node of the pool gets."""
@@ -476,22 +587,26 @@ class NodePoolSpec(CamelModel):
             template["spec"]["taints"] = [t.manifest() for t in self.taints]
         if self.startup_taints:
             template["spec"]["startupTaints"] = [t.manifest() for t in self.startup_taints]
-        if self.labels:
-            template["metadata"] = {"labels": dict(self.labels)}
+        metadata = {"labels": dict(self.labels), "annotations": dict(self.annotations)}
+        if any(metadata.values()):
+            template["metadata"] = {k: v for k, v in metadata.items() if v}
         return template
 
     def _requirements(self, os: str) -> list[dict[str, Any]]:
-        """The requirements the fields produce, then the extra ones."""
+        """The requirements the shortcut fields write (those not null), kubernetes.io/os, then the pool's own."""
+        shortcuts: list[tuple[str, str, Sequence[str] | None]] = [
+            ("karpenter.sh/capacity-type", "In", self.capacity_types),
+            ("kubernetes.io/arch", "In", self.architectures),
+            (OS_KEY, "In", [os]),
+            ("karpenter.k8s.aws/instance-category", "In", self.instance_categories),
+            (
+                "karpenter.k8s.aws/instance-generation",
+                "Gt",
+                None if self.min_instance_generation is None else [str(self.min_instance_generation)],
+            ),
+        ]
         return [
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(self.capacity_types)},
-            {"key": "kubernetes.io/arch", "operator": "In", "values": list(self.architectures)},
-            {"key": "kubernetes.io/os", "operator": "In", "values": [os]},
-            {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": list(self.instance_categories)},
-            {
-                "key": "karpenter.k8s.aws/instance-generation",
-                "operator": "Gt",
-                "values": [str(self.min_instance_generation)],
-            },
+            *({"key": key, "operator": op, "values": list(values)} for key, op, values in shortcuts if values),
             *(r.manifest() for r in self.requirements),
         ]
 

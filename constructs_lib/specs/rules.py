@@ -76,7 +76,8 @@ def pool_problems(
                 f"nodeClasses ({', '.join(sorted(classes))})"
             )
             continue
-        if "reserved" in pool.capacity_types:
+        capacity_types = pool.listed("karpenter.sh/capacity-type") or []
+        if "reserved" in capacity_types:
             if not node_class.capacity_reservation_selector_terms:
                 problems.append(
                     f"nodePools {quoted(pool.name)} allows the reserved capacity type, but its nodeClass "
@@ -88,7 +89,8 @@ def pool_problems(
                     f"nodePools {quoted(pool.name)} allows the reserved capacity type, which Karpenter ignores "
                     "while controller.featureGates.reservedCapacity is false"
                 )
-        if node_class.windows and "amd64" not in pool.architectures:
+        architectures = pool.listed("kubernetes.io/arch")
+        if node_class.windows and architectures is not None and "amd64" not in architectures:
             problems.append(
                 f"nodePools {quoted(pool.name)} uses the Windows nodeClass {quoted(node_class.name)} but allows only "
                 "arm64: EKS's Windows AMIs are amd64 only, so it would launch nothing"
