@@ -24,15 +24,12 @@ from .base import (
     annotations_fit,
     applied_size,
     kubernetes_name,
-    object_annotations,
-    object_labels,
     optional_match,
     quoted,
 )
 from .change import (
     EC2_NODE_CLASS_HASH,
     EC2_NODE_CLASS_SELECTORS,
-    OBJECT_METADATA,
     OBJECT_NAME,
     Change,
     change,
@@ -51,6 +48,7 @@ from .ec2 import (
     ec2_tag_characters,
 )
 from .kubelet import KubeletSpec
+from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
 
 # A root device name (EC2 block device names: /dev/xvda, /dev/sda1, /dev/nvme0n1).
 ROOT_DEVICE = re.compile(r"/dev/(xvd[a-z]|sd[a-z][0-9]?|nvme[0-9]+n[0-9]+)")
@@ -451,20 +449,9 @@ class NodeClassSpec(CamelModel):
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.tags", EC2_NODE_CLASS_HASH),
         examples=[{"team": "data"}],
     )
-    object_labels: dict[str, str] = Field(
-        default_factory=dict,
-        description="Labels on the EC2NodeClass object itself (metadata.labels): not the kubernetes.io, k8s.io, "
-        "karpenter.sh, karpenter.k8s.aws or aws.cdk.eks domains (app.kubernetes.io is allowed).",
-        json_schema_extra=change(Change.IN_PLACE, "metadata.labels", OBJECT_METADATA),
-        examples=[{"app.kubernetes.io/part-of": "platform"}],
-    )
-    object_annotations: dict[str, str] = Field(
-        default_factory=dict,
-        description="Annotations on the EC2NodeClass object itself (metadata.annotations): not the reserved domains "
-        "of objectLabels (kubernetes.io/description is allowed) nor Karpenter's hash annotations; with kubectl's "
-        "copy of the object, at most 256 KiB.",
-        json_schema_extra=change(Change.IN_PLACE, "metadata.annotations", OBJECT_METADATA),
-        examples=[{"kubernetes.io/description": "Nodes of our hardened image"}],
+    object_labels: ObjectLabels = object_labels_field("EC2NodeClass")
+    object_annotations: ObjectAnnotations = object_annotations_field(
+        "EC2NodeClass", "Nodes of our hardened image", hashed=True
     )
     kubelet: KubeletSpec = Field(
         default_factory=KubeletSpec,
@@ -544,18 +531,6 @@ class NodeClassSpec(CamelModel):
                 raise ValueError(
                     f"tag {quoted(key)}: EC2 allows keys of at most 128 and values of at most 256 characters"
                 )
-        return value
-
-    @field_validator("object_labels")
-    @classmethod
-    def _object_labels(cls, value: dict[str, str]) -> dict[str, str]:
-        object_labels(value)
-        return value
-
-    @field_validator("object_annotations")
-    @classmethod
-    def _object_annotations(cls, value: dict[str, str]) -> dict[str, str]:
-        object_annotations(value)
         return value
 
     @model_validator(mode="after")

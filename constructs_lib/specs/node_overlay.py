@@ -19,12 +19,11 @@ from .base import (
     label_key,
     label_value,
     non_negative_quantities,
-    object_annotations,
-    object_labels,
     optional_match,
     quoted,
 )
-from .change import NODE_OVERLAY, OBJECT_METADATA, OBJECT_NAME, Change, change
+from .change import NODE_OVERLAY, OBJECT_NAME, Change, change
+from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
 from .node_pool import operator_values
 
 # NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
@@ -107,37 +106,15 @@ class NodeOverlaySpec(CamelModel):
         examples=[10],
     )
 
-    object_labels: dict[str, str] = Field(
-        default_factory=dict,
-        description="Labels on the NodeOverlay object itself (metadata.labels): not the kubernetes.io, k8s.io, "
-        "karpenter.sh, karpenter.k8s.aws or aws.cdk.eks domains (app.kubernetes.io is allowed).",
-        json_schema_extra=change(Change.IN_PLACE, "metadata.labels", OBJECT_METADATA),
-        examples=[{"app.kubernetes.io/part-of": "platform"}],
-    )
-    object_annotations: dict[str, str] = Field(
-        default_factory=dict,
-        description="Annotations on the NodeOverlay object itself (metadata.annotations): not the reserved domains "
-        "of objectLabels (kubernetes.io/description is allowed); with kubectl's copy of the object, at most 256 KiB.",
-        json_schema_extra=change(Change.IN_PLACE, "metadata.annotations", OBJECT_METADATA),
-        examples=[{"kubernetes.io/description": "Graviton instances are 10% cheaper than their list price to us"}],
+    object_labels: ObjectLabels = object_labels_field("NodeOverlay")
+    object_annotations: ObjectAnnotations = object_annotations_field(
+        "NodeOverlay", "Graviton instances are 10% cheaper than their list price to us", hashed=False
     )
 
     @field_validator("name")
     @classmethod
     def _k8s_name(cls, value: str) -> str:
         return kubernetes_name(value)
-
-    @field_validator("object_labels")
-    @classmethod
-    def _object_labels(cls, value: dict[str, str]) -> dict[str, str]:
-        object_labels(value)
-        return value
-
-    @field_validator("object_annotations")
-    @classmethod
-    def _object_annotations(cls, value: dict[str, str]) -> dict[str, str]:
-        object_annotations(value)
-        return value
 
     @field_validator("price")
     @classmethod

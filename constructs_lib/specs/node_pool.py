@@ -25,7 +25,6 @@ from .base import (
     label_value,
     non_negative_quantities,
     object_annotations,
-    object_labels,
     optional_match,
     quoted,
 )
@@ -33,7 +32,6 @@ from .change import (
     NODE_POOL_BEHAVIOR,
     NODE_POOL_HASH,
     NODE_POOL_REQUIREMENTS,
-    OBJECT_METADATA,
     OBJECT_NAME,
     Change,
     FieldChange,
@@ -41,6 +39,7 @@ from .change import (
     manifest_keys,
 )
 from .ec2 import INSTANCE_CATEGORIES, INSTANCE_FAMILY, INSTANCE_TYPE, unknown_instance_type
+from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
 
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$", re.ASCII)
@@ -396,20 +395,9 @@ class NodePoolSpec(CamelModel):
         json_schema_extra=change(Change.STATIC_DRIFT, "spec.template.metadata.annotations", NODE_POOL_HASH),
         examples=[{"example.com/owner": "team-data"}],
     )
-    object_labels: dict[str, str] = Field(
-        default_factory=dict,
-        description="Labels on the NodePool object itself (metadata.labels), not its nodes: not the kubernetes.io, "
-        "k8s.io, karpenter.sh, karpenter.k8s.aws or aws.cdk.eks domains (app.kubernetes.io is allowed).",
-        json_schema_extra=change(Change.IN_PLACE, "metadata.labels", OBJECT_METADATA),
-        examples=[{"app.kubernetes.io/part-of": "platform"}],
-    )
-    object_annotations: dict[str, str] = Field(
-        default_factory=dict,
-        description="Annotations on the NodePool object itself (metadata.annotations), not its nodes: not the "
-        "reserved domains of objectLabels (kubernetes.io/description is allowed) nor Karpenter's hash annotations; "
-        "with kubectl's copy of the object, at most 256 KiB.",
-        json_schema_extra=change(Change.IN_PLACE, "metadata.annotations", OBJECT_METADATA),
-        examples=[{"kubernetes.io/description": "General purpose NodePool for generic workloads"}],
+    object_labels: ObjectLabels = object_labels_field("NodePool", ", not its nodes")
+    object_annotations: ObjectAnnotations = object_annotations_field(
+        "NodePool", "General purpose NodePool for generic workloads", hashed=True, besides=", not its nodes"
     )
     taints: list[TaintSpec] = Field(
         default_factory=list,
@@ -456,18 +444,6 @@ class NodePoolSpec(CamelModel):
     @classmethod
     def _node_annotations(cls, value: dict[str, str]) -> dict[str, str]:
         object_annotations(value, NODE_ANNOTATIONS_ALLOWED)
-        return value
-
-    @field_validator("object_labels")
-    @classmethod
-    def _object_labels(cls, value: dict[str, str]) -> dict[str, str]:
-        object_labels(value)
-        return value
-
-    @field_validator("object_annotations")
-    @classmethod
-    def _object_annotations(cls, value: dict[str, str]) -> dict[str, str]:
-        object_annotations(value)
         return value
 
     @model_validator(mode="after")
