@@ -368,3 +368,16 @@ def test_a_kubernetes_upgrade_says_you_own_the_version_skew_of_your_own_images()
     )
     aliases_only = cluster_update("Cluster", cluster, upgraded, set(), _template(NodeClassSpec()), None)
     assert "your own" not in aliases_only.why
+
+
+def test_annotations_are_sized_last_with_the_user_data_they_travel_with():
+    # the size check renders the object: it runs after the image and user data checks, and counts the user data
+    with pytest.raises(ValueError, match="amiSelectorTerms without an alias need amiFamily"):
+        NodeClassSpec.model_validate({"amiSelectorTerms": [AMI], "objectAnnotations": {"example.com/a": "b"}})
+    user = "#!/bin/bash\n" + "echo 0123456789abcdef\n" * 500
+    fits = {"example.com/notes": "n" * 118_000}
+    assert NodeClassSpec.model_validate({"userData": user, "objectAnnotations": fits}).user_data_text == user
+    with pytest.raises(ValueError, match="objectAnnotations of 2[0-9]{5} bytes with kubectl's copy of the object"):
+        NodeClassSpec.model_validate({"userData": user, "objectAnnotations": {"example.com/notes": "n" * 126_000}})
+    # without the user data the same annotations fit: it is the user data that tips them over
+    assert NodeClassSpec.model_validate({"objectAnnotations": {"example.com/notes": "n" * 126_000}}).object_annotations

@@ -533,13 +533,6 @@ class NodeClassSpec(CamelModel):
                 )
         return value
 
-    @model_validator(mode="after")
-    def _fits_with_kubectls_copy(self) -> NodeClassSpec:
-        if self.object_annotations:  # the largest role name IAM allows stands in for the node role
-            size = applied_size(self.manifest(cluster_name="c" * 100, node_role_name="r" * 64))
-            annotations_fit(self.object_annotations, size, "objectAnnotations")
-        return self
-
     @field_validator("ami_alias")
     @classmethod
     def _alias(cls, value: str) -> str:
@@ -664,6 +657,14 @@ class NodeClassSpec(CamelModel):
     def _volume_fits_the_snapshot(self) -> NodeClassSpec:
         if self.alias is not None and self.family != ami.CUSTOM:  # an EKS-optimized image: its snapshot is known
             ami.check_storage_size(self.family, self.root_volume_size_gib)
+        return self
+
+    @model_validator(mode="after")
+    def _fits_with_kubectls_copy(self) -> NodeClassSpec:
+        # the last check: the object as written, user data included
+        if self.object_annotations:  # the largest role name IAM allows stands in for the node role
+            size = applied_size(self.manifest(cluster_name="c" * 100, node_role_name="r" * 64))
+            annotations_fit(self.object_annotations, size, "objectAnnotations")
         return self
 
     def manifest(
