@@ -87,7 +87,15 @@ REFUSED = {
         "al2023",
         "apiVersion: node.eks.aws/v1\nkind: NodeConfig\nspec: {}\n",
         "user data part 1: apiVersion 'node.eks.aws/v1' kind 'NodeConfig' is not a NodeConfig (apiVersion "
-        "node.eks.aws/v1alpha1, kind NodeConfig)",
+        "node.eks.aws/v1alpha1, kind NodeConfig); Karpenter reads YAML user data as a NodeConfig, so other YAML (e.g. "
+        "#cloud-config) goes in a MIME part of its own type",
+    ),
+    "al2023 cloud-config outside MIME": (
+        "al2023",
+        "#cloud-config\npackages:\n  - htop\n",
+        "user data part 1: apiVersion null kind null is not a NodeConfig (apiVersion node.eks.aws/v1alpha1, kind "
+        "NodeConfig); Karpenter reads YAML user data as a NodeConfig, so other YAML (e.g. #cloud-config) goes in a MIME "
+        "part of its own type",
     ),
     "al2023 MIME part runs to the end": (
         "al2023",

@@ -225,7 +225,8 @@ def _node_config(document: Any, where: str) -> None:
     if api != NODE_CONFIG_API_VERSION or kind != "NodeConfig":
         raise ValueError(
             f"user data {where}: apiVersion {quoted(api)} kind {quoted(kind)} is not a NodeConfig "
-            f"(apiVersion {NODE_CONFIG_API_VERSION}, kind NodeConfig)"
+            f"(apiVersion {NODE_CONFIG_API_VERSION}, kind NodeConfig); Karpenter reads YAML user data as a NodeConfig, "
+            "so other YAML (e.g. #cloud-config) goes in a MIME part of its own type"
         )
     spec = document.get("spec") or {}
     cluster = spec.get("cluster") or {}
