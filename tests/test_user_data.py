@@ -229,11 +229,11 @@ BAD = {
     ),
     "missing user data file": (
         {"nodeClasses": [{"userDataFile": "user-data/missing.sh"}]},
-        "nodeClasses[0]: 'user-data/missing.sh': no such file (paths are relative to the project folder) (from -c)",
+        "nodeClasses[0]: userDataFile 'user-data/missing.sh': no such file (paths are relative to the project folder) (from -c)",
     ),
     "user data file outside the project": (
         {"nodeClasses": [{"userDataFile": "../secrets.sh"}]},
-        "nodeClasses[0]: '../secrets.sh' must be a path inside the project folder, relative to it (where cdk.json "
+        "nodeClasses[0]: userDataFile '../secrets.sh' must be a path inside the project folder, relative to it (where cdk.json "
         "is) (from -c)",
     ),
     "both user data settings": (
@@ -259,8 +259,8 @@ BAD = {
                 {"amiSelectorTerms": [{"name": "golden-al2023-*", "owner": "123456789012"}], "amiFamily": "AL2023"}
             ],
         },
-        "nodeClasses[0].amiSelectorTerms[0] selects by a name pattern or owner: a new image that matches it replaces "
-        "every node (drift) without a setting changing, which the production profile refuses; select by id (ami-...) "
+        "nodeClasses[0].amiSelectorTerms[0] selects by the name pattern 'golden-al2023-*': a new image that matches it "
+        "replaces every node (drift) without a setting changing, which the production profile refuses; select by id (ami-...) "
         "or by an exact name with one owner account (from -c)",
     ),
     "production with an SSM parameter": (
@@ -268,8 +268,8 @@ BAD = {
             "profile": "production",
             "nodeClasses": [{"amiSelectorTerms": [{"ssmParameter": "/golden/al2023/latest"}], "amiFamily": "AL2023"}],
         },
-        "nodeClasses[0].amiSelectorTerms[0] selects by an SSM parameter's value: a new image that matches it replaces "
-        "every node (drift) without a setting changing, which the production profile refuses; select by id (ami-...) "
+        "nodeClasses[0].amiSelectorTerms[0] selects by ssmParameter '/golden/al2023/latest' (its value can name a new "
+        "image): a new image that matches it replaces every node (drift) without a setting changing, which the production profile refuses; select by id (ami-...) "
         "or by an exact name with one owner account (from -c)",
     ),
 }
@@ -294,6 +294,11 @@ def test_production_takes_pinned_images_of_your_own():
     assert not NodeClassSpec.model_validate(
         {"amiSelectorTerms": [{"name": "x", "owner": "amazon"}], "amiFamily": "AL2"}
     ).pinned
+    amazon = NodeClassSpec.model_validate({"amiSelectorTerms": [{"name": "x"}], "amiFamily": "AL2"})
+    assert amazon.ami_selector_terms[0].moves_by == (
+        "a name of owners self and amazon (AMI names are unique per account only)"
+    )
+    assert moving.ami_selector_terms[0].moves_by == "tags (a new image can carry them)"
     assert NodeClassSpec.model_validate({"amiAlias": "al2023@v20260801"}).pinned
     assert not NodeClassSpec().pinned
 

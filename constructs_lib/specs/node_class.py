@@ -222,9 +222,24 @@ class AmiTermSpec(SelectorTermSpec):
     def pinned(self) -> bool:
         """The term selects one image whatever EC2 publishes later: an id, or an exact name of one account's
         (AMI names are unique per account and region)."""
-        exact_name = self.name is not None and "*" not in self.name and "?" not in self.name
-        one_owner = self.owner is not None and "," not in self.owner and self.owner not in ("amazon", "aws-marketplace")
-        return self.id is not None or (exact_name and one_owner and not self.tags and not self.ssm_parameter)
+        return self.id is not None or self.moves_by is None
+
+    @property
+    def moves_by(self) -> str | None:
+        """What of the term selects new images as they are published (None: it selects one image)."""
+        if self.id is not None:
+            return None
+        if self.ssm_parameter:
+            return f"ssmParameter {quoted(self.ssm_parameter)} (its value can name a new image)"
+        if self.tags:
+            return "tags (a new image can carry them)"
+        if self.alias:
+            return None if not self.alias.endswith("@latest") else f"alias {quoted(self.alias)}"
+        if self.name is not None and ("*" in self.name or "?" in self.name):
+            return f"the name pattern {quoted(self.name)}"
+        if self.owner is None or "," in self.owner or self.owner in ("amazon", "aws-marketplace"):
+            return f"a name of {'owners ' + quoted(self.owner) if self.owner else 'owners self and amazon'} (AMI names are unique per account only)"
+        return None
 
 
 class DataVolumeSpec(CamelModel):
@@ -359,7 +374,8 @@ class NodeClassSpec(CamelModel):
         ge=1,
         le=MAX_VOLUME_GIB,
         description="GiB of the volume for images, logs and pods: the root volume (al2, al2023) or Bottlerocket's "
-        "data volume; at least the AMI's 20 GiB snapshot.",
+        "data volume; at least the AMI's 20 GiB snapshot (with your own images, at least their snapshot: the synth "
+        "cannot know its size, EC2 refuses a smaller volume at launch).",
         json_schema_extra=change(
             Change.STATIC_DRIFT,
             "spec.blockDeviceMappings",
@@ -633,7 +649,10 @@ class NodeClassSpec(CamelModel):
     def _user_data_fits(self) -> NodeClassSpec:
         if self.user_data is not None and self.user_data_file is not None:
             raise ValueError("userData and userDataFile both give the user data: give one")
-        text = self.user_data if self.user_data_file is None else read_user_data(self.user_data_file)
+        try:
+            text = self.user_data if self.user_data_file is None else read_user_data(self.user_data_file)
+        except ValueError as err:
+            raise ValueError(f"userDataFile {err}") from None
         if text is None and self.family == ami.CUSTOM:
             raise ValueError(
                 "amiFamily Custom: Karpenter adds no bootstrap of its own, so userData or userDataFile must join the "

@@ -258,9 +258,8 @@ def _unpinned(i: int, node_class: NodeClassSpec) -> str:
             "(e.g. al2023@v20260801), so node images change only when this setting does"
         )
     j, term = next((j, t) for j, t in enumerate(node_class.ami_selector_terms) if not t.pinned)
-    selects = "an SSM parameter's value" if term.ssm_parameter else "tags" if term.tags else "a name pattern or owner"
     return (
-        f"nodeClasses[{i}].amiSelectorTerms[{j}] selects by {selects}: a new image that matches it replaces every "
+        f"nodeClasses[{i}].amiSelectorTerms[{j}] selects by {term.moves_by}: a new image that matches it replaces every "
         "node (drift) without a setting changing, which the production profile refuses; select by id (ami-...) or "
         "by an exact name with one owner account"
     )
