@@ -128,7 +128,8 @@ class _Refused(Exception):
         self.path, self.message, self.value, self.show = path, message, value, show
 
     def line(self) -> str:
-        return f"{self.path} {shown(self.value)}: {self.message}" if self.show else f"{self.path}: {self.message}"
+        where = f"{self.path} {shown(self.value)}".strip() if self.show else self.path
+        return f"{where}: {self.message}"
 
 
 def shown(value: Any) -> str:
@@ -168,6 +169,10 @@ class NodeManifests:
 
     def specs(self, kind: str) -> list[Any]:
         return [o.spec for o in self.objects if o.kind == kind]
+
+    @property
+    def class_objects(self) -> list[ManifestObject]:
+        return [o for o in self.objects if o.kind == NODE_CLASS_KIND]
 
     @property
     def node_classes(self) -> list[NodeClassSpec]:
@@ -217,7 +222,8 @@ def _duplicates(objects: Sequence[ManifestObject], typed: Mapping[str, Sequence[
         first = seen.setdefault((obj.kind, obj.name), obj.source)
         if first is not obj.source:
             problems.append(
-                f"{obj.where}: metadata.name {quoted(obj.name)}: a {obj.kind} of that name is also in {first}; "
+                f"{obj.where}: metadata.name {quoted(obj.name)}: {'an' if obj.kind[0] in 'AEIOU' else 'a'} {obj.kind} of "
+                f"that name is also in {first}; "
                 "each object is applied once, by its name"
             )
     return problems
@@ -276,7 +282,7 @@ def read_node_manifests(
         try:
             documents = parse_yaml(read_project_file(source, root))
         except ValueError as err:
-            problems.append(f"{source}: {err}" if not str(err).startswith(quoted(source)) else str(err))
+            problems.append(f"nodeManifests: {err}" if str(err).startswith(quoted(source)) else f"{source}: {err}")
             continue
         for number, document in enumerate(documents, 1):
             try:
@@ -345,7 +351,7 @@ def parse_yaml(text: str) -> list[Any]:
 def convert(document: Any, source: str, cluster_name: str, kubernetes_version: str | None = None) -> ManifestObject:
     """One object of ``source`` as its spec; ManifestError (or _Refused, before its name is known)."""
     if not isinstance(document, dict):
-        raise _Refused("(document)", "a Kubernetes object is a mapping (apiVersion, kind, metadata, spec)", document)
+        raise _Refused("", "a Kubernetes object is a mapping (apiVersion, kind, metadata, spec)", document)
     api, kind = str(document.get("apiVersion")), str(document.get("kind"))
     metadata = document.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
@@ -422,21 +428,21 @@ def _check_top(obj: Mapping[str, Any], kind: str) -> None:
             )
     if not isinstance(obj.get("spec"), dict):
         raise _Refused("spec", "required: a mapping", obj.get("spec"), show="spec" in obj)
-    for path, value in _paths(obj["spec"], "spec"):
-        reason = not_exposed(kind, path)
+    for path, generic, value in _paths(obj["spec"], "spec", "spec"):
+        reason = not_exposed(kind, generic)
         if reason is not None:
             raise _Refused(path, f"not exposed by the app: {reason}", value)
 
 
-def _paths(value: Any, path: str) -> Iterable[tuple[str, Any]]:
-    """Every field path of a value (``[]`` for a list's entries), parents first."""
+def _paths(value: Any, path: str, generic: str) -> Iterable[tuple[str, str, Any]]:
+    """Every field of a value: its path, its path with ``[]`` for a list's entries (the CRD's), its value."""
     if isinstance(value, dict):
         for key, child in value.items():
-            yield f"{path}.{key}", child
-            yield from _paths(child, f"{path}.{key}")
+            yield f"{path}.{key}", f"{generic}.{key}", child
+            yield from _paths(child, f"{path}.{key}", f"{generic}.{key}")
     elif isinstance(value, list):
-        for child in value:
-            yield from _paths(child, path + "[]")
+        for i, child in enumerate(value):
+            yield from _paths(child, f"{path}[{i}]", generic + "[]")
 
 
 def _known(value: Mapping[str, Any], fields: Sequence[str], path: str, kind: str) -> None:
@@ -824,7 +830,8 @@ def _error_line(error: Any, paths: Mapping[str, str]) -> str:
             for s in paths
             if "[" not in s and s != "name" and re.search(rf"\b{re.escape(s)}\b", message)
         ]
-        return f"{paths[min(named)[1]] if named else 'spec'}: {message}"
+        setting = min(named)[1] if named else ""
+        return f"{paths[setting] if named else 'spec'}: {message.removeprefix(f'{setting}: ')}"
     value = error.get("input")
     if isinstance(value, dict) and error["type"] == "value_error":
         return f"{manifest_path(error['loc'], paths)}: {message}"

@@ -646,6 +646,14 @@ class AppConfig(CamelModel):
     def warnings(self) -> tuple[str, ...]:
         return self._warnings
 
+    # Filled by load_config: where each node class was written ("" for nodeClasses, else "<file>: EC2NodeClass/<name>"
+    # of nodeManifests), so that a rule's message names the file.
+    _node_class_sources: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def node_class_sources(self) -> tuple[str, ...]:
+        return self._node_class_sources
+
 
 def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:
     try:

@@ -52,7 +52,7 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
     config, origins = with_node_manifests(config, layered)
     problems = rule_problems(config)
     if problems:
-        raise fail("\n".join(prefix + line for line in problems))
+        raise fail("\n".join(_in_files(line, config, layered) or prefix + line for line in problems))
     try:
         support = _check_versions(config, today)
     except versions.VersionError as err:
@@ -91,7 +91,19 @@ def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig,
         if getattr(files, name):
             origins.setdefault(to_camel(name), origins.get("nodeManifests", BUILT_IN))
     merged = config.model_copy(update={name: [*typed[name], *getattr(files, name)] for name in _NODE_LISTS})
+    merged._node_class_sources = (*([""] * len(typed["node_classes"])), *(o.where for o in files.class_objects))
     return merged, origins
+
+
+def _in_files(line: str, config: AppConfig, layered: Layered) -> str | None:
+    """A rule's problem of a node class of nodeManifests (``nodeClasses[i].<field> ...``), named in its file and its
+    manifest's terms; None for any other problem."""
+    match = re.match(r"nodeClasses\[(\d+)\]\.([A-Za-z]+(\[\d+\])?)(.*)", line, re.DOTALL)
+    sources = config.node_class_sources
+    if match is None or int(match.group(1)) >= len(sources) or not sources[int(match.group(1))]:
+        return None
+    field = "amiSelectorTerms[0].alias" if match.group(2) == "amiAlias" else match.group(2)
+    return _from_files(f"{sources[int(match.group(1))]}: spec.{field}{match.group(4)}", layered)
 
 
 def _from_files(line: str, layered: Layered) -> str:
