@@ -47,16 +47,16 @@ from .names import (
     NODE_POOL_API_VERSION,
 )
 from .specs import ami
-from .specs.base import quoted
+from .specs.base import ascii_int, quoted
 from .specs.node_class import NodeClassSpec, project_path, read_project_file
 from .specs.node_overlay import NodeOverlaySpec
 from .specs.node_pool import OS_KEY, SHORTCUTS, NodePoolSpec
 from .specs.not_exposed import not_exposed
 
 CLUSTER_NAME_PLACEHOLDER = "${CLUSTER_NAME}"
-_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
-_GLOB = re.compile(r"[*?\[]")
-_GIB = re.compile(r"([1-9][0-9]*)Gi")
+_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", re.ASCII)
+_GLOB = re.compile(r"[*?\[]", re.ASCII)
+_GIB = re.compile(r"([1-9][0-9]*)Gi", re.ASCII)
 # What the app writes of spec.metadataOptions (IMDSv2 required, IPv6 IMDS off); the hop limit is metadataHopLimit.
 METADATA_OPTIONS = {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpTokens": "required"}
 # The fields of each kind's spec in Karpenter 1.14.1's CRDs (a field not here is none of the CRD's: kubectl
@@ -769,11 +769,7 @@ def _shortcut_value(shortcut: str, requirement: Mapping[str, Any]) -> Any:
         return None
     if shortcut != "minInstanceGeneration":
         return values
-    return (
-        int(values[0])
-        if len(values) == 1 and isinstance(values[0], str) and values[0].isascii() and values[0].isdigit()
-        else None
-    )
+    return int(values[0]) if len(values) == 1 and isinstance(values[0], str) and ascii_int(values[0]) else None
 
 
 # --- NodeOverlay ----------------------------------------------------------------------------------------------
@@ -828,7 +824,7 @@ def _error_line(error: Any, paths: Mapping[str, str]) -> str:
         named = [
             (message.find(s), s)
             for s in paths
-            if "[" not in s and s != "name" and re.search(rf"\b{re.escape(s)}\b", message)
+            if "[" not in s and s != "name" and re.search(rf"\b{re.escape(s)}\b", message, re.ASCII)
         ]
         setting = min(named)[1] if named else ""
         return f"{paths[setting] if named else 'spec'}: {message.removeprefix(f'{setting}: ')}"
@@ -851,7 +847,7 @@ def manifest_path(loc: Sequence[Any], paths: Mapping[str, str]) -> str:
 
 def _check_alias(spec: NodeClassSpec, kubernetes_version: str | None, paths: Mapping[str, str]) -> None:
     """An alias with no image for the cluster's Kubernetes version (specs.rules.ami_problems, named here)."""
-    match = re.fullmatch(r"1\.(\d+)", kubernetes_version or "")
+    match = re.fullmatch(r"1\.(\d+)", kubernetes_version or "", re.ASCII)
     if spec.alias is None or match is None:
         return
     problem = ami.unavailable_alias(spec.alias, str(kubernetes_version), int(match.group(1)))

@@ -72,6 +72,7 @@ def test_the_examples_are_the_ones_the_suite_knows():
         "existing-cluster.json",
         "golden-image.json",
         "gpu.json",
+        "own-manifests.json",
         "pipeline.json",
         "windows.json",
     ]

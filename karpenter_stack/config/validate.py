@@ -98,7 +98,7 @@ def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig,
 def _in_files(line: str, config: AppConfig, layered: Layered) -> str | None:
     """A rule's problem of a node class of nodeManifests (``nodeClasses[i].<field> ...``), named in its file and its
     manifest's terms; None for any other problem."""
-    match = re.match(r"nodeClasses\[(\d+)\]\.([A-Za-z]+(\[\d+\])?)(.*)", line, re.DOTALL)
+    match = re.match(r"nodeClasses\[(\d+)\]\.([A-Za-z]+(\[\d+\])?)(.*)", line, re.DOTALL | re.ASCII)
     sources = config.node_class_sources
     if match is None or int(match.group(1)) >= len(sources) or not sources[int(match.group(1))]:
         return None
