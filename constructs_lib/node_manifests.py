@@ -374,7 +374,7 @@ def convert(document: Any, source: str, cluster_name: str, kubernetes_version: s
         raise ManifestError([f"{where}: {err.line()}"]) from None
     except _Invalid as err:
         raise ManifestError([f"{where}: {line}" for line in err.lines]) from None
-    return ManifestObject(source, kind, name, settings, spec, os_requirement)
+    return ManifestObject(source, kind, spec.name, settings, spec, os_requirement)  # (its placeholders filled)
 
 
 def _unknown_kind(api: Any, kind: Any) -> str:

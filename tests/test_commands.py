@@ -301,6 +301,7 @@ def test_every_list_or_object_setting_is_known_to_the_command_line_parser():
         "controller",
         "existingCluster",
         "nodeClasses",
+        "nodeManifests",
         "nodeOverlays",
         "nodePools",
         "publicAccessCidrs",
