@@ -662,3 +662,50 @@ def test_the_review_reads_a_changed_file_as_its_objects_changes(tmp_path: Path):
     assert effects == [
         "NodePool `gpu` (template.spec.taints): all nodes of pool `gpu` will be replaced by drift, within its disruption budgets"
     ]
+
+
+def test_overlays_kubelet_and_data_volumes_keep_upstreams_names_and_are_checked_in_its_terms(tmp_path: Path):
+    overlay = """apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata:
+  name: prefer-graviton
+spec:
+  requirements:
+    - key: kubernetes.io/arch
+      operator: In
+      values: ["arm64"]
+  priceAdjustment: "-10%"
+  weight: 10
+"""
+    volumes = "  kubelet:\n    maxPods: 50\n  blockDeviceMappings:\n    - deviceName: /dev/xvdb\n      ebs:\n"
+    _write(tmp_path, {"overlay.yaml": overlay, "class.yaml": CLASS + volumes + "        volumeSize: 100Gi\n"})
+    files = read_node_manifests(["overlay.yaml", "class.yaml"], cluster_name="c", root=tmp_path)
+    assert files.settings() == {
+        "nodeOverlays": [
+            {
+                "name": "prefer-graviton",
+                "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
+                "priceAdjustment": "-10%",
+                "weight": 10,
+            }
+        ],
+        "nodeClasses": [
+            {
+                "name": "default",
+                "amiAlias": "al2023@latest",
+                "kubelet": {"maxPods": 50},
+                "dataVolumes": [{"deviceName": "/dev/xvdb", "sizeGib": 100}],
+            }
+        ],
+    }
+    assert files.node_overlays[0].manifest()["spec"]["priceAdjustment"] == "-10%"
+    _write(tmp_path, {"class.yaml": CLASS + volumes + "        volumeSize: 100Gi\n        iops: 100\n"})
+    with pytest.raises(ManifestError) as info:
+        read_node_manifests(["class.yaml"], cluster_name="c", root=tmp_path)
+    assert str(info.value).startswith("class.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0]")
+    _write(tmp_path, {"class.yaml": CLASS + "  kubelet:\n    maxPods: 0\n"})
+    with pytest.raises(ManifestError) as info:
+        read_node_manifests(["class.yaml"], cluster_name="c", root=tmp_path)
+    assert str(info.value) == (
+        "class.yaml: EC2NodeClass/default: spec.kubelet.maxPods 0: Input should be greater than or equal to 1"
+    )
