@@ -72,6 +72,7 @@ def test_the_examples_are_the_ones_the_suite_knows():
         "existing-cluster.json",
         "golden-image.json",
         "gpu.json",
+        "own-manifests.json",
         "pipeline.json",
         "windows.json",
     ]
@@ -300,6 +301,7 @@ def test_every_list_or_object_setting_is_known_to_the_command_line_parser():
         "controller",
         "existingCluster",
         "nodeClasses",
+        "nodeManifests",
         "nodeOverlays",
         "nodePools",
         "publicAccessCidrs",

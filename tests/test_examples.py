@@ -41,6 +41,7 @@ def test_every_example_is_a_fixture_of_the_suite():
         "example_capacity_reservation",
         "example_golden_image",
         "example_gpu",
+        "example_own_manifests",
         "example_windows",
     ]
 
@@ -223,6 +224,20 @@ OVER_DEFAULT = {
         {},
     ),
     "example_gpu": ({"ClustermanifestEC2NodeClassgpuA84CB595", "ClustermanifestNodePoolgpu11DF1E5E"}, set(), {}),
+    # Karpenter YAML files: the class and pool named default are the typed defaults' objects (same logical ids),
+    # updated in place; the typed gpu class and the files' gpu and batch pools are added
+    "example_own_manifests": (
+        {
+            "ClustermanifestEC2NodeClassgpuA84CB595",
+            "ClustermanifestNodePoolgpu11DF1E5E",
+            "ClustermanifestNodePoolbatch87B5E672",
+        },
+        set(),
+        {
+            "ClustermanifestEC2NodeClassdefault1FA7291F": ["Manifest"],
+            "ClustermanifestNodePooldefault04636ED7": ["Manifest"],
+        },
+    ),
     "example_windows": (
         {
             "ClustermanifestEC2NodeClasswindows71D10F77",

@@ -779,10 +779,23 @@ CLASS_DYNAMIC = manifest_keys(NodeClassSpec, Change.DYNAMIC_DRIFT, "spec.")
 def read_user_data(path: str) -> str:
     """A userDataFile's content: a path relative to the project folder (the synth's working directory), so the
     synth reads the same file on every machine; a missing or unreadable file is one line naming the path."""
+    return read_project_file(path)
+
+
+def project_path(path: str) -> str:
+    """``path`` when it is relative to the project folder and stays inside it (no absolute path, no '..'); else
+    ValueError naming it."""
     if PurePosixPath(path).is_absolute() or Path(path).is_absolute() or ".." in PurePosixPath(path).parts:
         raise ValueError(f"{quoted(path)} must be a path inside the project folder, relative to it (where cdk.json is)")
+    return path
+
+
+def read_project_file(path: str, root: Path | None = None) -> str:
+    """The text of a file of the project: ``path`` relative to ``root`` (default: the project folder, the synth's
+    working directory); a path outside it, or a missing or unreadable file, is one line naming the path."""
+    project_path(path)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return ((root or Path()) / path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ValueError(f"{quoted(path)}: no such file (paths are relative to the project folder)") from None
     except (OSError, UnicodeDecodeError) as err:

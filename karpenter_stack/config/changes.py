@@ -116,3 +116,10 @@ PIPELINE_WAVES = (
     "the environments' own stacks are named after the environments, not the waves, so nothing deployed moves"
 )
 NOT_MOVED_PIPELINE = "the delivery pipeline's settings: the matrix moves one environment's (tests/test_pipeline.py)"
+NODE_MANIFESTS = (
+    "constructs_lib/node_manifests.py: each object of the files becomes a node class, pool or overlay like an entry "
+    "of nodeClasses, nodePools or nodeOverlays, with the same logical id (EC2NodeClass-<name>, NodePool-<name>, "
+    "NodeOverlay-<name>): adding a file adds its objects, editing it changes them as their fields declare (a pool's "
+    "template or a class's spec drifts their nodes), and removing one deletes them (a deleted NodePool drains all "
+    "its nodes)"
+)

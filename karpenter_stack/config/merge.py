@@ -37,6 +37,8 @@ def profile_defaults(settings: Mapping[str, Any]) -> dict[str, Any]:
         "natGateways": settings.get("maxAzs", AppConfig.model_fields["max_azs"].default),
         "nodePools": [SYSTEM_POOL, {"name": "default"}],
     }
+    if settings.get("nodeManifests"):  # pools of the files: the profile's would collide with them by name
+        profile.pop("nodePools")
     if settings.get("existingCluster") is not None:  # no cluster or network of ours to protect or size
         profile = {k: v for k, v in profile.items() if to_snake(k) not in CREATED_CLUSTER_ONLY}
     return profile

@@ -25,7 +25,7 @@ from constructs_lib.specs.change import (
 )
 from constructs_lib.specs.controller import ControllerSpec
 from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE, unknown_instance_type
-from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.specs.node_class import NodeClassSpec, project_path
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import NodePoolSpec
 from constructs_lib.specs.rules import duplicates
@@ -546,6 +546,22 @@ class AppConfig(CamelModel):
         ],
     )
 
+    node_manifests: list[str] = Field(
+        default_factory=list,
+        description="Karpenter YAML files of your own (EC2NodeClass, NodePool, NodeOverlay; several objects per file "
+        "with ---), as paths or globs relative to the project folder (where cdk.json is). Each object becomes a node "
+        "class, pool or overlay next to those of nodeClasses, nodePools and nodeOverlays, checked like them; the app "
+        "fills in the node role, the cluster's subnets and security groups (the karpenter.sh/discovery terms) and "
+        "${CLUSTER_NAME}. Where the files define classes (pools) and nodeClasses (nodePools) is not set, the built-in "
+        "default class (pool) is not added.",
+        json_schema_extra=change(
+            Change.INTERRUPTS,
+            "the EC2NodeClass, NodePool and NodeOverlay objects of the files",
+            facts.NODE_MANIFESTS,
+        ),
+        examples=[["examples/manifests/node-*.yaml"]],
+    )
+
     @field_validator("cluster_name")
     @classmethod
     def _cluster_name(cls, value: str) -> str:
@@ -556,6 +572,14 @@ class AppConfig(CamelModel):
                 f"must be at most {MAX_CLUSTER_NAME_LENGTH} characters so that KarpenterNodeRole-<cluster> "
                 f"fits IAM's 64-character limit (got {len(value)})"
             )
+        return value
+
+    @field_validator("node_manifests")
+    @classmethod
+    def _manifest_paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            project_path(path)
+        _unique("nodeManifests", value, what="paths")
         return value
 
     @field_validator("karpenter_namespace", "karpenter_service_account")
@@ -621,6 +645,14 @@ class AppConfig(CamelModel):
     @property
     def warnings(self) -> tuple[str, ...]:
         return self._warnings
+
+    # Filled by load_config: where each node class was written ("" for nodeClasses, else "<file>: EC2NodeClass/<name>"
+    # of nodeManifests), so that a rule's message names the file.
+    _node_class_sources: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def node_class_sources(self) -> tuple[str, ...]:
+        return self._node_class_sources
 
 
 def _ipv4_network(cidr: str) -> ipaddress.IPv4Network:

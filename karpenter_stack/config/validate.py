@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
+from constructs_lib.node_manifests import ManifestError, read_node_manifests
 from constructs_lib.specs.base import quoted
 from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
 from constructs_lib.specs.node_class import NodeClassSpec
@@ -48,9 +49,10 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
         config = AppConfig.model_validate(layered.settings)
     except ValidationError as err:
         raise fail(format_errors(err, prefix)) from None
+    config, origins = with_node_manifests(config, layered)
     problems = rule_problems(config)
     if problems:
-        raise fail("\n".join(prefix + line for line in problems))
+        raise fail("\n".join(_in_files(line, config, layered) or prefix + line for line in problems))
     try:
         support = _check_versions(config, today)
     except versions.VersionError as err:
@@ -62,6 +64,53 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
     warnings += [w for warn in WARNINGS for w in warn(config, origins)]
     config._warnings = tuple(_placed(w, prefix, origins) for w in warnings)
     return config
+
+
+_NODE_LISTS = ("node_classes", "node_pools", "node_overlays")
+
+
+def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig, dict[str, str]]:
+    """The configuration with the objects of nodeManifests after the typed node classes, pools and overlays (a kind
+    the files define and no layer sets loses its built-in default), and the origins with the files' layer for the
+    node settings they fill; ConfigError with one line per file and object refused, naming nodeManifests' layer."""
+    origins = dict(layered.origins)
+    if not config.node_manifests:
+        return config, origins
+    try:
+        files = read_node_manifests(
+            config.node_manifests, cluster_name=config.cluster_name, kubernetes_version=config.kubernetes_version
+        )
+        typed = {
+            name: getattr(config, name) if name in config.model_fields_set or not getattr(files, name) else []
+            for name in _NODE_LISTS
+        }
+        files.check_with(typed["node_classes"], typed["node_pools"], typed["node_overlays"])
+    except ManifestError as err:
+        raise ConfigError("\n".join(_from_files(line, layered) for line in err.problems)) from None
+    for name in _NODE_LISTS:
+        if getattr(files, name):
+            origins.setdefault(to_camel(name), origins.get("nodeManifests", BUILT_IN))
+    merged = config.model_copy(update={name: [*typed[name], *getattr(files, name)] for name in _NODE_LISTS})
+    merged._node_class_sources = (*([""] * len(typed["node_classes"])), *(o.where for o in files.class_objects))
+    return merged, origins
+
+
+def _in_files(line: str, config: AppConfig, layered: Layered) -> str | None:
+    """A rule's problem of a node class of nodeManifests (``nodeClasses[i].<field> ...``), named in its file and its
+    manifest's terms; None for any other problem."""
+    match = re.match(r"nodeClasses\[(\d+)\]\.([A-Za-z]+(\[\d+\])?)(.*)", line, re.DOTALL | re.ASCII)
+    sources = config.node_class_sources
+    if match is None or int(match.group(1)) >= len(sources) or not sources[int(match.group(1))]:
+        return None
+    field = "amiSelectorTerms[0].alias" if match.group(2) == "amiAlias" else match.group(2)
+    return _from_files(f"{sources[int(match.group(1))]}: spec.{field}{match.group(4)}", layered)
+
+
+def _from_files(line: str, layered: Layered) -> str:
+    """A problem of a file, ending with where nodeManifests was set (and the environment, when it is not there)."""
+    layer, origin = layered.prefix.removesuffix("."), layered.origins.get("nodeManifests", BUILT_IN)
+    where = origin if not layer or origin == layer else f"{origin}; environment {layer.split('.', 1)[1]}"
+    return f"{line} (from {where})"
 
 
 def rule_problems(config: AppConfig) -> list[str]:

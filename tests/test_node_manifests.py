@@ -1,0 +1,711 @@
+"""Karpenter YAML files of your own (nodeManifests): converted into the typed specs, mixed with the typed settings,
+checked by every gate the typed settings go through (the specs' validators, the construct's rules, the schemas and
+CEL rules, the review), refused in one line naming the file, the object and the field; and Karpenter's own
+examples/v1/ (tests/fixtures/karpenter-examples-v1.14.1/) through this path, with what differs from upstream's
+objects (tooling/upstream_examples.py, `python -m tooling.upstream_examples`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization, NodeSpecsError
+from constructs_lib.node_manifests import ManifestError, load_node_manifests, read_node_manifests
+from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.specs.rules import check_nodes
+from karpenter_stack import versions
+from karpenter_stack.application import build, new_app
+from karpenter_stack.config import ConfigError, load_config
+from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
+from tests.cfn import kubernetes_objects
+from tests.conftest import ROOT, TODAY, synth
+from tooling import review as rv
+from tooling import upstream_examples
+from tooling.cel_rules import evaluate
+from tooling.configurations import PRODUCT_CONTEXT
+from tooling.kubernetes_schemas import config_objects, object_violations
+from tooling.review.model import MANIFEST
+
+UPSTREAM = ROOT / "tests" / "fixtures" / "karpenter-examples-v1.14.1"
+FIXTURES = "tests/fixtures/karpenter-examples-v1.14.1"
+CLASS = """apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: "KarpenterNodeRole-${CLUSTER_NAME}"
+  amiSelectorTerms:
+    - alias: al2023@latest
+  subnetSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: "${CLUSTER_NAME}"
+  securityGroupSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: "${CLUSTER_NAME}"
+"""
+POOL = """apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+      requirements:
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+"""
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+# --- Karpenter's own examples/v1 through the manifest path ----------------------------------------------------
+
+
+def _refused(file: str, *lines: str) -> str:
+    return "\n".join(f"{FIXTURES}/{file}: {line} (from cdk.json)" for line in lines)
+
+
+STALE_PIN = (
+    "EC2NodeClass/default: spec.amiSelectorTerms[0].alias 'al2023@v20240625': has no AMI for Kubernetes 1.36: "
+    "EKS-optimized AMIs for 1.36 start with its EKS release (2026-04-22 at the earliest); pin al2023@v20260422 or "
+    "later, or al2023@latest"
+)
+CUSTOM_WITHOUT_ROOT = (
+    "EC2NodeClass/custom-family: spec.blockDeviceMappings: amiFamily Custom has no default volumes, and the app sizes "
+    "and encrypts the root volume: give your image's root device (deviceName, ebs.volumeSize)"
+)
+# upstream's file -> accepted, or the synth's message (with why upstream's example is refused in NOTES)
+VERDICTS = {
+    "100-cpu-limit.yaml": "accepted",
+    "al2-custom-ami.yaml": _refused(
+        "al2-custom-ami.yaml",
+        "EC2NodeClass/al2: spec.amiSelectorTerms[0].id 'ami-123': must look like ami-0123456789abcdef0",
+        "EC2NodeClass/al2: spec.amiSelectorTerms[1].id 'ami-456': must look like ami-0123456789abcdef0",
+    ),
+    "al2-custom-userdata.yaml": "accepted",
+    "al2-kubelet-log-query.yaml": "accepted",
+    "al2023-custom-userdata.yaml": "accepted",
+    "bottlerocket.yaml": "accepted",
+    "br-custom-userdata.yaml": "accepted",
+    "custom-family-with-alias.yaml": _refused("custom-family-with-alias.yaml", CUSTOM_WITHOUT_ROOT),
+    "custom-family.yaml": _refused("custom-family.yaml", CUSTOM_WITHOUT_ROOT),
+    "general-purpose.yaml": "accepted",
+    "instance-store-ephemeral-storage.yaml": "accepted",
+    "large-instances.yaml": "accepted",
+    "max-node-lifetime.yaml": "accepted",
+    "min-values-family.yaml": _refused("min-values-family.yaml", STALE_PIN),
+    "min-values-multiple-keys.yaml": _refused("min-values-multiple-keys.yaml", STALE_PIN),
+    "multiple-arch.yaml": "accepted",
+    "multiple-ebs.yaml": "accepted",
+    "spot.yaml": "accepted",
+    "windows-2019.yaml": "accepted",
+    "windows-2022.yaml": "accepted",
+    "windows-2025.yaml": "accepted",
+    "windows-custom-userdata.yaml": _refused(
+        "windows-custom-userdata.yaml",
+        "NodePool/windows2022: spec.template.spec.nodeClassRef.group 'karpenter.k8s.aws/v1': must be "
+        "karpenter.k8s.aws (an API group, without a version: the CRD's pattern ^[^/]*$ refuses a '/')",
+    ),
+}
+ACCEPTED = [name for name, verdict in VERDICTS.items() if verdict == "accepted"]
+
+
+@pytest.fixture(scope="module")
+def verdicts() -> dict[str, upstream_examples.Verdict]:
+    return {v.name: v for v in upstream_examples.verdicts()}
+
+
+def test_each_upstream_example_is_accepted_or_refused_with_its_reason(verdicts):
+    assert sorted(p.name for p in UPSTREAM.glob("*.yaml")) == sorted(VERDICTS)  # all 22
+    assert upstream_examples.summary(verdicts) == VERDICTS
+    assert set(upstream_examples.NOTES) - set(VERDICTS) == set()
+    # every refusal is explained in the table's notes
+    assert all(name in upstream_examples.NOTES for name, v in VERDICTS.items() if v != "accepted")
+
+
+def test_accepted_examples_pass_the_schemas_and_cel_rules_and_their_typed_settings_give_the_same_objects(verdicts):
+    for name in ACCEPTED:
+        assert verdicts[name].violations == [], name
+        assert verdicts[name].typed_same is True, name
+
+
+# What differs from upstream's objects (both as the API server stores them, the CRDs' defaults filled in): what
+# the app adds where upstream leaves a field to Karpenter's default, and nothing else.
+ADDED_VOLUME = "spec.blockDeviceMappings: added [/dev/xvda 50Gi gp3 encrypted]"
+POOL_DEFAULTS = [
+    'spec.template.spec.terminationGracePeriod: added "24h"',
+    'spec.disruption.consolidateAfter: "0s" -> "1m"',
+    'spec.limits: added {"cpu":"1000","memory":"1000Gi"}',
+]
+SHORTCUTS_FIRST = "spec.template.spec.requirements: same requirements, the app's shortcuts first"
+DIFFERENCES = {
+    "100-cpu-limit.yaml": {
+        "EC2NodeClass/default": [ADDED_VOLUME],
+        "NodePool/limitcpu100": [
+            SHORTCUTS_FIRST,
+            'spec.template.spec.terminationGracePeriod: added "24h"',
+            'spec.limits.cpu: 100 -> "100" (the same quantity)',
+            'spec.disruption.consolidateAfter: "0s" -> "1m"',
+        ],
+    },
+    "bottlerocket.yaml": {
+        "EC2NodeClass/bottlerocket": [
+            "spec.blockDeviceMappings[0].ebs.encrypted: added true",
+            "spec.blockDeviceMappings[1].ebs.encrypted: added true",
+        ],
+        "NodePool/default": [SHORTCUTS_FIRST, *POOL_DEFAULTS],
+    },
+    "br-custom-userdata.yaml": {
+        "EC2NodeClass/bottlerocket": [
+            "spec.blockDeviceMappings: added [/dev/xvda 4Gi gp3 encrypted, /dev/xvdb 50Gi gp3 encrypted]"
+        ],
+        "NodePool/default": [SHORTCUTS_FIRST, *POOL_DEFAULTS],
+    },
+    "large-instances.yaml": {
+        "EC2NodeClass/default": [ADDED_VOLUME],
+        "NodePool/large-instances": [
+            'spec.template.spec.requirements: added {"key":"kubernetes.io/os","operator":"In","values":["linux"]}',
+            *POOL_DEFAULTS,
+        ],
+    },
+    "max-node-lifetime.yaml": {
+        "EC2NodeClass/default": [ADDED_VOLUME],
+        "NodePool/default": [SHORTCUTS_FIRST, 'spec.limits: added {"cpu":"1000","memory":"1000Gi"}'],
+    },
+    "multiple-ebs.yaml": {
+        "EC2NodeClass/multiple-ebs": [f"spec.blockDeviceMappings[{i}].ebs.encrypted: added true" for i in range(3)],
+        "NodePool/default": [SHORTCUTS_FIRST, *POOL_DEFAULTS],
+    },
+    "spot.yaml": {"EC2NodeClass/default": [ADDED_VOLUME], "NodePool/spot": POOL_DEFAULTS[:1] + POOL_DEFAULTS[1:]},
+    "windows-2022.yaml": {
+        "EC2NodeClass/windows2022": ["spec.blockDeviceMappings: added [/dev/sda1 50Gi gp3 encrypted]"],
+        "NodePool/windows2022": [SHORTCUTS_FIRST, *POOL_DEFAULTS],
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIFFERENCES))
+def test_what_differs_from_upstreams_objects(name, verdicts):
+    assert verdicts[name].differences == DIFFERENCES[name]
+
+
+def test_every_accepted_example_differs_only_by_the_apps_defaults(verdicts):
+    windows = "spec.blockDeviceMappings: added [/dev/sda1 50Gi gp3 encrypted]"
+    allowed = {ADDED_VOLUME, windows, SHORTCUTS_FIRST, *POOL_DEFAULTS}
+    for name in set(ACCEPTED) - set(DIFFERENCES):
+        lines = {line for found in verdicts[name].differences.values() for line in found}
+        assert lines - allowed == set(), name
+
+
+def test_the_table_prints_every_file(verdicts):
+    table = upstream_examples.table(list(verdicts.values()))
+    assert table.count("\n| ") == 22  # a row per file
+    assert table.endswith("16 of 22 files accepted, 6 refused.\n")
+    assert "| windows-custom-userdata.yaml | refused: windows-custom-userdata.yaml: NodePool/windows2022: " in table
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_accepted_upstream_examples_synthesize_with_the_logical_ids_of_typed_objects(name):
+    synthesized = synth(nodeManifests=[f"{FIXTURES}/{name}"])
+    karpenter = {
+        k: o for k, o in kubernetes_objects(synthesized.template).items() if o["apiVersion"].startswith("karpenter")
+    }
+    assert sorted(karpenter) == sorted(upstream_examples.upstream_objects(UPSTREAM / name))
+    for obj in karpenter.values():
+        assert obj["_logicalId"].startswith(f"Clustermanifest{obj['kind']}{obj['metadata']['name'].replace('-', '')}")
+        obj = {f: v for f, v in obj.items() if f != "_logicalId"}
+        assert object_violations(obj, "1.14.1", "1.36") == []
+        assert evaluate(obj, "1.14.1").violations == []
+    if name in ("multiple-arch.yaml", "bottlerocket.yaml", "windows-2022.yaml"):  # and as the typed settings
+        typed = kubernetes_objects(synth(**verdict_settings(name)).template)
+        assert {k: o for k, o in typed.items() if k in karpenter} == {
+            k: o for k, o in kubernetes_objects(synthesized.template).items() if k in karpenter
+        }
+
+
+def verdict_settings(name: str) -> dict:
+    return read_node_manifests([f"{FIXTURES}/{name}"], cluster_name="eks-karpenter", root=ROOT).settings()
+
+
+def test_upstreams_refused_examples_convert_once_their_mistake_is_fixed(tmp_path: Path):
+    fixed = {
+        "al2-custom-ami.yaml": ("ami-123", "ami-0123456789abcdef0"),
+        "windows-custom-userdata.yaml": ("group: karpenter.k8s.aws/v1", "group: karpenter.k8s.aws"),
+    }
+    for name, (wrong, right) in fixed.items():
+        (tmp_path / name).write_text(
+            (UPSTREAM / name).read_text().replace(wrong, right).replace("ami-456", "ami-0123456789abcdef1")
+        )
+        files = load_node_manifests([name], cluster_name="c", kubernetes_version="1.32", root=tmp_path)
+        assert [(o.kind, o.name) for o in files.objects] == [("NodePool", o.name) for o in files.objects[:1]] + [
+            ("EC2NodeClass", o.name) for o in files.objects[1:]
+        ]
+    al2 = load_node_manifests(["al2-custom-ami.yaml"], cluster_name="c", root=tmp_path).settings()["nodeClasses"][0]
+    assert al2["amiFamily"] == "AL2"
+    assert al2["amiSelectorTerms"] == [{"id": "ami-0123456789abcdef0"}, {"id": "ami-0123456789abcdef1"}]
+
+
+# --- converting: what the app fills in, how requirements map, mixed with typed settings --------------------------
+
+
+def test_the_app_fills_in_the_node_role_discovery_and_cluster_name_and_keeps_other_terms(tmp_path: Path):
+    text = CLASS.replace(
+        "  securityGroupSelectorTerms:",
+        "    - id: subnet-0123456789abcdef0\n  securityGroupSelectorTerms:\n    - name: ${CLUSTER_NAME}-nodes",
+    )
+    text += "  tags:\n    cluster: ${CLUSTER_NAME}\n  userData: |\n    echo ${CLUSTER_NAME} ${HOME}\n"
+    _write(tmp_path, {"class.yaml": text})
+    files = read_node_manifests(["class.yaml"], cluster_name="prod", root=tmp_path)
+    assert files.settings() == {
+        "nodeClasses": [
+            {
+                "name": "default",
+                "amiAlias": "al2023@latest",
+                "userData": "echo prod ${HOME}\n",
+                "tags": {"cluster": "prod"},
+                "extraSubnetSelectorTerms": [{"id": "subnet-0123456789abcdef0"}],
+                "extraSecurityGroupSelectorTerms": [{"name": "prod-nodes"}],
+            }
+        ]
+    }
+    spec = files.node_classes[0].manifest(cluster_name="prod", node_role_name="KarpenterNodeRole-prod")["spec"]
+    assert spec["role"] == "KarpenterNodeRole-prod"
+    assert spec["subnetSelectorTerms"] == [
+        {"tags": {"karpenter.sh/discovery": "prod"}},
+        {"id": "subnet-0123456789abcdef0"},
+    ]
+    assert spec["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "prod"}}, {"name": "prod-nodes"}]
+
+
+def test_requirements_become_shortcuts_only_where_a_shortcut_writes_them_exactly(tmp_path: Path):
+    requirements = [
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m"], "minValues": 2},
+        {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gte", "values": ["5"]},
+        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt", "values": ["65"]},
+    ]
+    text = POOL.replace(
+        '      requirements:\n        - key: karpenter.sh/capacity-type\n          operator: In\n          values: ["on-demand"]\n',
+        f"      requirements: {json.dumps(requirements)}\n",
+    )
+    _write(tmp_path, {"class.yaml": CLASS, "pool.yaml": text})
+    files = load_node_manifests(["*.yaml"], cluster_name="c", root=tmp_path)
+    assert files.settings()["nodePools"] == [
+        {
+            "name": "gpu",
+            "nodeClass": "default",
+            "capacityTypes": ["spot"],
+            "architectures": None,
+            "instanceCategories": None,
+            "minInstanceGeneration": None,
+            "requirements": requirements[2:],
+        }
+    ]
+    pool = files.node_pools[0].manifest()
+    assert pool["spec"]["template"]["spec"]["requirements"] == [requirements[1], requirements[0], *requirements[2:]]
+
+
+def test_files_mix_with_typed_settings_and_replace_only_the_defaults_of_what_they_define():
+    own = json.loads((ROOT / "examples" / "own-manifests.json").read_text())
+    config = load_config({**PRODUCT_CONTEXT, **own}, today=TODAY)
+    assert [c.name for c in config.node_classes] == ["gpu", "default"]  # typed first, then the files'
+    # no built-in default pool; the files in the glob's (sorted) order: gpu-pool.yaml, node-classes.yaml, node-pools.yaml
+    assert [p.name for p in config.node_pools] == ["gpu", "default", "batch"]
+    # a kind the files do not define keeps its default; typed pools set beside the files are kept
+    only_classes = {**PRODUCT_CONTEXT, "nodeManifests": ["examples/manifests/node-classes.yaml"]}
+    assert [p.name for p in load_config(only_classes, today=TODAY).node_pools] == ["default"]
+    typed_pool = {
+        **only_classes,
+        "nodeClasses": [{"name": "extra"}],
+        "nodePools": [{"name": "x", "nodeClass": "extra"}],
+    }
+    assert [p.node_class for p in load_config(typed_pool, today=TODAY).node_pools] == ["extra"]
+    # the production profile adds no pools to files' (they would collide by name): it warns instead; and its pinned
+    # images rule names a file's class in its file
+    pinned = {"name": "gpu", "amiAlias": "bottlerocket@v1.50.0"}
+    with pytest.raises(ConfigError) as info:
+        load_config({**PRODUCT_CONTEXT, **own, "profile": "production", "nodeClasses": [pinned]}, today=TODAY)
+    assert str(info.value) == (
+        "examples/manifests/node-classes.yaml: EC2NodeClass/default: spec.amiSelectorTerms[0].alias 'al2023@latest': "
+        "the production profile needs a pinned AMI (e.g. al2023@v20260801), so node images change only when this "
+        "setting does (from cdk.json)"
+    )
+    pools_only = ["examples/manifests/node-pools.yaml", "examples/manifests/gpu-pool.yaml"]
+    classes = [pinned, {"name": "default", "amiAlias": "al2023@v20260801"}]
+    production = load_config(
+        {**PRODUCT_CONTEXT, "profile": "production", "nodeClasses": classes, "nodeManifests": pools_only}, today=TODAY
+    )
+    assert [p.name for p in production.node_pools] == ["default", "batch", "gpu"]
+    assert any(w.startswith("nodePools: your list replaces the production profile's") for w in production.warnings)
+
+
+def test_the_example_files_objects_are_those_the_typed_settings_write():
+    own = json.loads((ROOT / "examples" / "own-manifests.json").read_text())
+    config = load_config({**PRODUCT_CONTEXT, **own}, today=TODAY)
+    files = read_node_manifests(own["nodeManifests"], cluster_name="eks-karpenter")
+    typed = load_config(
+        {
+            **PRODUCT_CONTEXT,
+            "nodeClasses": [*own["nodeClasses"], *files.settings()["nodeClasses"]],
+            "nodePools": files.settings()["nodePools"],
+        },
+        today=TODAY,
+    )
+    assert config_objects(config) == config_objects(typed)
+    batch = next(p for p in files.settings()["nodePools"] if p["name"] == "batch")
+    assert batch == {
+        "name": "batch",
+        "nodeClass": "default",
+        "capacityTypes": ["spot"],
+        "architectures": None,
+        "instanceCategories": None,
+        "minInstanceGeneration": None,
+        "requirements": [{"key": "karpenter.k8s.aws/instance-family", "operator": "Exists", "minValues": 5}],
+        "labels": {"workload": "batch"},
+        "taints": [{"key": "workload", "value": "batch", "effect": "NoSchedule"}],
+        "consolidationPolicy": "WhenEmpty",
+        "consolidateAfter": "1m",
+        "budgets": [{"nodes": "20%"}],
+        "limits": {"cpu": 100},
+        "weight": 10,
+    }
+
+
+# --- refused, one line naming the file, the object and the field ----------------------------------------------
+
+K = "karpenter/"
+CASES: dict[str, tuple[dict[str, str], dict, str]] = {
+    "yaml error with its line": (
+        {K + "a.yaml": CLASS.replace("  name: default", "  name: default\n   labels: x: y")},
+        {},
+        "karpenter/a.yaml: line 5, column 10: not valid YAML (mapping values are not allowed here) (from -c)",
+    ),
+    "a key twice": (
+        {K + "a.yaml": CLASS.replace("spec:\n", "spec:\n  amiFamily: AL2023\n  amiFamily: AL2\n")},
+        {},
+        "karpenter/a.yaml: line 7, column 3: not valid YAML (key 'amiFamily' is given twice in one mapping) (from -c)",
+    ),
+    "unknown kind": (
+        {K + "a.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec: {}\n"},
+        {},
+        "karpenter/a.yaml: Deployment/web: apiVersion 'apps/v1': not a node object the app applies: karpenter.k8s.aws/v1 EC2NodeClass, karpenter.sh/v1 NodePool, karpenter.sh/v1alpha1 NodeOverlay (from -c)",
+    ),
+    "v1beta1": (
+        {K + "a.yaml": POOL.replace("karpenter.sh/v1", "karpenter.sh/v1beta1", 1)},
+        {},
+        "karpenter/a.yaml: NodePool/gpu: apiVersion 'karpenter.sh/v1beta1': v1beta1 is no longer served by Karpenter 1.14 (v1 since Karpenter 1.0); node objects are karpenter.k8s.aws/v1 EC2NodeClass, karpenter.sh/v1 NodePool, karpenter.sh/v1alpha1 NodeOverlay (from -c)",
+    ),
+    "not a mapping": (
+        {K + "a.yaml": CLASS + "---\n- a\n- b\n"},
+        {},
+        'karpenter/a.yaml: document 2: ["a", "b"]: a Kubernetes object is a mapping (apiVersion, kind, metadata, spec) (from -c)',
+    ),
+    "name twice across files": (
+        {K + "a.yaml": CLASS, K + "b.yaml": CLASS + "---\n" + POOL},
+        {},
+        "karpenter/b.yaml: EC2NodeClass/default: metadata.name 'default': an EC2NodeClass of that name is also in karpenter/a.yaml; each object is applied once, by its name (from -c)",
+    ),
+    "name twice with typed settings": (
+        {K + "a.yaml": CLASS + "---\n" + POOL},
+        {"nodePools": [{"name": "gpu"}]},
+        "karpenter/a.yaml: NodePool/gpu: metadata.name 'gpu': a NodePool of that name is also in nodePools; each object is applied once, by its name (from -c)",
+    ),
+    "pool of an unknown class": (
+        {K + "a.yaml": POOL},
+        {"nodeClasses": [{"name": "general"}]},
+        "karpenter/a.yaml: NodePool/gpu: spec.template.spec.nodeClassRef.name 'default': no EC2NodeClass of that name in nodeManifests or nodeClasses (there: general) (from -c)",
+    ),
+    "group with a version": (
+        {K + "a.yaml": CLASS + "---\n" + POOL.replace("group: karpenter.k8s.aws", "group: karpenter.k8s.aws/v1")},
+        {},
+        "karpenter/a.yaml: NodePool/gpu: spec.template.spec.nodeClassRef.group 'karpenter.k8s.aws/v1': must be karpenter.k8s.aws (an API group, without a version: the CRD's pattern ^[^/]*$ refuses a '/') (from -c)",
+    ),
+    "another role": (
+        {K + "a.yaml": CLASS.replace('"KarpenterNodeRole-${CLUSTER_NAME}"', "MyNodeRole")},
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.role 'MyNodeRole': the node role is the app's (KarpenterNodeRole-${CLUSTER_NAME}, from Karpenter's CloudFormation template; Windows classes get a Windows node role of their own): write that or leave role out (from -c)",
+    ),
+    "instance profile": (
+        {K + "a.yaml": CLASS.replace('  role: "KarpenterNodeRole-${CLUSTER_NAME}"', "  instanceProfile: my-profile")},
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.instanceProfile 'my-profile': not exposed by the app: Karpenter manages the instance profile from the node role (spec.role; the CRD takes one of the two), which the teardown safety net and the node authorizations are built around (from -c)",
+    ),
+    "imdsv1": (
+        {K + "a.yaml": CLASS + "  metadataOptions:\n    httpTokens: optional\n"},
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.metadataOptions.httpTokens 'optional': must be required: the app requires IMDSv2 with the endpoint on and IPv6 IMDS off; only httpPutResponseHopLimit is yours (from -c)",
+    ),
+    "unknown field": (
+        {K + "a.yaml": CLASS + "  amiSelector: x\n"},
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.amiSelector: Karpenter 1.14.1's EC2NodeClass has no such field (known: role, instanceProfile, amiSelectorTerms, amiFamily, userData, subnetSelectorTerms, securityGroupSelectorTerms, capacityReservationSelectorTerms, blockDeviceMappings, metadataOptions, kubelet, tags, detailedMonitoring, associatePublicIPAddress, instanceStorePolicy, networkInterfaces, ipPrefixCount, connectionTracking, cpuOptions, placementGroupSelector, context) (from -c)",
+    ),
+    "status": (
+        {K + "a.yaml": CLASS + "status:\n  conditions: []\n"},
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: status: written by Karpenter, not applied; leave it out (from -c)",
+    ),
+    "metadata written by the API server": (
+        {K + "a.yaml": CLASS.replace("  name: default\n", "  name: default\n  uid: 123\n")},
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: metadata.uid 123: the app applies metadata.name, labels and annotations only (the objects are cluster-scoped; the API server writes the rest) (from -c)",
+    ),
+    "unknown placeholder": (
+        {K + "a.yaml": CLASS.replace("al2023@latest", "al2023@${ALIAS_VERSION}")},
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.amiSelectorTerms[0].alias 'al2023@${ALIAS_VERSION}': the app fills in ${CLUSTER_NAME} only, not ${ALIAS_VERSION} (pin the alias, e.g. al2023@v20260801, or write @latest) (from -c)",
+    ),
+    "unencrypted volume": (
+        {
+            K + "a.yaml": CLASS
+            + "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 100Gi\n        encrypted: false\n"
+        },
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.encrypted false: must be true: the app's volumes are encrypted and deleted with their instance (from -c)",
+    ),
+    "volume size not in GiB": (
+        {
+            K + "a.yaml": CLASS
+            + "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 100G\n"
+        },
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.volumeSize '100G': write whole GiB, like 100Gi (from -c)",
+    ),
+    "customer-managed key": (
+        {
+            K + "a.yaml": CLASS
+            + "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 100Gi\n        kmsKeyID: arn:aws:kms:eu-west-1:111122223333:key/x\n"
+        },
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.kmsKeyID 'arn:aws:kms:eu-west-1:111122223333:key/x': not exposed by the app: volumes are encrypted with the account's default EBS key; a customer-managed key needs grants for EC2 and Karpenter, not built yet (from -c)",
+    ),
+    "data volume too small for its type": (
+        {
+            K + "a.yaml": CLASS
+            + "  blockDeviceMappings:\n    - deviceName: /dev/xvdb\n      ebs:\n        volumeSize: 10Gi\n        volumeType: st1\n"
+        },
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0]: sizeGib 10 is below the 125 GiB EC2 needs for st1 (from -c)",
+    ),
+    "os of another class": (
+        {
+            K + "a.yaml": CLASS
+            + "---\n"
+            + POOL
+            + "        - key: kubernetes.io/os\n          operator: In\n          values: [windows]\n"
+        },
+        {},
+        'karpenter/a.yaml: NodePool/gpu: spec.template.spec.requirements[1] {"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}: the app writes kubernetes.io/os In [linux] from the node class \'default\' (its AMI family), so that the pool\'s nodes run their image\'s OS; write that or leave the requirement out (from -c)',
+    ),
+    "taint effect": (
+        {K + "a.yaml": CLASS + "---\n" + POOL + "      taints:\n        - key: a\n          effect: NoRun\n"},
+        {},
+        "karpenter/a.yaml: NodePool/gpu: spec.template.spec.taints[0].effect 'NoRun': Input should be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute' (from -c)",
+    ),
+    "minValues above the values": (
+        {
+            K + "a.yaml": CLASS
+            + "---\n"
+            + POOL.replace('values: ["on-demand"]', 'values: ["on-demand"]\n          minValues: 2')
+        },
+        {},
+        "karpenter/a.yaml: NodePool/gpu: spec.template.spec.requirements[0]: requirement 'karpenter.sh/capacity-type' has minValues 2 but only 1 value(s); Karpenter needs at least as many values as minValues (from -c)",
+    ),
+    "user data karpenter overrides": (
+        {
+            K + "a.yaml": CLASS
+            + "  userData: |\n    apiVersion: node.eks.aws/v1alpha1\n    kind: NodeConfig\n    spec:\n      cluster:\n        name: other\n"
+        },
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.userData: user data part 1: NodeConfig spec.cluster.name is written by Karpenter from the cluster, and Karpenter's value wins; leave it out (from -c)",
+    ),
+    "a glob that matches nothing": (
+        {},
+        {},
+        "nodeManifests: 'karpenter/*.yaml' matches no file (paths are relative to the project folder) (from -c)",
+    ),
+    "a missing file": (
+        {},
+        {"nodeManifests": ["karpenter/pools.yaml"]},
+        "nodeManifests: 'karpenter/pools.yaml': no such file (paths are relative to the project folder) (from -c)",
+    ),
+    "a path outside the project": (
+        {},
+        {"nodeManifests": ["../karpenter/pools.yaml"]},
+        "nodeManifests = [\"../karpenter/pools.yaml\"]: '../karpenter/pools.yaml' must be a path inside the project folder, relative to it (where cdk.json is) (from -c)",
+    ),
+    "kubelet field": (
+        {K + "a.yaml": CLASS + "  kubelet:\n    maxPod: 10\n"},
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.kubelet.maxPod: Karpenter 1.14.1 has no such field here (from -c)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_file_the_app_cannot_apply_stops_the_synth_with_one_line_and_builds_nothing(
+    case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    files, overrides, message = CASES[case]
+    project = tmp_path / "project"
+    project.mkdir()
+    _write(project, files)
+    monkeypatch.chdir(project)
+    out = tmp_path / "cdk.out"
+    app = new_app(context={**PRODUCT_CONTEXT, "nodeManifests": ["karpenter/*.yaml"], **overrides}, outdir=str(out))
+    with pytest.raises(ConfigError) as info:
+        build(app, today=TODAY)
+    assert str(info.value) == message
+    assert app.node.children == []
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+# --- the construct: a CDK app of your own gets the same refusals ------------------------------------------------
+
+
+def test_a_cdk_app_of_your_own_loads_the_files_and_the_construct_refuses_what_does_not_fit(tmp_path: Path):
+    reserved = POOL.replace('values: ["on-demand"]', 'values: ["reserved"]')
+    _write(tmp_path, {"class.yaml": CLASS, "pool.yaml": reserved})
+    files = load_node_manifests(["*.yaml"], cluster_name=CLUSTER_NAME, kubernetes_version="1.36", root=tmp_path)
+    stack = bare_stack()
+    props = KarpenterProps(
+        cluster=imported_cluster(stack),
+        cluster_name=CLUSTER_NAME,
+        version="1.14.1",
+        template_file=versions.karpenter_template("1.14.1"),
+        node_classes=files.node_classes,
+        node_pools=files.node_pools,
+        node_authorization=NodeAuthorization.ACCESS_ENTRY,
+    )
+    with pytest.raises(NodeSpecsError) as info:
+        Karpenter(stack, "Karpenter", props)
+    assert str(info.value).endswith(
+        "nodePools 'gpu' allows the reserved capacity type, but its nodeClass 'default' has no "
+        "capacityReservationSelectorTerms: it would launch nothing reserved"
+    )
+    # with its class typed instead, a file's pool is checked against it, and a name twice is refused
+    with pytest.raises(ManifestError) as twice:
+        load_node_manifests(["class.yaml"], cluster_name="c", root=tmp_path, node_classes=[NodeClassSpec()])
+    assert str(twice.value) == (
+        "class.yaml: EC2NodeClass/default: metadata.name 'default': an EC2NodeClass of that name is also in "
+        "nodeClasses; each object is applied once, by its name"
+    )
+    _write(tmp_path, {"pool.yaml": POOL})
+    pool_only = load_node_manifests(["pool.yaml"], cluster_name="c", root=tmp_path, node_classes=[NodeClassSpec()])
+    check_nodes("Karpenter", node_classes=[NodeClassSpec()], node_pools=pool_only.node_pools, feature_gates={})
+    built = Karpenter(bare_stack(), "Karpenter", _props(files.node_classes, pool_only.node_pools))
+    assert sorted(built.node_classes) == ["default"] and sorted(built.node_pools) == ["gpu"]
+
+
+def _props(classes: list[NodeClassSpec], pools: list[NodePoolSpec]) -> KarpenterProps:
+    stack = bare_stack()
+    return KarpenterProps(
+        cluster=imported_cluster(stack),
+        cluster_name=CLUSTER_NAME,
+        version="1.14.1",
+        template_file=versions.karpenter_template("1.14.1"),
+        node_classes=classes,
+        node_pools=pools,
+        node_authorization=NodeAuthorization.ACCESS_ENTRY,
+    )
+
+
+# --- the review: a change of a file is the change of its objects -----------------------------------------------
+
+
+def _manifest_template(files: list[dict]) -> dict:
+    return {
+        "Resources": {
+            f"R{i}": {"Type": MANIFEST, "Properties": {"Manifest": json.dumps([obj])}} for i, obj in enumerate(files)
+        }
+    }
+
+
+def _objects_of(root: Path) -> dict[str, dict]:
+    config = load_node_manifests(["*.yaml"], cluster_name="c", root=root)
+    classes = {c.name: c.manifest(cluster_name="c", node_role_name="r") for c in config.node_classes}
+    pools = {p.name: p.manifest() for p in config.node_pools}
+    return {**{f"EC2NodeClass/{k}": v for k, v in classes.items()}, **{f"NodePool/{k}": v for k, v in pools.items()}}
+
+
+def test_the_review_reads_a_changed_file_as_its_objects_changes(tmp_path: Path):
+    _write(tmp_path, {"class.yaml": CLASS, "pool.yaml": POOL})
+    before = _objects_of(tmp_path)
+    _write(tmp_path, {"class.yaml": CLASS + "  userData: |\n    #!/bin/bash\n    echo hi\n"})
+    after = _objects_of(tmp_path)
+    template = _manifest_template(list(after.values()))
+    assert rv.kubernetes_effects(
+        json.dumps([before["EC2NodeClass/default"]]), json.dumps([after["EC2NodeClass/default"]]), template
+    ) == [
+        "EC2NodeClass `default` (userData): all nodes of pools `gpu` will be replaced by drift, within their "
+        "disruption budgets"
+    ]
+    tainted = POOL + "      taints:\n        - key: nvidia.com/gpu\n          effect: NoSchedule\n"
+    _write(tmp_path, {"pool.yaml": tainted})
+    retainted = _objects_of(tmp_path)
+    effects = rv.kubernetes_effects(
+        json.dumps([after["NodePool/gpu"]]), json.dumps([retainted["NodePool/gpu"]]), template
+    )
+    assert effects == [
+        "NodePool `gpu` (template.spec.taints): all nodes of pool `gpu` will be replaced by drift, within its disruption budgets"
+    ]
+
+
+def test_overlays_kubelet_and_data_volumes_keep_upstreams_names_and_are_checked_in_its_terms(tmp_path: Path):
+    overlay = """apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata:
+  name: prefer-graviton
+spec:
+  requirements:
+    - key: kubernetes.io/arch
+      operator: In
+      values: ["arm64"]
+  priceAdjustment: "-10%"
+  weight: 10
+"""
+    volumes = "  kubelet:\n    maxPods: 50\n  blockDeviceMappings:\n    - deviceName: /dev/xvdb\n      ebs:\n"
+    _write(tmp_path, {"overlay.yaml": overlay, "class.yaml": CLASS + volumes + "        volumeSize: 100Gi\n"})
+    files = read_node_manifests(["overlay.yaml", "class.yaml"], cluster_name="c", root=tmp_path)
+    assert files.settings() == {
+        "nodeOverlays": [
+            {
+                "name": "prefer-graviton",
+                "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
+                "priceAdjustment": "-10%",
+                "weight": 10,
+            }
+        ],
+        "nodeClasses": [
+            {
+                "name": "default",
+                "amiAlias": "al2023@latest",
+                "kubelet": {"maxPods": 50},
+                "dataVolumes": [{"deviceName": "/dev/xvdb", "sizeGib": 100}],
+            }
+        ],
+    }
+    assert files.node_overlays[0].manifest()["spec"]["priceAdjustment"] == "-10%"
+    _write(tmp_path, {"class.yaml": CLASS + volumes + "        volumeSize: 100Gi\n        iops: 100\n"})
+    with pytest.raises(ManifestError) as info:
+        read_node_manifests(["class.yaml"], cluster_name="c", root=tmp_path)
+    assert str(info.value).startswith("class.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0]")
+    _write(tmp_path, {"class.yaml": CLASS + "  kubelet:\n    maxPods: 0\n"})
+    with pytest.raises(ManifestError) as info:
+        read_node_manifests(["class.yaml"], cluster_name="c", root=tmp_path)
+    assert str(info.value) == (
+        "class.yaml: EC2NodeClass/default: spec.kubelet.maxPods 0: Input should be greater than or equal to 1"
+    )
