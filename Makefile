@@ -32,7 +32,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal transitions \
-	release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
+	upstream-examples release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
 
 ## help: list the targets
 help:
@@ -152,6 +152,10 @@ rehearsal: $(DEV_STAMP) $(NODE_STAMP)
 # stack -- modes: every pair -- synthesized, reviewed, and the verdict checked against the mirrored rules.
 transitions: $(DEV_STAMP) $(NODE_STAMP)
 	python -m tooling.transitions
+
+## upstream-examples: Karpenter's own examples/v1 through nodeManifests: accepted or refused, what differs (ARGS="--settings <file>": its typed settings)
+upstream-examples: $(DEV_STAMP) $(NODE_STAMP)
+	@python -m tooling.upstream_examples $(ARGS)
 
 ### release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must

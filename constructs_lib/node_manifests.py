@@ -345,7 +345,10 @@ def parse_yaml(text: str) -> list[Any]:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err)
-        raise ValueError(f"{where}not valid YAML ({' '.join(str(problem).split())})") from None
+        # what was open when it failed (a flow sequence, a mapping) starts where the mistake usually is
+        context, opened = getattr(err, "context", None), getattr(err, "context_mark", None)
+        since = f", {context} from line {opened.line + 1}" if context and opened is not None else ""
+        raise ValueError(f"{where}not valid YAML ({' '.join(str(problem).split())}{since})") from None
 
 
 def convert(document: Any, source: str, cluster_name: str, kubernetes_version: str | None = None) -> ManifestObject:

@@ -400,6 +400,12 @@ CASES: dict[str, tuple[dict[str, str], dict, str]] = {
         {},
         "karpenter/a.yaml: line 5, column 10: not valid YAML (mapping values are not allowed here) (from -c)",
     ),
+    "an unclosed flow sequence names the line it opened on": (
+        {K + "a.yaml": CLASS + "  tags:\n    team: [a, b\n    owner: platform\n"},
+        {},
+        "karpenter/a.yaml: line 17, column 10: not valid YAML (expected ',' or ']', but got ':', while parsing a flow "
+        "sequence from line 16) (from -c)",
+    ),
     "a key twice": (
         {K + "a.yaml": CLASS.replace("spec:\n", "spec:\n  amiFamily: AL2023\n  amiFamily: AL2\n")},
         {},
