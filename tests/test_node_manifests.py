@@ -20,13 +20,11 @@ from karpenter_stack import versions
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config
 from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
-from tests.cfn import kubernetes_objects
-from tests.conftest import ROOT, TODAY, synth
+from tests.conftest import ROOT, TODAY
 from tooling import review as rv
 from tooling import upstream_examples
-from tooling.cel_rules import evaluate
 from tooling.configurations import PRODUCT_CONTEXT
-from tooling.kubernetes_schemas import config_objects, object_violations
+from tooling.kubernetes_schemas import config_objects
 from tooling.review.model import MANIFEST
 
 UPSTREAM = ROOT / "tests" / "fixtures" / "karpenter-examples-v1.14.1"
@@ -214,36 +212,6 @@ def test_the_table_prints_every_file(verdicts):
     assert table.count("\n| ") == 22  # a row per file
     assert table.endswith("16 of 22 files accepted, 6 refused.\n")
     assert "| windows-custom-userdata.yaml | refused: windows-custom-userdata.yaml: NodePool/windows2022: " in table
-
-
-@pytest.mark.parametrize("name", ACCEPTED)
-def test_accepted_upstream_examples_emit_objects_that_pass_the_crd_schemas_and_rules(name):
-    config = load_config({**PRODUCT_CONTEXT, "nodeManifests": [f"{FIXTURES}/{name}"]}, today=TODAY)
-    objects = {f"{o['kind']}/{o['metadata']['name']}": o for o in config_objects(config)}
-    assert sorted(objects) == sorted(upstream_examples.upstream_objects(UPSTREAM / name))
-    for obj in objects.values():
-        assert object_violations(obj, "1.14.1", "1.36") == []
-        assert evaluate(obj, "1.14.1").violations == []
-
-
-# A real synth of three of them (a class and pool, Bottlerocket's volumes, Windows): the logical ids are those of
-# typed objects, and the typed settings the converter writes give the same objects (the other files share the code
-# path: the in-process check above covers their objects without a synth each).
-@pytest.mark.parametrize("name", ["multiple-arch.yaml", "bottlerocket.yaml", "windows-2022.yaml"])
-def test_upstream_examples_synthesize_with_the_logical_ids_and_objects_of_typed_settings(name):
-    synthesized = synth(nodeManifests=[f"{FIXTURES}/{name}"])
-    karpenter = {
-        k: o for k, o in kubernetes_objects(synthesized.template).items() if o["apiVersion"].startswith("karpenter")
-    }
-    assert sorted(karpenter) == sorted(upstream_examples.upstream_objects(UPSTREAM / name))
-    for obj in karpenter.values():
-        assert obj["_logicalId"].startswith(f"Clustermanifest{obj['kind']}{obj['metadata']['name'].replace('-', '')}")
-    typed = kubernetes_objects(synth(**verdict_settings(name)).template)
-    assert {k: o for k, o in typed.items() if k in karpenter} == karpenter
-
-
-def verdict_settings(name: str) -> dict:
-    return read_node_manifests([f"{FIXTURES}/{name}"], cluster_name="eks-karpenter", root=ROOT).settings()
 
 
 def test_upstreams_refused_examples_convert_once_their_mistake_is_fixed(tmp_path: Path):
