@@ -5,6 +5,7 @@ from the product's shipped configuration (tooling/product/cdk.json), never from 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -60,6 +61,7 @@ def documented_reference() -> str:
     return section(REFERENCE_DOC.read_text(), "config-reference")
 
 
+@functools.cache  # see reference_markdown
 def reference_document() -> str:
     """The configuration reference as `make docs` writes it: with upstream's default of each key of a map-typed
     setting, from the mirrored CRDs and chart values."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from types import UnionType
@@ -39,6 +40,7 @@ def _plain(value: Any) -> Any:
 KeyDefaults = Callable[[type[BaseModel], str], Mapping[str, Any] | None]
 
 
+@functools.cache  # the models do not change while a process runs; the suite asks several times
 def reference_markdown(key_defaults: KeyDefaults | None = None) -> str:
     """The configuration reference as Markdown tables (docs/configuration-reference.md embeds this, with
     ``key_defaults`` from the mirrored upstream values; a test keeps it current)."""
