@@ -47,7 +47,7 @@ from .names import (
     NODE_POOL_API_VERSION,
 )
 from .specs import ami
-from .specs.base import ascii_int, quoted
+from .specs.base import ascii_int, quoted, shown
 from .specs.node_class import NodeClassSpec, project_path, read_project_file
 from .specs.node_overlay import NodeOverlaySpec
 from .specs.node_pool import OS_KEY, SHORTCUTS, NodePoolSpec
@@ -130,18 +130,6 @@ class _Refused(Exception):
     def line(self) -> str:
         where = f"{self.path} {shown(self.value)}".strip() if self.show else self.path
         return f"{where}: {self.message}"
-
-
-def shown(value: Any) -> str:
-    """A value as a message echoes it (quoted strings, JSON otherwise), cut to one short line."""
-    text = quoted(value)
-    if len(text) <= 100:
-        return text
-    if isinstance(value, list):
-        return f"[{len(value)} items]"
-    if isinstance(value, dict):
-        return f"{{{len(value)} keys}}"
-    return text[:60] + "...'"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, overload
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -44,6 +44,19 @@ def quoted(value: object) -> str:
     invisible character shows escaped and a message stays one line per problem. Every message that
     echoes a value goes through here (tests/test_message_hygiene.py)."""
     return repr(value) if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def shown(value: object, render: Callable[[object], str] = quoted) -> str:
+    """A value as a message echoes it (``render``: quoted by default), or its size when that would not fit on a
+    line (a list's items, an object's keys), or its first 60 characters."""
+    text = render(value)
+    if len(text) <= 100:
+        return text
+    if isinstance(value, list):
+        return f"[{len(value)} items]"
+    if isinstance(value, dict):
+        return f"{{{len(value)} keys}}"
+    return text[:60] + "..." + text[-1:]
 
 
 def named(key: str) -> str:

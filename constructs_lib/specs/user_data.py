@@ -240,23 +240,27 @@ def _node_config(document: Any, where: str) -> None:
     config = kubelet.get("config") or {}
     for key in config:
         if key in KUBELET_CONFIG_KEYS:
-            raise ValueError(_kubelet_owned(where, f"NodeConfig spec.kubelet.config.{key}", key))
+            raise ValueError(_kubelet_owned(f"user data {where}: NodeConfig spec.kubelet.config.{key}", key))
         if key in NODE_CONFIG_KUBELET_KEYS:
-            raise ValueError(_owned(where, f"NodeConfig spec.kubelet.config.{key}", NODE_CONFIG_KUBELET_KEYS[key]))
+            raise ValueError(
+                _owned(f"user data {where}: NodeConfig spec.kubelet.config.{key}", NODE_CONFIG_KUBELET_KEYS[key])
+            )
     for flag in kubelet.get("flags") or []:
         name = str(flag).split("=", 1)[0].strip()
         if name in NODE_CONFIG_FLAGS:
-            raise ValueError(_owned(where, f"NodeConfig kubelet flag {name}", NODE_CONFIG_FLAGS[name]))
+            raise ValueError(_owned(f"user data {where}: NodeConfig kubelet flag {name}", NODE_CONFIG_FLAGS[name]))
 
 
-def _owned(where: str, what: str, instead: str) -> str:
-    return f"user data {where}: {what} is set by Karpenter from {instead}, which wins; set it there"
+def _owned(what: str, instead: str) -> str:
+    """``what`` (where in the user data, and the key) is Karpenter's, from ``instead``."""
+    return f"{what} is set by Karpenter from {instead}, which wins; set it there"
 
 
-def _kubelet_owned(where: str, what: str, kubelet_key: str) -> str:
+def _kubelet_owned(what: str, kubelet_key: str) -> str:
+    """``what`` is Karpenter's, from the node class's kubelet setting ``kubelet_key``."""
     return (
-        f"user data {where}: {what} is set by Karpenter from the node class's kubelet.{kubelet_key} (it computes "
-        f"each node's capacity from it); set kubelet.{kubelet_key} instead"
+        f"{what} is set by Karpenter from the node class's kubelet.{kubelet_key} (it computes each node's capacity "
+        f"from it); set kubelet.{kubelet_key} instead"
     )
 
 
@@ -290,13 +294,10 @@ def _bottlerocket(text: str) -> None:
 def _bottlerocket_key(key: str) -> None:
     where = f"Bottlerocket user data: settings.kubernetes.{key}"
     if key in BOTTLEROCKET_OWNED:
-        raise ValueError(f"{where} is set by Karpenter from {BOTTLEROCKET_OWNED[key]}, which wins; set it there")
+        raise ValueError(_owned(where, BOTTLEROCKET_OWNED[key]))
     kubelet = {toml_key: name for name, toml_key in BOTTLEROCKET_KUBELET_KEYS.items()}
     if key in kubelet:
-        raise ValueError(
-            f"{where} is set by Karpenter from the node class's kubelet.{kubelet[key]} (it computes each node's "
-            f"capacity from it); set kubelet.{kubelet[key]} instead"
-        )
+        raise ValueError(_kubelet_owned(where, kubelet[key]))
     if key not in BOTTLEROCKET_KUBERNETES_KEYS:
         raise ValueError(f"{where} is not a setting Karpenter 1.14 knows: it drops it from the user data")
 

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.specs.base import CamelModel, named, quoted
+from constructs_lib.specs.base import CamelModel, named, quoted, shown
 
 from . import tree
 from .model import AppConfig
@@ -97,18 +97,6 @@ def _type_hint(setting: str, value: Any) -> str:
     return hint
 
 
-def _shown(value: Any) -> str:
-    """The value as JSON, or its size when that would not fit on a line."""
-    text = json.dumps(value)
-    if len(text) <= 100:
-        return text
-    if isinstance(value, list):
-        return f"[{len(value)} items]"
-    if isinstance(value, dict):
-        return f"{{{len(value)} keys}}"
-    return text[:60] + '..."'
-
-
 def format_errors(err: ValidationError, prefix: str = "", root: type[CamelModel] = AppConfig) -> str:
     lines = []
     for error in err.errors():
@@ -134,5 +122,5 @@ def format_errors(err: ValidationError, prefix: str = "", root: type[CamelModel]
             setting = prefix + format_location(error["loc"][:-2])
             lines.append(f"{setting}: key {json.dumps(error['input'])}: {message}")
             continue
-        lines.append(f"{setting} = {_shown(error.get('input'))}: {message}")
+        lines.append(f"{setting} = {shown(error.get('input'), json.dumps)}: {message}")
     return "\n".join(lines)
