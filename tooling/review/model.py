@@ -89,12 +89,22 @@ class Change:
         return any(_INTERRUPTING.search(effect) for effect in self.effects)
 
 
+@dataclass(frozen=True)
+class Replayed:
+    """What the deploy simulator (tooling/simulator) finds replaying the deploy and its rollbacks step by step."""
+
+    text: str
+    severity: str  # fails | one way (a rollback aws-cdk's cluster handler or EKS refuses: acknowledgeable)
+    key: str  # how acknowledgments name it: "<stack>/<logical id>" of the one-way step, or "<stack>/replay"
+
+
 @dataclass
 class StackReport:
     name: str  # "eks-karpenter" or "eks-karpenter > nested Karpenter"
     changes: list[Change]
     note: str = ""
     stack_override: str | None = None
+    replayed: list[Replayed] = field(default_factory=list)
 
     @property
     def stack(self) -> str:

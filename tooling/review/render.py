@@ -16,17 +16,20 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
     """The report as Markdown; the destructive changes left unacknowledged and those that fail the deploy
     (each ``<stack>/<logical id>``); acknowledgments that match nothing are listed in the text."""
     lines = ["# Review", ""]
-    blocking, failing, used = [], [], set()
-    total = sum(len(r.changes) for r in reports) + sum(1 for r in reports if r.note)
+    blocking: list[str] = []
+    failing: list[str] = []
+    used: set[str] = set()
+    total = sum(len(r.changes) + len(r.replayed) for r in reports) + sum(1 for r in reports if r.note)
     if total == 0:
         lines.append("No change: every stack deploys as its baseline (nothing added, removed, replaced or updated).")
     for report in reports:
-        if not report.changes and not report.note:
+        if not report.changes and not report.note and not report.replayed:
             continue
         counts = {a: sum(c.action == a for c in report.changes) for a in _SYMBOL}
         summary = ", ".join(f"{n} {a}" for a, n in counts.items() if n)
         lines += [f"## {report.name}", "", report.note or summary, ""]
         if not report.changes:
+            lines += _replayed(report, acknowledged, blocking, failing, used)
             continue
         lines += ["| | resource | type | change | why |", "|---|---|---|---|---|"]
         for c in report.changes:
@@ -53,6 +56,7 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
         if effects:
             lines += ["", "In the cluster:"] + [f"- {e}" for e in effects]
         lines.append("")
+        lines += _replayed(report, acknowledged, blocking, failing, used)
     stale = sorted(set(acknowledged) - used)
     if stale:
         lines += ["Acknowledgments that match nothing in this change (remove them): " + ", ".join(stale), ""]
@@ -67,6 +71,29 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
             '`make review ARGS="--acknowledge <stack>/<logical id>"`).'
         )
     return "\n".join(lines).rstrip() + "\n", blocking, failing
+
+
+def _replayed(
+    report: StackReport, acknowledged: Mapping[str, str], blocking: list[str], failing: list[str], used: set[str]
+) -> list[str]:
+    """The deploy simulator's findings (tooling/simulator): what breaks in the running cluster, step by step."""
+    if not report.replayed:
+        return []
+    lines = ["Replayed step by step (CloudFormation's order, aws-cdk's handlers, EKS, the nodes):"]
+    for finding in report.replayed:
+        flag = "✗"
+        if finding.severity == "fails":
+            if finding.key not in failing:
+                failing.append(finding.key)
+        elif finding.key in acknowledged:
+            flag = "acknowledged:"
+            used.add(finding.key)
+        else:
+            flag = "‼"
+            if finding.key not in blocking:
+                blocking.append(finding.key)
+        lines.append(f"- {flag} {finding.text}")
+    return [*lines, ""]
 
 
 def first_deploy(new: Mapping[str, dict[str, Any]], directory: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .diff import _template_change, compare_template
-from .model import ONE_WAY_MARK, Change, StackReport, _stateful_kind
+from .model import ONE_WAY_MARK, Change, Replayed, StackReport, _stateful_kind
 from .values import _differs
 
 
@@ -143,7 +143,26 @@ def review(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]])
                 new[template],
             )
             reports.append(StackReport(names[template], changes))
-    return _one_way_alone(reports)
+    return _replayed(_one_way_alone(reports), old, new)
+
+
+def _replayed(
+    reports: list[StackReport], old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]
+) -> list[StackReport]:
+    """Each top-level stack's deploy replayed step by step (tooling/simulator): its findings on its report."""
+    from tooling.simulator import simulate
+
+    by_stack = {r.name: r for r in reports}
+    for stack, simulation in simulate(old, new).items():
+        report = by_stack.get(stack)
+        if report is None:
+            continue
+        for finding in simulation.findings():
+            # a step's own failure (or refused rollback) is named by its resource, as the table names it
+            step = "/" in finding.subject
+            key = f"{stack}/{finding.subject.rsplit('/', 1)[1]}" if step else f"{stack}/replay"
+            report.replayed.append(Replayed(finding.text, finding.severity, key))
+    return reports
 
 
 def _one_way_alone(reports: list[StackReport]) -> list[StackReport]:

@@ -1,0 +1,408 @@
+"""The deploy simulator: replays a deploy of new templates over deployed ones step by step, as CloudFormation
+orders it (``plan.py``), and what aws-cdk's handlers, EKS and the nodes do at each step; checks the running
+cluster's invariants after every step (``world.py`` says where each fact comes from); and, for a failure at every
+step of the update phase, replays CloudFormation's rollback and its cleanup too.
+
+The invariants, each with its source:
+
+- **authorized**: every Fargate profile's and node group's role, and Karpenter's node role while NodePools exist,
+  is mapped in aws-auth or has an access entry (as the cluster's authentication mode reads them): a node whose
+  kubelet cannot authenticate goes NotReady (EKS User Guide, "Grant IAM users access to Kubernetes").
+- **running**: CoreDNS and the Karpenter controller run on capacity that is Ready (their pods move only when they
+  are re-created: a Helm upgrade that changes the controller's pod template, a deleted Fargate profile or node
+  group; EKS User Guide, "Delete a Fargate profile").
+- **credentials**: the controller's pods got credentials when they were created and their source is still there
+  (IRSA: the role and the OIDC provider; Pod Identity: the association and its agent, never on Fargate).
+- **one update**: aws-cdk's cluster handler accepts the step (one kind of cluster update at a time; the handler's
+  rules: ``karpenter_stack/cluster_updates.py``, agreeing with the bundled handler) and EKS the version step.
+- **skew**: no kubelet is newer than the control plane, none more than three minors older (EKS User Guide,
+  "Kubernetes version skew"): the node group's ``Version``, and Karpenter's nodes, which follow the control plane
+  by drift once it is upgraded (Karpenter 1.14 AMI aliases resolve per Kubernetes minor).
+- **references**: every NodePool's ``nodeClassRef`` names an EC2NodeClass that exists (Karpenter launches
+  nothing for a pool whose class is missing).
+
+A Helm release that waits (``Wait``) fails its step when the controller's new pods cannot become Ready: ``helm
+upgrade --wait`` times out, and CloudFormation rolls the deploy back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpenter_stack.cluster_updates import UpdateRefused, update, version_step_refusal
+from tooling.lifecycle_model import Lifecycle
+
+from . import plan
+from .plan import ROLLBACK, ROLLBACK_CLEANUP, Step
+from .world import (
+    CLUSTER,
+    FARGATE,
+    HELM,
+    IRSA_ANNOTATION,
+    MANIFEST,
+    Host,
+    Live,
+    Physical,
+    Resolver,
+    World,
+    aws_auth,
+    host_roles,
+    world,
+)
+
+CONTROLLER = "the Karpenter controller"
+
+__all__ = ["Finding", "Simulation", "Violation", "simulate"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str  # authorized | running | credentials | one update | skew | references
+    text: str  # what breaks, in a platform engineer's words
+    first: Step | None  # the step after which it starts (None: before the deploy starts)
+    last: Step | None  # the last step during which it holds (None: still at the end)
+    until: Step | None  # the step that ends it (None: it outlasts the deploy)
+
+    def describe(self) -> str:
+        start = "from the start" if self.first is None else f"from {self.first.describe()}"
+        end = f"until {self.until.describe()}" if self.until is not None else "to the end of the deploy and after it"
+        return f"{start} {end}, {self.text} ({self.invariant})"
+
+
+@dataclass(frozen=True)
+class Finding:
+    text: str
+    severity: str  # fails | one way (a rollback the cluster handler or EKS refuses: acknowledgeable)
+    subject: str  # the invariant broken, or the key of the step that fails (its stack's key: "<stack>/...")
+
+
+@dataclass
+class Run:
+    """One replay: the steps taken, where it failed, what broke."""
+
+    steps: list[Step] = field(default_factory=list)
+    failed: tuple[Step, str] | None = None  # the step that failed and why
+    wedged: tuple[Step, str] | None = None  # a rollback step refused: UPDATE_ROLLBACK_FAILED
+    violations: list[Violation] = field(default_factory=list)
+
+
+@dataclass
+class Simulation:
+    deploy: Run
+    rollbacks: dict[str, Run]  # the update-phase step that fails (its key) -> the rollback replayed from there
+
+    @property
+    def violations(self) -> list[Violation]:
+        return self.deploy.violations
+
+    def findings(self) -> list[Finding]:
+        """What the review reports: the deploy's broken invariants and its failure (the deploy fails), and, for a
+        failure at each step of the update phase, a rollback that breaks an invariant (fails) or that aws-cdk's
+        cluster handler or EKS refuses (one way: the stack would be left in UPDATE_ROLLBACK_FAILED)."""
+        out = [Finding(v.describe(), "fails", v.invariant) for v in self.deploy.violations]
+        if self.deploy.failed:
+            step, why = self.deploy.failed
+            out.append(Finding(f"the deploy fails at {step.describe()}: {why}", "fails", step.key))
+        if self.deploy.wedged:
+            step, why = self.deploy.wedged
+            out.append(
+                Finding(
+                    f"its rollback is refused at {step.describe()}: {why}: UPDATE_ROLLBACK_FAILED", "fails", "rollback"
+                )
+            )
+        seen = {f.text for f in out}
+        for key, run in self.rollbacks.items():
+            where = self.label(key)
+            found = [Finding(v.describe(), "fails", v.invariant) for v in run.violations]
+            if run.wedged:
+                step, why = run.wedged
+                kind = "one way" if step.type == CLUSTER else "fails"
+                found.append(
+                    Finding(
+                        f"the rollback is refused at {step.describe()}: {why}: UPDATE_ROLLBACK_FAILED", kind, step.key
+                    )
+                )
+            for f in found:
+                if f.text not in seen:
+                    seen.add(f.text)
+                    out.append(Finding(f"if {where} fails, {f.text}", f.severity, f.subject))
+        return out
+
+    def label(self, key: str) -> str:
+        return next((s.describe() for s in self.deploy.steps if s.key == key), key)
+
+    def problems(self) -> list[str]:
+        return [f.text for f in self.findings()]
+
+
+class _Replay:
+    """The live resources, the aws-auth ConfigMap and the running pods as the steps move them."""
+
+    def __init__(self, old: Lifecycle, new: Lifecycle, resolver: Resolver) -> None:
+        self.old, self.new, self.resolver = old, new, resolver
+        self.live: Live = {
+            k: [self._physical(old, k, "old")] for k in old.nodes if old.nodes[k].type != plan.NESTED_STACK
+        }
+        self.config_map: set[str] = aws_auth(self.live, resolver) or set()
+        if aws_auth(self.live, resolver) is None:  # not the app's: whatever runs is mapped outside it
+            self.config_map = {h.role for h in self.world().hosts}
+        self.placed: dict[str, Host | None] = {}  # workload -> where its pods run (None: nowhere)
+        self.credentials: str | None = None  # how the controller's running pods got credentials
+        now = self.world()
+        for workload in now.workloads():
+            self.placed[workload.name] = now.place(workload)
+        self.credentials = self._credentials(now)
+        self.kubelet_high = now.version if now.pools else None  # the newest minor Karpenter's nodes may run
+
+    @staticmethod
+    def _physical(lifecycle: Lifecycle, key: str, side: str) -> Physical:
+        node = lifecycle.nodes[key]
+        return Physical(key, node.type, side, node.resource.get("Properties", {}))
+
+    def world(self) -> World:
+        return world(self.live, self.resolver, self.config_map)
+
+    def _credentials(self, w: World) -> str | None:
+        """How new controller pods get AWS credentials right now (None: they get none)."""
+        if w.controller is None:
+            return None
+        account = str((w.controller.get("serviceAccount") or {}).get("name", "karpenter"))
+        role = ((w.controller.get("serviceAccount") or {}).get("annotations") or {}).get(IRSA_ANNOTATION)
+        host = self.placed.get(CONTROLLER)
+        if role and w.oidc and (role in w.roles or not str(role).startswith("«")):
+            return f"irsa {role}"
+        association = w.associations.get((w.controller_namespace, account))
+        if association and w.agent and (host is None or host.kind != "fargate"):
+            return f"pod-identity {association}"
+        return None
+
+    def _still_valid(self, w: World) -> bool:
+        if self.credentials is None:
+            return False
+        kind, role = self.credentials.split(" ", 1)
+        account = str(((w.controller or {}).get("serviceAccount") or {}).get("name", "karpenter"))
+        if kind == "irsa":
+            return w.oidc and (role in w.roles or not role.startswith("«"))
+        return w.associations.get((w.controller_namespace, account)) == role and w.agent
+
+    def apply(self, step: Step) -> str | None:
+        """Apply ``step``; why it fails (None: it succeeds; a failed step changes nothing)."""
+        key, saved = step.key, dict(self.live)
+        if step.action == "create":
+            self.live[key] = [self._physical(self.new, key, "new")]
+        elif step.action == "update":
+            lifecycle, side = (self.old, "old") if step.phase == ROLLBACK else (self.new, "new")
+            other = self.new if step.phase == ROLLBACK else self.old
+            self.live[key] = [*self.live[key][:-1], self._physical(lifecycle, key, side)]
+            # the handler reads the event: OldResourceProperties and ResourceProperties (swapped on a rollback)
+            refused = self._handler(self._physical(other, key, side), self.live[key][-1])
+            if refused:
+                self.live = saved
+                return refused
+        elif step.action == "replace":
+            self.live[key] = [*self.live[key], self._physical(self.new, key, "new")]
+        elif step.action == "restore":
+            self.live[key] = sorted(self.live[key], key=lambda p: p.side == "old")
+        elif step.action == "delete":
+            gone = "new" if step.phase == ROLLBACK_CLEANUP else ("old" if key in self.new.nodes else None)
+            kept = [p for p in self.live.get(key, []) if gone is not None and p.side != gone]
+            if kept:
+                self.live[key] = kept
+            else:
+                self.live.pop(key, None)
+        self._config_map(step)
+        return self._pods(step)
+
+    def _config_map(self, step: Step) -> None:
+        """kubectl apply of the app's aws-auth manifest overwrites its mapRoles (aws-cdk-lib 2.275 kubectl-handler
+        apply, Overwrite); EKS adds a managed node group's or Fargate profile's role when it creates one (EKS User
+        Guide, "Managed node groups" / "Fargate pod execution role")."""
+        if step.type == MANIFEST and step.label == "the aws-auth ConfigMap" and step.action != "delete":
+            self.config_map = aws_auth(self.live, self.resolver) or set()
+        elif step.action in ("create", "replace") and (step.type in FARGATE or step.type == "AWS::EKS::Nodegroup"):
+            self.config_map |= host_roles(self.live, self.resolver, step.key)
+
+    def _handler(self, old: Physical, new: Physical) -> str | None:
+        """aws-cdk's cluster handler on an Update of the cluster (and EKS on its version step)."""
+        if new.type != CLUSTER:
+            return None
+        a, b = old.props.get("Config", {}), new.props.get("Config", {})
+        try:
+            update(a, b)
+        except UpdateRefused as err:
+            return f"aws-cdk's cluster handler refuses ({err})"
+        refused = version_step_refusal(a.get("version"), b.get("version"))
+        return f"EKS refuses the {refused}" if refused else None
+
+    def _pods(self, step: Step) -> str | None:
+        """Re-create the pods the step moves; a waiting Helm release fails when its new pods cannot be Ready."""
+        now = self.world()
+        failure = None
+        for workload in now.workloads():
+            host = self.placed.get(workload.name)
+            rolled = workload.name == CONTROLLER and step.type == HELM and self._controller_rolls(step)
+            if workload.name not in self.placed or host is None or host not in now.hosts or rolled:
+                self.placed[workload.name] = where = now.place(workload)
+                if workload.name == CONTROLLER:
+                    self.credentials = self._credentials(now)
+                if rolled and not now.ready(where) and self.live[step.key][-1].props.get("Wait"):
+                    failure = (
+                        f"helm upgrade --wait times out after {self.live[step.key][-1].props.get('Timeout', 'its timeout')}: "
+                        f"the controller's new pods land on {where.name if where else 'no capacity'}"
+                        + (", whose nodes cannot authenticate (NotReady)" if where else "")
+                    )
+        if now.version and now.pools:
+            self.kubelet_high = max((v for v in (self.kubelet_high, now.version) if v), key=_minor)
+        return failure
+
+    def _controller_rolls(self, step: Step) -> bool:
+        """Whether the controller chart's step re-creates its pods: created, or a new chart version or pod template."""
+        from tooling.review.kubernetes import _pod_template_changes
+
+        physicals = self.live.get(step.key, [])
+        if not physicals or physicals[-1].props.get("Release") != "karpenter":
+            return False
+        if step.action == "create":
+            return True
+        other = self.new if step.phase == ROLLBACK else self.old
+        previous = other.nodes[step.key].resource.get("Properties", {}) if step.key in other.nodes else {}
+        current = physicals[-1].props
+        return previous.get("Version") != current.get("Version") or bool(_pod_template_changes(previous, current))
+
+    def check(self) -> dict[tuple[str, str], str]:
+        """The invariants broken right now: (invariant, subject) -> what breaks."""
+        w = self.world()
+        broken: dict[tuple[str, str], str] = {}
+        for pool, node_class in w.pools.items():
+            if node_class not in w.classes:
+                broken[("references", pool)] = (
+                    f"NodePool `{pool}` refers to EC2NodeClass `{node_class}`, which does not exist: Karpenter "
+                    "launches no node for it"
+                )
+        if not w.has_cluster:
+            return broken
+        for host in w.hosts:
+            running = [name for name, where in self.placed.items() if where == host]
+            if running and host.role not in w.authorized:
+                broken[("authorized", host.key)] = (
+                    f"{host.name}'s role is neither in aws-auth nor in an access entry: its nodes cannot authenticate "
+                    f"and {' and '.join(running)} go NotReady"
+                )
+        if w.pools and w.karpenter_role and w.karpenter_role not in w.authorized:
+            broken[("authorized", "karpenter")] = (
+                "Karpenter's node role is neither in aws-auth nor in an access entry: the nodes it launches cannot "
+                "join the cluster"
+            )
+        for workload in w.workloads():
+            if self.placed.get(workload.name) is None:
+                broken[("running", workload.name)] = f"{workload.name} has nowhere to run: no capacity takes its pods"
+        if w.controller is not None and not self._still_valid(w):
+            broken[("credentials", "controller")] = (
+                "the Karpenter controller's pods have no AWS credentials (IRSA needs its role and the OIDC provider; "
+                "Pod Identity its association and agent, and never works on Fargate)"
+            )
+        if w.version:
+            minor = _minor(w.version)
+            for host in w.hosts:
+                if host.kind == "nodegroup" and host.version and not (minor - 3 <= _minor(host.version) <= minor):
+                    broken[("skew", host.key)] = (
+                        f"{host.name}'s kubelets are {host.version}, the control plane {w.version}: EKS allows kubelets "
+                        "up to three minors older, never newer"
+                    )
+            if w.pools and self.kubelet_high and _minor(self.kubelet_high) > minor:
+                broken[("skew", "karpenter")] = (
+                    f"Karpenter's nodes may already run kubelet {self.kubelet_high} (they follow the control plane by "
+                    f"drift), newer than the control plane {w.version}"
+                )
+        return broken
+
+
+def _minor(version: str) -> int:
+    return int(str(version).split(".")[1]) if "." in str(version) else 0
+
+
+class _Tracker:
+    """Replays steps and records each invariant from the step that breaks it to the step that restores it."""
+
+    def __init__(self, replay: _Replay, run: Run) -> None:
+        self.replay, self.run = replay, run
+        self.start = replay.check()  # broken before the deploy: not the deploy's doing
+        self.open: dict[tuple[str, str], tuple[Step, str]] = {}
+        self.last: Step | None = None
+
+    def steps(self, steps: list[Step]) -> bool:
+        """Apply ``steps`` in order; False when one fails. A handler that refuses changes nothing; a Helm release
+        that times out has applied its objects (the rollback sends it the old values)."""
+        for step in steps:
+            why = self.replay.apply(step)
+            if why and step.phase in (ROLLBACK, ROLLBACK_CLEANUP):
+                self.run.wedged = (step, why)
+                return False
+            self.run.steps.append(step)
+            broken = self.replay.check()
+            for k, text in broken.items():
+                if k not in self.start and k not in self.open:
+                    self.open[k] = (step, text)
+            for k in [k for k in self.open if k not in broken]:
+                first, text = self.open.pop(k)
+                self.run.violations.append(Violation(k[0], text, first, self.last, step))
+            self.last = step
+            if why:
+                self.run.failed = (step, why)
+                return False
+        return True
+
+    def finish(self) -> None:
+        for k, (first, text) in self.open.items():
+            self.run.violations.append(Violation(k[0], text, first, self.last, None))
+        self.open = {}
+
+
+def simulate_stack(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]], root: str) -> Simulation:
+    """Replay the deploy of the stack whose template is ``root`` (with its nested templates) over ``old``."""
+    before, after = Lifecycle(dict(old), root), Lifecycle(dict(new), root)
+    resolver = Resolver(old, new)
+    update_steps, cleanup_steps = plan.forward(before, after)
+    deploy = Run()
+    tracker = _Tracker(_Replay(before, after, resolver), deploy)
+    if tracker.steps(update_steps):
+        tracker.steps(cleanup_steps)
+    else:  # CloudFormation rolls back what it did, the failed resource included
+        failed = deploy.failed[0] if deploy.failed else None
+        done = deploy.steps if failed in deploy.steps else [*deploy.steps, *([failed] if failed else [])]
+        back, back_cleanup = plan.rollback(done, before, after)
+        if tracker.steps(back):
+            tracker.steps(back_cleanup)
+    tracker.finish()
+    rollbacks: dict[str, Run] = {}
+    for i, failing in enumerate(update_steps):
+        if deploy.failed and deploy.failed[0] == failing:
+            break
+        run = Run()
+        tracker = _Tracker(_Replay(before, after, resolver), run)
+        tracker.steps(update_steps[:i])
+        known = {(v.invariant, v.text) for v in run.violations} | {(k[0], t) for k, (_, t) in tracker.open.items()}
+        # the failing step's handler throws before it changes anything; CloudFormation still rolls it back
+        back, back_cleanup = plan.rollback([*update_steps[:i], failing], before, after)
+        if tracker.steps(back):
+            tracker.steps(back_cleanup)
+        tracker.finish()
+        # (what breaks before the failing step is the deploy's own: reported there)
+        run.violations = [v for v in run.violations if (v.invariant, v.text) not in known]
+        if run.violations or run.wedged:
+            rollbacks[failing.key] = run
+    return Simulation(deploy, rollbacks)
+
+
+def simulate(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]) -> dict[str, Simulation]:
+    """Replay the deploy of every stack both template sets hold (top-level stacks with their nested templates);
+    a stack new or gone is a create or a delete, not an update: not replayed here."""
+    out = {}
+    for root in sorted(n for n in new if not n.endswith(".nested.template") and n in old):
+        try:
+            out[root.removesuffix(".template")] = simulate_stack(old, new, root)
+        except ValueError:  # a nested template missing from one side (a partial template set): nothing to replay
+            continue
+    return out
