@@ -1,6 +1,13 @@
 """Capacity for the pods that must run before Karpenter has launched any node: the Karpenter
 controller itself and CoreDNS. Never Karpenter-managed nodes -- the controller would be scheduling
-its own host."""
+its own host.
+
+Both hostings' node roles exist, and are mapped in aws-auth, whichever hosting runs: a switch between
+them re-applies aws-auth in CloudFormation's update phase, while the old Fargate profile or node group
+is deleted only in the cleanup phase, and a role dropped from aws-auth in between leaves the old
+hosting's nodes unable to authenticate (CoreDNS and the controller NotReady, the controller's Helm
+upgrade timing out: tooling/simulator replays it). The unused role has no instance profile and no
+Fargate profile: nothing runs with it until a switch creates the capacity that does."""
 
 from __future__ import annotations
 
@@ -18,6 +25,51 @@ from .names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS, KUBERNETES_VERSION
 # the system node group stays reserved for them.
 SYSTEM_TAINT_KEY = "CriticalAddonsOnly"
 SYSTEM_NODE_COUNT = 2
+
+
+# How aws-cdk-lib 2.275 maps each kind of capacity in aws-auth (aws-eks/lib/fargate-profile.js and
+# managed-nodegroup.js): the same mapping for the role of the hosting that does not run.
+FARGATE_NODE_USERNAME = "system:node:{{SessionName}}"
+FARGATE_NODE_GROUPS = ("system:bootstrappers", "system:nodes", "system:node-proxier")
+EC2_NODE_USERNAME = "system:node:{{EC2PrivateDNSName}}"
+EC2_NODE_GROUPS = ("system:bootstrappers", "system:nodes")
+# The construct id aws-cdk gives the Fargate profile of the one profile below (Cluster.addFargateProfile:
+# "fargate-profile-<id>"): the pod execution role keeps its logical id whichever hosting creates it.
+FARGATE_PROFILE_ID = "KarpenterAndCoreDns"
+
+
+def system_node_role(scope: Construct) -> iam.Role:
+    """The system node group's role (our own rather than CDK's default, which carries ECR *ReadOnly*: nodes only
+    pull), at ``<scope>/NodeRole`` in either hosting."""
+    role = iam.Role(
+        scope,
+        "NodeRole",
+        assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+        description="System node group of the Karpenter controller and CoreDNS",
+        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_MANAGED_POLICIES],
+    )
+    for policy in NODE_MANAGED_POLICIES:
+        acknowledge(role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (system node group)")
+    return role
+
+
+def _acknowledge_fargate_role(role: iam.IRole) -> None:
+    acknowledge(
+        role,
+        managed_policy_finding("AmazonEKSFargatePodExecutionRolePolicy"),
+        "The AWS managed policy EKS requires for Fargate pod execution (image pulls, logs); nothing else is attached.",
+    )
+
+
+def keep_mapped(cluster: eks.Cluster, role: iam.IRole, fargate: bool, aws_auth: bool) -> None:
+    """Map the role of the hosting that does not run as aws-cdk maps it when it does (``aws_auth``: the cluster's
+    mode reads aws-auth; in the API modes EKS keeps its own access entry of a node group or Fargate profile until it
+    deletes them)."""
+    if aws_auth:
+        username, groups = (
+            (FARGATE_NODE_USERNAME, FARGATE_NODE_GROUPS) if fargate else (EC2_NODE_USERNAME, EC2_NODE_GROUPS)
+        )
+        cluster.aws_auth.add_role_mapping(role, username=username, groups=list(groups))
 
 
 class FargateControllerHosting(Construct):
@@ -44,12 +96,13 @@ class FargateControllerHosting(Construct):
         kubernetes_version: str,
         karpenter_namespace: str,
         subnets: ec2.SubnetSelection,
+        aws_auth: bool,
     ) -> None:
         super().__init__(scope, id)
         # A Kubernetes upgrade re-creates the controller's pods on Fargate nodes of the new minor (names.py).
         self.controller_pod_annotations = {KUBERNETES_VERSION_POD_ANNOTATION: kubernetes_version}
         self.profile = cluster.add_fargate_profile(
-            "KarpenterAndCoreDns",
+            FARGATE_PROFILE_ID,
             selectors=[
                 eks.Selector(namespace=karpenter_namespace, labels=dict(CONTROLLER_POD_LABELS)),
                 eks.Selector(namespace="kube-system", labels=dict(COREDNS_POD_LABELS)),
@@ -59,12 +112,9 @@ class FargateControllerHosting(Construct):
         )
         # What the controller chart must outlive on delete (and wait for on create).
         self.capacity = self.profile
-        acknowledge(
-            self.profile.pod_execution_role,
-            managed_policy_finding("AmazonEKSFargatePodExecutionRolePolicy"),
-            "The AWS managed policy EKS requires for Fargate pod execution (image pulls, logs); "
-            "nothing else is attached.",
-        )
+        _acknowledge_fargate_role(self.profile.pod_execution_role)
+        # The node group hosting's role, mapped: a switch to it never deauthorizes this profile before it is gone.
+        keep_mapped(cluster, system_node_role(self), fargate=False, aws_auth=aws_auth)
 
 
 class SystemNodeGroupHosting(Construct):
@@ -84,16 +134,20 @@ class SystemNodeGroupHosting(Construct):
         kubernetes_version: str,
         instance_type: str,
         subnets: ec2.SubnetSelection,
+        aws_auth: bool,
     ) -> None:
         super().__init__(scope, id)
-        # Our own role rather than CDK's default, which carries ECR *ReadOnly*: nodes only pull.
-        self.node_role = iam.Role(
-            self,
-            "NodeRole",
-            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-            description="System node group of the Karpenter controller and CoreDNS",
-            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_MANAGED_POLICIES],
+        self.node_role = system_node_role(self)
+        # The Fargate hosting's pod execution role where aws-cdk's profile would create it (same logical id),
+        # mapped as aws-cdk maps it: a switch to Fargate never deauthorizes this node group before it is gone.
+        fargate_role = iam.Role(
+            Construct(cluster, f"fargate-profile-{FARGATE_PROFILE_ID}"),
+            "PodExecutionRole",
+            assumed_by=iam.ServicePrincipal("eks-fargate-pods.amazonaws.com"),
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEKSFargatePodExecutionRolePolicy")],
         )
+        _acknowledge_fargate_role(fargate_role)
+        keep_mapped(cluster, fargate_role, fargate=True, aws_auth=aws_auth)
         self.nodegroup = cluster.add_nodegroup_capacity(
             "SystemNodes",
             instance_types=[ec2.InstanceType(instance_type)],
@@ -113,7 +167,3 @@ class SystemNodeGroupHosting(Construct):
         cfn_nodegroup = cast(eks.CfnNodegroup, self.nodegroup.node.default_child)
         cfn_nodegroup.version = kubernetes_version
         self.capacity = self.nodegroup
-        for policy in NODE_MANAGED_POLICIES:
-            acknowledge(
-                self.node_role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (system node group)"
-            )

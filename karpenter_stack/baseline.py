@@ -79,6 +79,37 @@ def _pool_refusals(config: AppConfig, stack_name: str, root: Path | None) -> lis
     return problems
 
 
+def _hosting_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
+    """The controller's hosting and its credentials cannot switch in one deploy: the Helm upgrade creates the new
+    pods while the old hosting still exists (it is deleted in CloudFormation's cleanup), so they land there -- on
+    Fargate, where Pod Identity never works, or with an IRSA annotation removed -- and run without AWS credentials
+    until the cleanup moves them; a rollback does the same the other way (tooling/simulator replays both)."""
+    found = _baseline(stack_name, root)
+    if found is None or config.existing_cluster is not None:
+        return []
+    source, resources = found
+    types = {r.get("Type") for r in resources.values()}
+    if CLUSTER_TYPE not in types:
+        return []
+    hosting = "fargate" if "Custom::AWSCDK-EKS-FargateProfile" in types else "nodegroup"
+    credentials = "pod-identity" if "AWS::EKS::PodIdentityAssociation" in types else "irsa"
+    if hosting == config.controller_hosting or credentials == config.controller_credentials:
+        return []
+    first = (
+        f"first controllerHosting {json.dumps(config.controller_hosting)} (keeping controllerCredentials "
+        f"{json.dumps(credentials)}), then controllerCredentials {json.dumps(config.controller_credentials)}"
+        if config.controller_hosting == "nodegroup"
+        else f"first controllerCredentials {json.dumps(config.controller_credentials)} (keeping controllerHosting "
+        f"{json.dumps(hosting)}), then controllerHosting {json.dumps(config.controller_hosting)}"
+    )
+    return [
+        f"controllerHosting {json.dumps(config.controller_hosting)} and controllerCredentials "
+        f"{json.dumps(config.controller_credentials)} change together against the deployed cluster ({source}: "
+        f"{hosting}, {credentials}): the controller's new pods start on the old hosting, which CloudFormation deletes "
+        f"only in its cleanup, and run without AWS credentials until then; deploy one at a time: {first}"
+    ]
+
+
 def _mode(value: str | None) -> str:
     return "unset (CONFIG_MAP)" if value is None else value
 
@@ -88,6 +119,7 @@ def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> li
     return (
         _release_refusals(config, stack_name, root)
         + _pool_refusals(config, stack_name, root)
+        + _hosting_refusals(config, stack_name, root)
         + _network_refusals(config, stack_name, root)
         + _cluster_refusals(config, stack_name, root)
     )

@@ -215,6 +215,7 @@ class KarpenterClusterStack(AppStack):
                 kubernetes_version=config.kubernetes_version,
                 karpenter_namespace=config.karpenter_namespace,
                 subnets=self.network.private_subnets,
+                aws_auth=config.authentication_mode != "API",
             )
         else:
             hosting = SystemNodeGroupHosting(
@@ -224,6 +225,7 @@ class KarpenterClusterStack(AppStack):
                 kubernetes_version=config.kubernetes_version,
                 instance_type=config.system_node_instance_type,
                 subnets=self.network.private_subnets,
+                aws_auth=config.authentication_mode != "API",
             )
         addons = ManagedAddons(
             self,

@@ -51,9 +51,10 @@ def test_api_and_config_map_adds_access_entries_and_keeps_aws_auth():
     assert sorted(entries) == ["admin:" + ADMIN, "node"]  # the administrators replace the account-wide role
     objects = kubernetes_objects(both.template)
     mappings = json.loads(render(objects["ConfigMap/aws-auth"]["data"]["mapRoles"]))
-    (node,) = [m for m in mappings if m["username"] == "system:node:{{EC2PrivateDNSName}}"]
+    # (the other EC2 mapping is the system node group's role, kept for a hosting switch: test_cluster_stack)
+    (node,) = [m for m in mappings if m["rolearn"] == render(entries["node"]["PrincipalArn"])]
+    assert node["username"] == "system:node:{{EC2PrivateDNSName}}"
     assert node["groups"] == ["system:bootstrappers", "system:nodes"]  # nodes join whichever EKS reads
-    assert node["rolearn"] == render(entries["node"]["PrincipalArn"])
     # Karpenter's objects are deleted before both, while their nodes drain
     for key in ("NodePool/default", "EC2NodeClass/default"):
         assert {entries["node"]["_id"], objects["ConfigMap/aws-auth"]["_logicalId"]} <= set(

@@ -71,6 +71,8 @@ def test_windows_example_launches_windows_nodes_that_can_join_and_get_pod_ips(ex
     }
     assert roles == {
         "${GetAtt:WindowsNodeRoleE0704BCF.Arn}": [*NODE_GROUPS, WINDOWS_NODE_GROUP],
+        # the system node group's role, kept mapped for a hosting switch (constructs_lib/controller_hosting.py)
+        "${GetAtt:ControllerHostingNodeRole8E936FA0.Arn}": list(NODE_GROUPS),
         "${GetAtt:KarpenterNestedStackKarpenterNestedStackResourceE556CF50."
         "Outputs.ekskarpenterKarpenterTemplateKarpenterNodeRole941D9270Arn}": list(NODE_GROUPS),
     }

@@ -299,7 +299,7 @@ def test_the_command_against_the_baseline_the_user_accepted(tmp_path, capsys, mo
         "below.\nAfter reviewing it, accept it with `make accept` and commit the baseline with your configuration.\n"
     )
     assert first.endswith(
-        "| stack | resources created |\n|---|---|\n| eks-karpenter | 71 |\n| eks-karpenter > nested Karpenter | 14 |\n"
+        "| stack | resources created |\n|---|---|\n| eks-karpenter | 72 |\n| eks-karpenter > nested Karpenter | 14 |\n"
         "| eks-karpenter > nested awscdkawseksClusterResourceProvider | 22 |\n"
         "| eks-karpenter > nested awscdkawseksKubectlProvider | 7 |\n\n"
     )

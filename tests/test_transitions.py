@@ -409,12 +409,25 @@ def test_the_matrix_is_generated_from_the_configuration_model():
         "vpcId": "an existing VPC needs its lookups in cdk.context.json",
     }
     # what a value needs besides: from the declaration (every value, or one value by its JSON)
-    (public,) = [t for t in found if t.setting == "endpointAccess" and t.new == "public-and-private"]
+    (public,) = [
+        t
+        for t in found
+        if t.setting == "endpointAccess" and t.new == "public-and-private" and t.base == {} and t.old != tr.DEFAULT
+    ]
     assert public.overrides("new") == {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]}
     assert public.overrides("old") == {"endpointAccess": "private"}
     pairs = {s: sum(t.setting == s for t in found) for s in ("authenticationMode", "deletionProtection", "profile")}
-    assert pairs == {"authenticationMode": 12, "deletionProtection": 6, "profile": 2}  # 4 and 3 modes, 2 values
-    assert len(found) == 66  # nodeManifests: its example and back (64 before it)
+    # 4 and 3 modes, 2 values; and a value with needs from every default in one deploy, and back (_with_needs)
+    assert pairs == {"authenticationMode": 12, "deletionProtection": 6, "profile": 4}
+    with_needs = sorted(
+        (t.setting, t.new) for t in found if t.base == {} and t.old is tr.DEFAULT and t.declared.companions(t.new)
+    )
+    assert with_needs == [
+        ("controllerCredentials", "pod-identity"),
+        ("endpointAccess", "public-and-private"),
+        ("profile", "production"),
+    ]
+    assert len(found) == 72  # 66 before the moves with needs
     fields = dict(AppConfig.model_fields)
     fields["node_magic"] = copy.copy(fields["cluster_name"])
     fields["node_magic"].alias = "nodeMagic"

@@ -156,7 +156,21 @@ def transitions(fields: Mapping[str, FieldInfo] | None = None) -> tuple[list[Tra
             continue
         modes = _modes(declared, info.annotation, lists=False)  # (lists of a setting's own: by their example)
         found += _field_transitions(key, info, modes, declared, declared.needs)
+        found += _with_needs(key, info, modes, declared)
     return found, not_one
+
+
+def _with_needs(key: str, info: FieldInfo, modes: list[Any] | None, declared: FieldChange) -> list[Transition]:
+    """A value that needs other settings (``needs``), moved from every default in ONE deploy, and back: the deploy a
+    user makes who writes the value and what it needs together (found by the deploy simulator: a hosting and a
+    credentials switch in one deploy leave the controller without credentials)."""
+    default = info.get_default(call_default_factory=True)
+    values = [m for m in modes or [] if m != default and declared.companions(m)]
+    return [
+        t
+        for v in values
+        for t in (Transition(key, {}, DEFAULT, v, declared), Transition(key, {}, v, DEFAULT, declared))
+    ]
 
 
 def _holder(info: FieldInfo) -> Any:
