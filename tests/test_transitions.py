@@ -274,19 +274,23 @@ def _accepted(root, resources: dict, stack: str = "eks-karpenter") -> None:
     (folder / f"{stack}.template.json").write_text(json.dumps({"Resources": resources}))
 
 
+def _merged(base: dict, changes: dict) -> dict:
+    return {
+        k: _merged(base[k], v) if isinstance(v, dict) and v and isinstance(base.get(k), dict) else v
+        for k, v in {**base, **changes}.items()
+    }
+
+
 def _deployed(root, config: dict, stack: str = "eks-karpenter") -> None:
-    """A baseline whose cluster resource has this ``Config``."""
-    _accepted(
-        root, {"Cluster9EE0221C": {"Type": "Custom::AWSCDK-EKS-Cluster", "Properties": {"Config": config}}}, stack
-    )
+    """A baseline whose cluster resource has the default configuration's synthesized ``Config`` with these
+    values."""
+    from karpenter_stack import baseline
+
+    full = _merged(baseline.synthesized_cluster_config(load_config({})), config)
+    _accepted(root, {"Cluster9EE0221C": {"Type": "Custom::AWSCDK-EKS-Cluster", "Properties": {"Config": full}}}, stack)
 
 
-DEPLOYED = {
-    "name": "eks-karpenter",
-    "version": "1.36",
-    "accessConfig": {},
-    "resourcesVpcConfig": {"endpointPublicAccess": False},
-}
+DEPLOYED = {"name": "eks-karpenter", "version": "1.36", "resourcesVpcConfig": {"endpointPublicAccess": False}}
 
 
 @pytest.mark.parametrize(
@@ -316,10 +320,11 @@ DEPLOYED = {
         (
             {"version": "1.35"},
             {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]},
-            "kubernetesVersion and endpointAccess change together against the deployed cluster "
+            'kubernetesVersion "1.35" → "1.36" and endpointAccess "private" → "public-and-private" and publicAccessCidrs '
+            'unset → ["203.0.113.0/24"] change together against the deployed cluster '
             "(baseline/eks-karpenter.template.json): aws-cdk's handler allows one kind of cluster update per deploy, "
             'and refuses the rollback\'s too; deploy one at a time: first kubernetesVersion "1.36"; then endpointAccess '
-            '"public-and-private"',
+            '"public-and-private" with publicAccessCidrs ["203.0.113.0/24"]',
         ),
     ],
     ids=["unset to API", "API back", "two minors", "two kinds"],
@@ -585,7 +590,13 @@ def test_refused_steps_are_named_before_any_advice_to_combine_them(tmp_path):
         "authenticationMode from defined to undefined), on the deploy and again on its rollback; EKS never moves a "
         "cluster back: keep the current mode",
         'kubernetesVersion "1.35": the deployed cluster (baseline/eks-karpenter.template.json) runs version 1.36 → '
-        "1.35: EKS never downgrades a cluster; keep 1.36",
+        "1.35: a downgrade is EKS's version rollback, which rolls back the control plane only (one minor, within 7 "
+        "days of an in-place upgrade) while nodes and add-ons stay newer; a deploy would start that rollback through "
+        "CloudFormation with Karpenter's nodes on the newer kubelet (never newer than the control plane): roll back "
+        "the data plane first (Karpenter's nodes: pin their image to 1.35 and let them drift; the managed node group "
+        "and add-ons to 1.35), then the control plane with `aws eks update-cluster-version --kubernetes-version 1.35` "
+        "within 7 days of the upgrade (EKS's version rollback, outside CloudFormation), then `make accept` so the "
+        "baseline records 1.35, or keep 1.36",
     ]
 
 
@@ -707,3 +718,38 @@ def test_the_matrix_reads_the_products_folder_not_your_accepted_baseline(tmp_pat
     with tr.the_products_project():
         assert baseline.refusals(older, "eks-karpenter") == []
     assert context_sources.project_dir() == tmp_path
+
+
+def test_the_guard_refuses_what_aws_cdks_real_handler_refuses(tmp_path):
+    """Issue 32: the synth's guard runs the synthesized cluster Config through the handler's rules (the mirror
+    that agrees with the real handler, tests/test_cluster_handler.py): public CIDRs with a version bump, a zone
+    count changed on a running cluster, and deletion protection written away (an empty UpdateClusterConfig)."""
+    from karpenter_stack import baseline
+
+    public = {"endpointAccess": "public-and-private"}
+    _deployed(
+        tmp_path,
+        {
+            "version": "1.35",
+            "resourcesVpcConfig": {"endpointPublicAccess": True, "publicAccessCidrs": ["198.51.100.0/24"]},
+        },
+    )
+    (cidrs,) = baseline.refusals(
+        load_config({**public, "publicAccessCidrs": ["203.0.113.0/24"]}), "eks-karpenter", tmp_path
+    )
+    assert cidrs.startswith(
+        'kubernetesVersion "1.35" → "1.36" and publicAccessCidrs ["198.51.100.0/24"] → ["203.0.113.0/24"] change '
+        "together against the deployed cluster"
+    ) and cidrs.endswith('first kubernetesVersion "1.36"; then publicAccessCidrs ["203.0.113.0/24"]')
+    _deployed(tmp_path, {})
+    (zones,) = baseline.refusals(
+        load_config({"maxAzs": 3, "account": "444455556666", "region": "eu-west-1"}), "eks-karpenter", tmp_path
+    )
+    assert zones.startswith(
+        "maxAzs 3: the deployed cluster (baseline/eks-karpenter.template.json) has its subnets in 2 zones"
+    ) and zones.endswith("keep 2 (more zones need a new cluster)")
+    _deployed(tmp_path, {"deletionProtection": True})
+    (protection,) = baseline.refusals(load_config({}), "eks-karpenter", tmp_path)
+    assert protection.startswith("deletionProtection unset: the deployed cluster") and "write false to turn it off" in (
+        protection
+    )
