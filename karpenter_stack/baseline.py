@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import context_sources
 from . import cluster_updates as cu
+from . import context_sources
 from .config import AppConfig, ConfigError, stack_name_for
 
 BASELINE_DIR = "baseline"
@@ -229,7 +229,7 @@ def _cluster_refusals(config: AppConfig, stack_name: str, root: Path | None) -> 
         problems.append(
             f"kubernetesVersion {json.dumps(new_version)}: the deployed cluster ({source}) runs {step}; a deploy would "
             "start that rollback through CloudFormation with Karpenter's nodes on the newer kubelet (never newer "
-            f"than the control plane): {cu.downgrade_runbook(old_version, new_version)}, or keep {old_version}"
+            f"than the control plane): {cu.downgrade_runbook(str(old_version), str(new_version))}, or keep {old_version}"
         )
     elif step:
         problems.append(f"kubernetesVersion {json.dumps(new_version)}: the deployed cluster ({source}) runs {step}")

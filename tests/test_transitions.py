@@ -29,9 +29,10 @@ def _cluster_config(synthesized) -> dict:
 
 def test_deletion_protection_false_is_written_so_that_turning_it_off_reaches_eks(alternative, default):
     """The handler's analyzeUpdate compares old and new deletionProtection and sends the new value: an absent
-    property is sent as undefined, and EKS keeps its protection. false must be in the template."""
+    property is sent as undefined, an UpdateClusterConfig with nothing in it (tests/test_cluster_handler.py), which
+    the review calls a failure. false must be in the template."""
     assert _cluster_config(alternative)["deletionProtection"] is False
-    assert "deletionProtection" not in _cluster_config(default)  # unset: EKS's setting left as it is
+    assert "deletionProtection" not in _cluster_config(default)  # unset: nothing sent on create
     protected = {"Config": {"name": "a", "version": "1.36", "deletionProtection": True}}
     off = {"Config": {"name": "a", "version": "1.36", "deletionProtection": False}}
     unset = {"Config": {"name": "a", "version": "1.36"}}
@@ -39,9 +40,14 @@ def test_deletion_protection_false_is_written_so_that_turning_it_off_reaches_eks
     # its rollback sends true again: the same kind of update, allowed
     assert rv._cluster_change(off, protected, set(), False) == ("updated", "in place: updateDeletionProtection")
     assert rv._cluster_change(protected, unset, set(), False) == (
-        "updated",
-        "deletionProtection true → unset: aws-cdk's handler sends no value, so EKS keeps the cluster's deletion "
-        "protection as it is (write false to turn it off)",
+        "fails",
+        "deletionProtection true → unset: aws-cdk's handler sends an UpdateClusterConfig with no setting in it, an "
+        "empty update EKS refuses (write false to turn it off)",
+    )
+    from tooling.review.cluster import cluster_update
+
+    assert cluster_update("C", protected, unset, set(), {"Resources": {}}, None).why.endswith(
+        "(deletionProtection true → unset)"
     )
 
 
@@ -486,7 +492,9 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
         cluster.one_way
         and cluster.why
         == f"in place: updateVersion (a Kubernetes upgrade, ~10 min; add-ons follow) ({rv.ONE_WAY_VERSION})"
+        ' (version "1.35" → "1.36")'
     )
+    assert "may now START a real control-plane downgrade" in rv.ONE_WAY_VERSION
 
 
 def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pair():
