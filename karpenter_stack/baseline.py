@@ -249,6 +249,11 @@ def _cluster_refusals(config: AppConfig, stack_name: str, root: Path | None) -> 
         )
     if problems:  # (a refused step above is the first thing to change)
         return problems
+    return _combined_refusals(source, old, new)
+
+
+def _combined_refusals(source: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The handler's verdict on the deploy, and on its rollback where it refuses a combination."""
     # The rollback: refused as a combination (one kind per deploy); a one-way step refused only on its rollback is
     # the review's warning (it fails only when something else fails the deploy after the cluster updated).
     forward, back = _verdict(old, new), _verdict(new, old)
