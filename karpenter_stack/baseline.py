@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import cluster_updates as cu
 from . import context_sources
-from .cluster_updates import auth_mode_refusal, auth_mode_sequence, version_step_refusal
 from .config import AppConfig, ConfigError, stack_name_for
 
 BASELINE_DIR = "baseline"
@@ -165,53 +165,146 @@ def _release_refusals(config: AppConfig, stack_name: str, root: Path | None) -> 
     ]
 
 
+def synthesized_cluster_config(config: AppConfig, root: Path | None = None) -> dict[str, Any] | None:
+    """The cluster resource's ``Config`` the app synthesizes for ``config`` (the built ``eks.Cluster``'s resolved
+    properties: CDK decides them, no list of ours), or None (an existing cluster, a VPC lookup pending)."""
+    key = (config.model_dump_json(), str(root or context_sources.project_dir()))
+    if key not in _SYNTHESIZED:
+        import aws_cdk as cdk
+
+        from .config.resolve import resolve_environment
+        from .stacks import environment_stack
+
+        app = cdk.App(context=context_sources.cached_lookups(root))
+        stack = environment_stack(app, resolve_environment("", config))
+        found = [
+            c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == CLUSTER_TYPE
+        ]
+        _SYNTHESIZED[key] = stack.resolve(found[0]._cfn_properties)["Config"] if found else None
+    return _SYNTHESIZED[key]
+
+
+_SYNTHESIZED: dict[tuple[str, str], dict[str, Any] | None] = {}
+
+# The settings behind the cluster's Config (for messages; what is refused is the handler's, cluster_updates).
+_SETTINGS: dict[tuple[str, ...], str] = {
+    ("version",): "kubernetesVersion",
+    ("resourcesVpcConfig", "endpointPublicAccess"): "endpointAccess",
+    ("resourcesVpcConfig", "publicAccessCidrs"): "publicAccessCidrs",
+    ("resourcesVpcConfig", "subnetIds"): "maxAzs",
+    ("deletionProtection",): "deletionProtection",
+    ("accessConfig", "authenticationMode"): "authenticationMode",
+    ("name",): "clusterName",
+}
+
+
+_ONE_STEP = {"endpointAccess": "updateAccess", "publicAccessCidrs": "updateAccess"}
+
+
+def _at(config: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        config = config.get(key) if isinstance(config, dict) else None  # type: ignore[assignment]
+    return config
+
+
+def _value(path: tuple[str, ...], value: Any) -> str:
+    if value is None:
+        return "unset"
+    if path == ("resourcesVpcConfig", "endpointPublicAccess"):
+        return json.dumps("public-and-private" if value else "private")
+    if path == ("resourcesVpcConfig", "subnetIds"):
+        return f"{len(value)} zones ({len(value)} private subnets)"
+    return json.dumps(value)
+
+
+def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(setting, old, new) for each setting whose part of the Config changes."""
+    return [
+        (setting, _value(path, _at(old, path)), _value(path, _at(new, path)))
+        for path, setting in _SETTINGS.items()
+        if cu.delivered(_at(old, path)) != cu.delivered(_at(new, path))
+    ]
+
+
+def _verdict(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    try:
+        cu.update(old, new)
+    except cu.UpdateRefused as err:
+        return str(err)
+    return None
+
+
 def _cluster_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
+    """The deploy of the cluster Config the app synthesizes, against the baseline's, through the handler's rules
+    (``cluster_updates``, which agrees with aws-cdk's real handler), forward and for CloudFormation's rollback
+    (old and new swapped, the cluster as the forward left it), plus EKS's own rules the handler does not know."""
     deployed = deployed_cluster(stack_name, root)
     if deployed is None or config.existing_cluster is not None:
         return []
     source, old = deployed
+    new = synthesized_cluster_config(config, root)
+    if new is None:
+        return []
     problems: list[str] = []
-    # Each kind of cluster update the handler counts: setting -> (old, new) when it changes.
-    kinds: dict[str, tuple[Any, Any]] = {}
-    old_mode, new_mode = (old.get("accessConfig") or {}).get("authenticationMode"), config.authentication_mode
-    if old_mode != new_mode:
-        kinds["authenticationMode"] = (_mode(old_mode), _mode(new_mode))
-        refused = auth_mode_refusal(old_mode, new_mode)
-        if refused:
-            problems.append(
-                f"authenticationMode {json.dumps(new_mode) if new_mode else 'unset'}: the deployed cluster ({source}) is "
-                f"{_mode(old_mode)}, "
-                f"and aws-cdk's handler refuses {_mode(old_mode)} → {_mode(new_mode)} ({refused}), on the deploy and "
-                f"again on its rollback; {auth_mode_sequence(old_mode, new_mode)}"
-            )
-    old_version, new_version = old.get("version"), config.kubernetes_version
-    if old_version != new_version:
-        kinds["kubernetesVersion"] = (old_version, new_version)
-        refused = version_step_refusal(old_version, new_version)
-        if refused:
-            keep = f"; keep {old_version}" if "downgrade" in refused else ""
-            problems.append(
-                f"kubernetesVersion {json.dumps(new_version)}: the deployed cluster ({source}) runs {refused}{keep}"
-            )
-    old_public = (old.get("resourcesVpcConfig") or {}).get("endpointPublicAccess")
-    new_public = config.endpoint_access == "public-and-private"
-    if isinstance(old_public, bool) and old_public != new_public:
-        kinds["endpointAccess"] = ("public-and-private" if old_public else "private", config.endpoint_access)
-    old_protection = old.get("deletionProtection")
-    if old_protection != config.deletion_protection and not (
-        old_protection is None and config.deletion_protection is None
-    ):
-        kinds["deletionProtection"] = (old_protection, config.deletion_protection)
-    if len(kinds) > 1 and not problems:  # (a refused step above is the first thing to change)
-        steps = "; then ".join(
-            f"{name} {new if name == 'authenticationMode' else json.dumps(new)}" for name, (_, new) in kinds.items()
-        )
+    old_mode, new_mode = _at(old, ("accessConfig", "authenticationMode")), config.authentication_mode
+    refused = cu.auth_mode_refusal(old_mode, new_mode) if old_mode != new_mode else None
+    if refused:
         problems.append(
-            f"{' and '.join(kinds)} change together against the deployed cluster ({source}): aws-cdk's handler "
-            "allows one kind of cluster update per deploy, and refuses the rollback's too; deploy one at a time: "
-            f"first {steps}"
+            f"authenticationMode {json.dumps(new_mode) if new_mode else 'unset'}: the deployed cluster ({source}) is "
+            f"{_mode(old_mode)}, "
+            f"and aws-cdk's handler refuses {_mode(old_mode)} → {_mode(new_mode)} ({refused}), on the deploy and "
+            f"again on its rollback; {cu.auth_mode_sequence(old_mode, new_mode)}"
         )
-    return problems
+    old_version, new_version = old.get("version"), new.get("version")
+    step = cu.version_step_refusal(old_version, new_version)
+    if step and cu.is_downgrade(old_version, new_version):
+        problems.append(
+            f"kubernetesVersion {json.dumps(new_version)}: the deployed cluster ({source}) runs {step}; a deploy would "
+            "start that rollback through CloudFormation with Karpenter's nodes on the newer kubelet (never newer "
+            f"than the control plane): {cu.downgrade_runbook(str(old_version), str(new_version))}, or keep {old_version}"
+        )
+    elif step:
+        problems.append(f"kubernetesVersion {json.dumps(new_version)}: the deployed cluster ({source}) runs {step}")
+    old_subnets = _at(old, ("resourcesVpcConfig", "subnetIds"))
+    if config.vpc_id is None and isinstance(old_subnets, list) and len(old_subnets) != config.max_azs:
+        problems.append(
+            f"maxAzs {config.max_azs}: the deployed cluster ({source}) has its subnets in {len(old_subnets)} zones, and "
+            "EKS keeps a cluster's subnets in the availability zones chosen when it was created (EKS User Guide, "
+            f"network requirements): the deploy fails; keep {len(old_subnets)} (more zones need a new cluster)"
+        )
+    if old.get("deletionProtection") is not None and new.get("deletionProtection") is None:
+        problems.append(
+            f"deletionProtection unset: the deployed cluster ({source}) has {json.dumps(old['deletionProtection'])}, "
+            "and aws-cdk's handler sends an UpdateClusterConfig with no setting in it (the new value, undefined), "
+            "which EKS refuses as an empty update; write false to turn it off, or "
+            f"{json.dumps(old['deletionProtection'])} to keep it"
+        )
+    if problems:  # (a refused step above is the first thing to change)
+        return problems
+    return _combined_refusals(source, old, new)
+
+
+def _combined_refusals(source: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The handler's verdict on the deploy, and on its rollback where it refuses a combination."""
+    # The rollback: refused as a combination (one kind per deploy); a one-way step refused only on its rollback is
+    # the review's warning (it fails only when something else fails the deploy after the cluster updated).
+    forward, back = _verdict(old, new), _verdict(new, old)
+    back = back if back and back == cu.ONE_KIND else None
+    if forward is None and back is None:
+        return []
+    changed = _changed(old, new)
+    named = " and ".join(f"{s} {a} → {b}" for s, a, b in changed) or "the cluster's Config"
+    if changed and (forward or back or "").startswith("Only one type of update"):
+        steps: dict[str, list[str]] = {}  # (the endpoint's settings are one kind of update: one step)
+        for setting, _, value in changed:
+            steps.setdefault(_ONE_STEP.get(setting, setting), []).append(f"{setting} {value}")
+        sequence = "; then ".join(" with ".join(step) for step in steps.values())
+        return [
+            f"{named} change together against the deployed cluster ({source}): aws-cdk's handler allows one kind of "
+            f"cluster update per deploy, and refuses the rollback's too; deploy one at a time: first {sequence}"
+        ]
+    when = "the deploy" if forward else "CloudFormation's rollback of the deploy (UPDATE_ROLLBACK_FAILED)"
+    return [f"{named} against the deployed cluster ({source}): aws-cdk's handler refuses {when} ({forward or back})"]
 
 
 def check(configs: dict[str, AppConfig], root: Path | None = None) -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from karpenter_stack.cluster_updates import UpdateRefused, update
+from karpenter_stack.cluster_updates import ONE_KIND, UpdateRefused, update
 from tests.cfn import depends_on, kubernetes_objects, only, render, resources, template_change
 from tests.conftest import synth
 from tooling.configurations import ACCESS_ENTRIES, ADMINISTRATOR
@@ -93,7 +93,7 @@ def test_moving_a_running_cluster_to_api_and_config_map_is_an_in_place_update(de
         (
             PUBLIC,
             BOTH,  # a private endpoint and a new mode in one deploy
-            "Only one type of update - VpcConfigUpdate, LoggingUpdate, EndpointAccessUpdate, or AuthModeUpdate can be allowed",
+            ONE_KIND,
         ),
     ],
 )
@@ -108,7 +108,8 @@ def test_no_configuration_asks_the_handler_to_replace_the_named_cluster(default,
     cluster, which a named cluster refuses; none of them ever changes between configurations."""
     configs = [_cluster_config(s) for s in (default, alternative, production, synth(**BOTH), synth(**API))]
     assert all("bootstrapClusterCreatorAdminPermissions" not in (c["accessConfig"] or {}) for c in configs)
-    assert update(configs[0], configs[2]) == []  # standard -> production profile: no cluster update at all
+    # standard -> production profile: deletion protection on, nothing else of the cluster
+    assert update(configs[0], configs[2]) == ["updateDeletionProtection"]
 
 
 def test_windows_nodes_join_through_an_ec2_windows_entry_of_their_own_role():

@@ -227,7 +227,7 @@ def test_pool_changes_say_which_nodes_drift(default):
 def test_a_kubernetes_downgrade_would_fail_at_the_cluster_and_names_the_add_ons_that_roll():
     _, text, _, failing = _review(synth(kubernetesVersion="1.35"))
     assert failing == ["eks-karpenter/Cluster9EE0221C"]
-    assert "version 1.36 → 1.35: EKS never downgrades a cluster" in text
+    assert "version 1.36 → 1.35: a downgrade is EKS's version rollback" in text
     assert "- add-on `kube-proxy` is updated (AddonVersion): its pods roll" in text
 
 

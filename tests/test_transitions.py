@@ -29,9 +29,10 @@ def _cluster_config(synthesized) -> dict:
 
 def test_deletion_protection_false_is_written_so_that_turning_it_off_reaches_eks(alternative, default):
     """The handler's analyzeUpdate compares old and new deletionProtection and sends the new value: an absent
-    property is sent as undefined, and EKS keeps its protection. false must be in the template."""
+    property is sent as undefined, an UpdateClusterConfig with nothing in it (tests/test_cluster_handler.py), which
+    the review calls a failure. false must be in the template."""
     assert _cluster_config(alternative)["deletionProtection"] is False
-    assert "deletionProtection" not in _cluster_config(default)  # unset: EKS's setting left as it is
+    assert "deletionProtection" not in _cluster_config(default)  # unset: nothing sent on create
     protected = {"Config": {"name": "a", "version": "1.36", "deletionProtection": True}}
     off = {"Config": {"name": "a", "version": "1.36", "deletionProtection": False}}
     unset = {"Config": {"name": "a", "version": "1.36"}}
@@ -39,9 +40,14 @@ def test_deletion_protection_false_is_written_so_that_turning_it_off_reaches_eks
     # its rollback sends true again: the same kind of update, allowed
     assert rv._cluster_change(off, protected, set(), False) == ("updated", "in place: updateDeletionProtection")
     assert rv._cluster_change(protected, unset, set(), False) == (
-        "updated",
-        "deletionProtection true → unset: aws-cdk's handler sends no value, so EKS keeps the cluster's deletion "
-        "protection as it is (write false to turn it off)",
+        "fails",
+        "deletionProtection true → unset: aws-cdk's handler sends an UpdateClusterConfig with no setting in it, an "
+        "empty update EKS refuses (write false to turn it off)",
+    )
+    from tooling.review.cluster import cluster_update
+
+    assert cluster_update("C", protected, unset, set(), {"Resources": {}}, None).why.endswith(
+        "(deletionProtection true → unset)"
     )
 
 
@@ -274,19 +280,23 @@ def _accepted(root, resources: dict, stack: str = "eks-karpenter") -> None:
     (folder / f"{stack}.template.json").write_text(json.dumps({"Resources": resources}))
 
 
+def _merged(base: dict, changes: dict) -> dict:
+    return {
+        k: _merged(base[k], v) if isinstance(v, dict) and v and isinstance(base.get(k), dict) else v
+        for k, v in {**base, **changes}.items()
+    }
+
+
 def _deployed(root, config: dict, stack: str = "eks-karpenter") -> None:
-    """A baseline whose cluster resource has this ``Config``."""
-    _accepted(
-        root, {"Cluster9EE0221C": {"Type": "Custom::AWSCDK-EKS-Cluster", "Properties": {"Config": config}}}, stack
-    )
+    """A baseline whose cluster resource has the default configuration's synthesized ``Config`` with these
+    values."""
+    from karpenter_stack import baseline
+
+    full = _merged(baseline.synthesized_cluster_config(load_config({})), config)
+    _accepted(root, {"Cluster9EE0221C": {"Type": "Custom::AWSCDK-EKS-Cluster", "Properties": {"Config": full}}}, stack)
 
 
-DEPLOYED = {
-    "name": "eks-karpenter",
-    "version": "1.36",
-    "accessConfig": {},
-    "resourcesVpcConfig": {"endpointPublicAccess": False},
-}
+DEPLOYED = {"name": "eks-karpenter", "version": "1.36", "resourcesVpcConfig": {"endpointPublicAccess": False}}
 
 
 @pytest.mark.parametrize(
@@ -316,10 +326,11 @@ DEPLOYED = {
         (
             {"version": "1.35"},
             {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]},
-            "kubernetesVersion and endpointAccess change together against the deployed cluster "
+            'kubernetesVersion "1.35" → "1.36" and endpointAccess "private" → "public-and-private" and publicAccessCidrs '
+            'unset → ["203.0.113.0/24"] change together against the deployed cluster '
             "(baseline/eks-karpenter.template.json): aws-cdk's handler allows one kind of cluster update per deploy, "
             'and refuses the rollback\'s too; deploy one at a time: first kubernetesVersion "1.36"; then endpointAccess '
-            '"public-and-private"',
+            '"public-and-private" with publicAccessCidrs ["203.0.113.0/24"]',
         ),
     ],
     ids=["unset to API", "API back", "two minors", "two kinds"],
@@ -494,7 +505,9 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
         cluster.one_way
         and cluster.why
         == f"in place: updateVersion (a Kubernetes upgrade, ~10 min; add-ons follow) ({rv.ONE_WAY_VERSION})"
+        ' (version "1.35" → "1.36")'
     )
+    assert "may now START a real control-plane downgrade" in rv.ONE_WAY_VERSION
 
 
 def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pair():
@@ -598,7 +611,13 @@ def test_refused_steps_are_named_before_any_advice_to_combine_them(tmp_path):
         "authenticationMode from defined to undefined), on the deploy and again on its rollback; EKS never moves a "
         "cluster back: keep the current mode",
         'kubernetesVersion "1.35": the deployed cluster (baseline/eks-karpenter.template.json) runs version 1.36 → '
-        "1.35: EKS never downgrades a cluster; keep 1.36",
+        "1.35: a downgrade is EKS's version rollback, which rolls back the control plane only (one minor, within 7 "
+        "days of an in-place upgrade) while nodes and add-ons stay newer; a deploy would start that rollback through "
+        "CloudFormation with Karpenter's nodes on the newer kubelet (never newer than the control plane): roll back "
+        "the data plane first (Karpenter's nodes: pin their image to 1.35 and let them drift; the managed node group "
+        "and add-ons to 1.35), then the control plane with `aws eks update-cluster-version --kubernetes-version 1.35` "
+        "within 7 days of the upgrade (EKS's version rollback, outside CloudFormation), then `make accept` so the "
+        "baseline records 1.35, or keep 1.36",
     ]
 
 
@@ -720,3 +739,38 @@ def test_the_matrix_reads_the_products_folder_not_your_accepted_baseline(tmp_pat
     with tr.the_products_project():
         assert baseline.refusals(older, "eks-karpenter") == []
     assert context_sources.project_dir() == tmp_path
+
+
+def test_the_guard_refuses_what_aws_cdks_real_handler_refuses(tmp_path):
+    """Issue 32: the synth's guard runs the synthesized cluster Config through the handler's rules (the mirror
+    that agrees with the real handler, tests/test_cluster_handler.py): public CIDRs with a version bump, a zone
+    count changed on a running cluster, and deletion protection written away (an empty UpdateClusterConfig)."""
+    from karpenter_stack import baseline
+
+    public = {"endpointAccess": "public-and-private"}
+    _deployed(
+        tmp_path,
+        {
+            "version": "1.35",
+            "resourcesVpcConfig": {"endpointPublicAccess": True, "publicAccessCidrs": ["198.51.100.0/24"]},
+        },
+    )
+    (cidrs,) = baseline.refusals(
+        load_config({**public, "publicAccessCidrs": ["203.0.113.0/24"]}), "eks-karpenter", tmp_path
+    )
+    assert cidrs.startswith(
+        'kubernetesVersion "1.35" → "1.36" and publicAccessCidrs ["198.51.100.0/24"] → ["203.0.113.0/24"] change '
+        "together against the deployed cluster"
+    ) and cidrs.endswith('first kubernetesVersion "1.36"; then publicAccessCidrs ["203.0.113.0/24"]')
+    _deployed(tmp_path, {})
+    (zones,) = baseline.refusals(
+        load_config({"maxAzs": 3, "account": "444455556666", "region": "eu-west-1"}), "eks-karpenter", tmp_path
+    )
+    assert zones.startswith(
+        "maxAzs 3: the deployed cluster (baseline/eks-karpenter.template.json) has its subnets in 2 zones"
+    ) and zones.endswith("keep 2 (more zones need a new cluster)")
+    _deployed(tmp_path, {"deletionProtection": True})
+    (protection,) = baseline.refusals(load_config({}), "eks-karpenter", tmp_path)
+    assert protection.startswith("deletionProtection unset: the deployed cluster") and "write false to turn it off" in (
+        protection
+    )

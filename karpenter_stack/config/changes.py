@@ -12,8 +12,9 @@ CLUSTER_NAME = (
     "running until it is destroyed (make review blocks the rename until acknowledged)"
 )
 KUBERNETES_VERSION = (
-    "EKS User Guide, 'Update existing cluster to new Kubernetes version': one minor version up at a time, never "
-    "down, so CloudFormation's rollback of an upgrade is refused (karpenter_stack/cluster_updates.py)"
+    "EKS User Guide, 'Update existing cluster to new Kubernetes version': one minor version up at a time; "
+    "CloudFormation's rollback of an upgrade calls UpdateClusterVersion to the old minor, which EKS's version "
+    "rollback (within 7 days) may carry out on the control plane only (karpenter_stack/cluster_updates.py)"
 )
 AUTHENTICATION_MODE = (
     "aws-cdk-lib 2.275 cluster-resource-handler onUpdate: unset (CONFIG_MAP) -> API_AND_CONFIG_MAP -> API, one step "
@@ -34,8 +35,9 @@ VPC = (
     "in the VPC it was created in: the cluster handler's subnet update (updateVpc) fails (karpenter_stack/baseline.py)"
 )
 ZONES = (
-    "one AWS::EC2::Subnet pair per zone: more zones add subnets and the cluster handler updates the cluster's "
-    "subnets in place (updateVpc); fewer delete subnets with the nodes in them"
+    "one AWS::EC2::Subnet pair per zone, and EKS keeps a cluster's subnets in the availability zones chosen at its "
+    "creation (EKS User Guide, network requirements): the handler's subnet update (updateVpc) fails on a running "
+    "cluster (karpenter_stack/baseline.py refuses it)"
 )
 NAT_GATEWAYS = "AWS::EC2::NatGateway, one per zone up to natGateways: added or deleted; nothing running restarts"
 ENDPOINT = (
@@ -53,7 +55,8 @@ SYSTEM_INSTANCE_TYPE = (
 )
 DELETION_PROTECTION = (
     "aws-cdk-lib 2.275 cluster-resource-handler onUpdate: deletionProtection is an update in place "
-    "(updateDeletionProtection); an absent value is sent as none, so EKS keeps its setting"
+    "(updateDeletionProtection) sending the new value; an absent one is an UpdateClusterConfig with nothing in it "
+    "(tooling/handlers runs the real handler), refused at synth against the baseline"
 )
 TERMINATION_PROTECTION = (
     "CloudFormation termination protection: the app also sets it with a custom resource "

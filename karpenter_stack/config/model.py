@@ -299,7 +299,10 @@ class AppConfig(CamelModel):
         le=6,
         description="Availability zones of the new VPC (environment-agnostic stacks get 2).",
         json_schema_extra=change(
-            Change.REPLACE, "AWS::EC2::Subnet", facts.ZONES, needs={"account": "444455556666", "region": "eu-west-1"}
+            Change.REFUSED,
+            "AWS::EC2::Subnet, Custom::AWSCDK-EKS-Cluster Config.resourcesVpcConfig.subnetIds",
+            facts.ZONES,
+            needs={"account": "444455556666", "region": "eu-west-1"},
         ),
     )
     nat_gateways: Annotated[int, CREATED_CLUSTER] = Field(
@@ -359,8 +362,8 @@ class AppConfig(CamelModel):
     deletion_protection: Annotated[bool | None, CREATED_CLUSTER] = Field(
         None,
         description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last). "
-        "Unset: EKS's setting is left as it is (off on a new cluster): aws-cdk's handler reads a removed value as "
-        "no change, so write false to turn protection off.",
+        "Unset: off on a new cluster; on a running one that had it, unset is refused (aws-cdk's handler would send "
+        "EKS an empty update): write false to turn protection off.",
         json_schema_extra=change(
             Change.IN_PLACE, "Custom::AWSCDK-EKS-Cluster Config.deletionProtection", facts.DELETION_PROTECTION
         ),

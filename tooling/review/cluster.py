@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from karpenter_stack.cluster_updates import (
+    VERSION_ROLLBACK_DAYS,
     auth_mode_refusal,
     auth_mode_sequence,
     version_step_refusal,
@@ -41,8 +42,10 @@ _CLUSTER_UPDATES = {
 # The cluster updates whose rollback aws-cdk's handler or EKS refuses (see stacks._one_way_alone).
 ONE_WAY = ONE_WAY_MARK + "CloudFormation's rollback re-sends the old mode, which aws-cdk's handler refuses"
 ONE_WAY_VERSION = (
-    ONE_WAY_MARK + "CloudFormation's rollback would send the old version, a downgrade EKS refuses (aws-cdk's handler "
-    "calls UpdateClusterVersion unless the cluster already runs it)"
+    ONE_WAY_MARK + "CloudFormation's rollback re-sends the old version: aws-cdk's handler calls UpdateClusterVersion "
+    "to the old minor unless the cluster already runs it, which may now START a real control-plane downgrade "
+    f"(EKS's version rollback, within {VERSION_ROLLBACK_DAYS} days of the upgrade) with Karpenter's nodes possibly "
+    "already on the newer kubelet"
 )
 
 
@@ -74,6 +77,19 @@ def _cluster_change(
             if _differs(_at(config_old, path.split(".")), _at(config_new, path.split(".")), replaced)
         }
     )
+    if (
+        "updateVpc" in kinds
+        and not vpc_replaced
+        and _differs(
+            _at(config_old, ("resourcesVpcConfig", "subnetIds")),
+            _at(config_new, ("resourcesVpcConfig", "subnetIds")),
+            replaced,
+        )
+    ):
+        return "fails", (
+            "its subnets change (maxAzs): EKS keeps a cluster's subnets in the availability zones chosen when it was "
+            "created (EKS User Guide, network requirements), so the deploy fails"
+        )
     if "updateVpc" in kinds and vpc_replaced:
         return "fails", (
             "its subnets and security group move to a replaced VPC: aws-cdk's handler updates subnets in place "
@@ -89,10 +105,11 @@ def _cluster_change(
     if auth:
         return auth
     if kinds == ["updateDeletionProtection"] and config_new.get("deletionProtection") is None:
-        # aws-cdk 2.275's handler sends the new value; an absent one is undefined, which changes nothing
-        return "updated", (
+        # aws-cdk 2.275's handler sends the new value: an absent one is an UpdateClusterConfig with nothing in it
+        return "fails", (
             f"deletionProtection {json.dumps(config_old.get('deletionProtection'))} → unset: aws-cdk's handler "
-            "sends no value, so EKS keeps the cluster's deletion protection as it is (write false to turn it off)"
+            "sends an UpdateClusterConfig with no setting in it, an empty update EKS refuses (write false to turn "
+            "it off)"
         )
     if kinds and kinds[0].startswith("updateVersion") and config_old.get("version") != config_new.get("version"):
         return "updated", f"in place: {kinds[0]} ({ONE_WAY_VERSION})"
@@ -100,6 +117,27 @@ def _cluster_change(
         return "updated", f"in place: {kinds[0]}"
     return "updated", "in place: " + ", ".join(
         sorted(k for k in old.keys() | new.keys() if _differs(old.get(k), new.get(k), replaced))
+    )
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is _MISSING or value is None else json.dumps(value, sort_keys=True)
+
+
+def _leaves(config: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    """Config's values by path (lists are values)."""
+    if isinstance(config, dict) and config and not any(k == "Ref" or k.startswith("Fn::") for k in config):
+        return {p: v for k, sub in config.items() for p, v in _leaves(sub, (*prefix, k)).items()}
+    return {prefix: config}
+
+
+def config_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """Every changed property of the cluster's Config, old → new ("unset" when absent)."""
+    before, after = _leaves(old.get("Config", {})), _leaves(new.get("Config", {}))
+    return "; ".join(
+        f"{'.'.join(path)} {_shown(before.get(path, _MISSING))} → {_shown(after.get(path, _MISSING))}"
+        for path in sorted(before.keys() | after.keys())
+        if before.get(path, _MISSING) != after.get(path, _MISSING)
     )
 
 
@@ -114,6 +152,9 @@ def cluster_update(
     """The cluster custom resource changed in place in the template: what aws-cdk's handler does."""
     vpc_replaced = any(t.get("Type") == "AWS::EC2::VPC" for r, t in new_template["Resources"].items() if r in replaced)
     action, why = _cluster_change(old, new, replaced, vpc_replaced)
+    changed = config_changes(old, new)
+    if changed:
+        why += f" ({changed})"
     own = own_image_classes(new_template)
     if action == "updated" and own and old.get("Config", {}).get("version") != new.get("Config", {}).get("version"):
         why += (
