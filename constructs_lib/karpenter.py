@@ -27,7 +27,9 @@ What it builds, and the order CloudFormation creates and deletes it in:
 * the controller's role, trusted by the cluster's OIDC provider for one service account (IRSA) and,
   with EKS Pod Identity, by an association of that service account;
 * the ``karpenter-crd`` then ``karpenter`` Helm charts (the controller after ``controller_after``:
-  the capacity it runs on and the DNS it resolves AWS endpoints with);
+  the capacity it runs on and the DNS it resolves AWS endpoints with); on an imported cluster the CRD
+  chart is retained on delete (never ``helm uninstall``-ed: that would delete the CRDs and every NodePool,
+  NodeClaim and EC2NodeClass in the cluster, other teams' included);
 * the discovery tags: on the subnets it is given and, unless security groups are selected by id, on
   the cluster security group;
 * the teardown safety net (deleted after Karpenter's objects, before the controller) and its drain
@@ -169,6 +171,9 @@ class Karpenter(Construct):
             cluster=props.cluster,
             version=props.version,
             namespace=props.namespace,
+            # A cluster this app did not create: a destroy leaves its Karpenter CRDs (and whatever other teams
+            # keep in them) in place.
+            keep_crds=not isinstance(self.cluster, eks.Cluster),
             values=controller_values(
                 cluster_name=props.cluster_name,
                 interruption_queue=self.queue_name,

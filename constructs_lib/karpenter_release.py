@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy
 from aws_cdk import aws_eks as eks
 from constructs import Construct
 
@@ -74,7 +74,14 @@ def controller_values(
 class KarpenterRelease(Construct):
     """Installs ``karpenter-crd`` and then ``karpenter`` (with ``skip_crds``: the CRD chart owns the
     CRDs, so Helm upgrades them -- the controller chart's ``crds/`` would be installed once and never
-    upgraded). Exposes both charts so manifests can depend on them."""
+    upgraded). Exposes both charts so manifests can depend on them.
+
+    ``keep_crds`` (a cluster this app did not create): the CRD chart's custom resource is retained
+    (DeletionPolicy and UpdateReplacePolicy Retain), so CloudFormation never sends it ``Delete`` and
+    aws-cdk's kubectl handler never runs ``helm uninstall karpenter-crd``. The chart's CRDs carry no
+    ``helm.sh/resource-policy: keep``: uninstalling it would delete the CRDs and with them every NodePool,
+    NodeClaim and EC2NodeClass of the cluster, other teams' included. The app's own NodePools and
+    EC2NodeClasses are still deleted one by one, by their manifests, before the controller chart."""
 
     def __init__(
         self,
@@ -85,6 +92,7 @@ class KarpenterRelease(Construct):
         version: str,
         namespace: str,
         values: dict[str, Any],
+        keep_crds: bool = False,
     ) -> None:
         super().__init__(scope, id)
 
@@ -110,4 +118,8 @@ class KarpenterRelease(Construct):
             "ControllerChart", CONTROLLER_CHART, create_namespace=False, skip_crds=True, values=values, wait=True
         )
         self.controller_chart.node.add_dependency(self.crd_chart)
+        if keep_crds:
+            resource = self.crd_chart.node.default_child
+            assert isinstance(resource, CustomResource), "aws-cdk's HelmChart is one custom resource"
+            resource.apply_removal_policy(RemovalPolicy.RETAIN)
         self.charts = (self.crd_chart, self.controller_chart)

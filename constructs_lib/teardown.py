@@ -34,8 +34,8 @@ LBC_CLUSTER_TAG = "elbv2.k8s.aws/cluster"  # the AWS Load Balancer Controller's 
 
 
 class TeardownSafetyNet(Construct):
-    """Two custom resources of one function, acting only when the stack itself is being deleted (never on
-    an update rollback or a replacement):
+    """Two custom resources of one function, acting only when the stack itself (in a nested stack: its root
+    stack) is being deleted (never on an update rollback or a replacement):
 
     * ``drain_bound``, deleted after the NodePools and before the EC2NodeClasses: waits up to 8 minutes
       for the pools' nodes to drain (Karpenter deletes a pool's NodeClaims when the pool goes), then
@@ -51,7 +51,8 @@ class TeardownSafetyNet(Construct):
 
     Permissions are scoped to this cluster: instances and launch templates tagged
     ``kubernetes.io/cluster/<cluster>=owned`` and ``karpenter.sh/nodepool``, instance profiles under
-    ``/karpenter/<region>/<cluster>/``, the status of this stack only. With ``node_pools`` and
+    ``/karpenter/<region>/<cluster>/``, the status of this stack only (and, in a nested stack, of its root
+    stack, whose status is the one that decides: see the handler). With ``node_pools`` and
     ``node_classes`` (a cluster this app did not create, where other teams may run Karpenter pools of
     their own), only what those pools and classes launched: instances by their ``karpenter.sh/nodepool``
     tag, launch templates and instance profiles by their ``karpenter.k8s.aws/ec2nodeclass`` tag. Order:
@@ -89,6 +90,7 @@ class TeardownSafetyNet(Construct):
                     actions=["cloudformation:DescribeStacks"],
                     resources=[Aws.STACK_ID],
                 ),
+                *_root_status_statements(Stack.of(self)),
                 *_cleanup_statements(Stack.of(self), cluster_name, node_pools, node_classes),
             ],
         )
@@ -201,6 +203,24 @@ class TeardownSafetyNet(Construct):
             "The teardown handler logs the ids of the instances, launch templates and instance profiles it "
             "deletes; no secrets. Retention is one month.",
         )
+
+
+def _root_status_statements(stack: Stack) -> list[iam.PolicyStatement]:
+    """In a nested stack, the root stack's status decides (a nested stack reads DELETE_IN_PROGRESS also when an
+    update or rollback of its parent removes or replaces it): DescribeStacks on the root's own id, which CDK
+    passes down to the nested stack as a parameter (its ARN is not known at synth). None for a root stack."""
+    root = stack
+    while root.nested_stack_parent is not None:
+        root = root.nested_stack_parent
+    if root is stack:
+        return []
+    return [
+        iam.PolicyStatement(
+            sid="ReadRootStackStatus",  # to act only when the whole app is being deleted
+            actions=["cloudformation:DescribeStacks"],
+            resources=[root.stack_id],
+        )
+    ]
 
 
 def _cleanup_statements(

@@ -209,9 +209,35 @@ ADDON_VERSIONS: dict[str, dict[int, str]] = {
     },
 }
 MANAGED_ADDONS = ("vpc-cni", "kube-proxy", "coredns")
-# The other add-ons this app manages are not bound to a Kubernetes minor: the User Guide's "Manage VPC CNI"
-# table lists one vpc-cni version for every supported minor, and eks-pod-identity-agent versions are offered
-# for every minor from 1.24 on. Only their form is checked (config model).
+# Every add-on this app manages either follows kubernetesVersion (ADDON_VERSIONS) or is here, with the reason it
+# does not (a documented pin: AddonVersion unset, i.e. EKS's default at creation, until addonVersions pins it).
+#
+# Why no per-minor table for these two (checked 2026-11):
+# - vpc-cni is not bound to a Kubernetes minor: every revision of the EKS User Guide's "Amazon VPC CNI versions"
+#   table lists ONE version for all supported minors (awsdocs/amazon-eks-user-guide,
+#   latest/ug/networking/managing-vpc-cni.adoc: v1.19.2-eksbuild.5 for 1.24-1.32 in one revision, v1.20.1-eksbuild.3
+#   for 1.27-1.33 in the newest one stored, commit 057948d). No source available here lists the versions EKS
+#   publishes for 1.34-1.36 in 2026-11; third-party templates show later builds (v1.21.x, v1.22.x) in use, which
+#   is not EKS's word for a minor.
+# - eks-pod-identity-agent: its EKS User Guide page ("EKS Pod Identity Agent", add-ons-pod-id) has no version
+#   table, and its versions (v1.x.y-eksbuild.N) are not numbered after Kubernetes minors; the add-on is available
+#   on every minor from 1.24 on.
+# A table of the versions that can be verified would be wrong for running stacks: the add-on has AddonVersion
+# unset today, so EKS installed its default of the day the cluster was created, often newer than a 2025 table;
+# writing an older version into the template would ask EKS to move the running add-on backwards on the next
+# deploy. Unverified strings could fail a deploy (a version EKS does not list for the cluster's minor).
+# So the approach that cannot be wrong: leave them at EKS's default, say so, and let addonVersions pin them --
+# a pin is updated in place (AddonVersion), after the control plane (the add-on references the cluster).
+ADDONS_NOT_BOUND_TO_A_MINOR: dict[str, str] = {
+    "vpc-cni": (
+        "EKS lists one vpc-cni version for every supported Kubernetes minor (EKS User Guide, Amazon VPC CNI "
+        "versions): it need not move with the minor; EKS's default at creation until addonVersions pins it"
+    ),
+    "eks-pod-identity-agent": (
+        "EKS offers the Pod Identity Agent for every Kubernetes minor from 1.24 on, with no version per minor: "
+        "EKS's default at creation until addonVersions pins it"
+    ),
+}
 
 
 def _coredns_line(version: str) -> tuple[int, int]:
@@ -241,6 +267,7 @@ def addon_versions(kubernetes_version: str, pinned: dict[str, str]) -> dict[str,
     minor = minor_of(kubernetes_version)
     chosen: dict[str, str | None] = {}
     for name in MANAGED_ADDONS:
+        assert (name in ADDON_VERSIONS) != (name in ADDONS_NOT_BOUND_TO_A_MINOR), f"{name}: a table or a reason"
         known = ADDON_VERSIONS.get(name, {}).get(minor)
         version = pinned.get(name, known)
         if version is None and name in ADDON_VERSIONS:

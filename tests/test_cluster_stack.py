@@ -159,6 +159,34 @@ def test_a_kubernetes_upgrade_moves_the_minor_bound_addons_in_the_same_deploy(de
     assert {lid for lid, _ in _addons(older).values()} == {lid for lid, _ in _addons(default).values()}
 
 
+def test_every_managed_addon_follows_the_kubernetes_version_or_a_documented_reason_says_why(default, pod_identity):
+    """coredns and kube-proxy follow kubernetesVersion (a table per minor); vpc-cni and eks-pod-identity-agent are
+    not bound to a minor and stay at EKS's default until addonVersions pins them, each with its reason."""
+    from typing import get_args
+
+    from karpenter_stack import versions
+    from karpenter_stack.config.model import AppConfig
+
+    (keys,) = get_args(AppConfig.model_fields["addon_versions"].annotation)[:1]
+    settable = set(get_args(keys))
+    assert settable == {"vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"}
+    assert set(versions.ADDON_VERSIONS) == {"coredns", "kube-proxy"}
+    assert set(versions.ADDONS_NOT_BOUND_TO_A_MINOR) == settable - set(versions.ADDON_VERSIONS)
+    assert versions.ADDONS_NOT_BOUND_TO_A_MINOR["vpc-cni"].startswith(
+        "EKS lists one vpc-cni version for every supported Kubernetes minor"
+    )
+    built = {
+        n: r["Properties"].get("AddonVersion") for n, (_, r) in {**_addons(default), **_addons(pod_identity)}.items()
+    }
+    assert set(built) == settable
+    for name, version in built.items():
+        follows = versions.ADDON_VERSIONS.get(name, {}).get(36)
+        assert version == follows, name  # None: EKS's default, for the documented reason
+    # The setting's description says what an upgrade does to each (the configuration reference is generated from it)
+    description = AppConfig.model_fields["addon_versions"].description or ""
+    assert "stay at EKS's default of the day the cluster was created, also through an upgrade" in description
+
+
 def test_pinned_addon_versions_win_and_kube_proxy_must_match_the_minor():
     from karpenter_stack import versions
 

@@ -63,11 +63,36 @@ def test_teardown_safety_net_writes_only_to_this_clusters_karpenter_resources():
             "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
         }
     assert statements["ReadOwnStackStatus"]["Resource"] == {"Ref": "AWS::StackId"}
+    assert "ReadRootStackStatus" not in statements  # a root stack: its own status decides
     (net_id, resource), (bound_id, bound) = teardown(template)
     assert (resource["Properties"]["ServiceTimeout"], bound["Properties"]["ServiceTimeout"]) == ("900", "900")
     assert (net_id, bound_id) == (logical_id_of(net.resource), logical_id_of(net.drain_bound))
     assert bound["Properties"]["ServiceToken"] == resource["Properties"]["ServiceToken"]  # one function
     assert depends_on(template.to_json(), net_id) == depends_on(template.to_json(), bound_id) == []  # the user orders
+
+
+def test_teardown_safety_net_in_a_nested_stack_may_read_its_root_stacks_status_only():
+    """The handler decides by the root stack's status (RootId); the root's id is not known at synth in the nested
+    template: CDK passes the root's AWS::StackId down as a parameter, through every level."""
+    from aws_cdk import NestedStack
+
+    stack = bare_stack()
+    inner = NestedStack(NestedStack(stack, "Platform"), "Karpenter")
+    TeardownSafetyNet(inner, "Teardown", cluster_name=CLUSTER_NAME)
+    template = Template.from_stack(inner).to_json()
+    (parameter,) = template["Parameters"]
+    _, policy = only({k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::ManagedPolicy"})
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["ReadOwnStackStatus"]["Resource"] == {"Ref": "AWS::StackId"}
+    assert statements["ReadRootStackStatus"] == {
+        "Sid": "ReadRootStackStatus",
+        "Effect": "Allow",
+        "Action": "cloudformation:DescribeStacks",
+        "Resource": {"Ref": parameter},
+    }
+    # the root stack hands its own id to the first nested stack, which hands it on
+    (platform,) = [r for r in Template.from_stack(stack).to_json()["Resources"].values() if r["Type"].endswith("Stack")]
+    assert platform["Properties"]["Parameters"] == {parameter: {"Ref": "AWS::StackId"}}
 
 
 def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_given_values():

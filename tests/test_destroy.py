@@ -3,7 +3,7 @@ account-wide spot service-linked role."""
 
 from __future__ import annotations
 
-from tests.cfn import kubernetes_objects
+from tests.cfn import depends_on, kubernetes_objects
 
 
 def _all_templates(synthesized) -> dict[str, dict]:
@@ -31,6 +31,35 @@ def test_a_standard_stack_keeps_nothing_but_the_account_wide_spot_role(default, 
     assert {k: v for k, v in _policies(default).items() if "Retain" in v[0]} == {}
     kept = {k: v for k, v in _policies(alternative).items() if "Retain" in v[0]}
     assert kept == {"alt-cluster-1/SpotServiceLinkedRole": ("Retain", "Retain")}
+
+
+def test_an_existing_cluster_keeps_its_karpenter_crds_and_deletes_only_its_own_objects(existing, default):
+    """``helm uninstall karpenter-crd`` would delete the CRDs (they carry no helm.sh/resource-policy: keep) and
+    with them every NodePool, NodeClaim and EC2NodeClass of the cluster, other teams' too: on a cluster the app
+    did not create, CloudFormation retains the CRD chart's custom resource and so never sends it Delete."""
+    charts = {
+        r["Properties"]["Release"]: (lid, r)
+        for lid, r in existing.json["Resources"].items()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+    }
+    crd_chart, controller_chart = charts["karpenter-crd"][0], charts["karpenter"][0]
+    kept = {k: v for k, v in _policies(existing).items() if "Retain" in v[0]}
+    assert kept == {f"{existing.stack.stack_name}/{crd_chart}": ("Retain", "Retain")}
+    # what goes: the controller chart, and this stack's pools and classes by their manifests, before it
+    assert _policies(existing)[f"{existing.stack.stack_name}/{controller_chart}"] == ("Delete", "Delete")
+    assert crd_chart in depends_on(existing.json, controller_chart)
+    objects = kubernetes_objects(existing.template)
+    for kind in ("NodePool/default", "EC2NodeClass/default"):
+        lid = objects[kind]["_logicalId"]
+        assert existing.json["Resources"][lid].get("DeletionPolicy", "Delete") == "Delete"
+        assert {crd_chart, controller_chart} <= set(depends_on(existing.json, lid))
+    # a cluster the stack created is deleted anyway: its CRD chart goes with the rest, before the cluster
+    (created,) = [
+        r
+        for r in default.json["Resources"].values()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart" and r["Properties"]["Release"] == "karpenter-crd"
+    ]
+    assert (created.get("DeletionPolicy"), created.get("UpdateReplacePolicy")) == ("Delete", "Delete")
 
 
 def test_standard_keys_are_deleted_after_the_shortest_waiting_period_but_survive_a_replacement(default):
@@ -74,5 +103,7 @@ def test_the_operations_docs_list_what_a_destroy_keeps():
         "/aws/eks/",
         "AWSServiceRoleForEC2Spot",
         "update-termination-protection",
+        "helm uninstall karpenter-crd",
+        "DeletionPolicy and UpdateReplacePolicy Retain",
     ):
         assert needle in section, needle

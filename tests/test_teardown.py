@@ -247,10 +247,10 @@ def lambda_env(monkeypatch):
     monkeypatch.setenv("AWS_REGION", REGION)
 
 
-def _run_handler(request_type, clients, fake, properties=None, **options):
+def _run_handler(request_type, clients, fake, properties=None, stack_id=STACK_ID, **options):
     responses = []
     index.handler(
-        {**EVENT, "RequestType": request_type, "ResourceProperties": properties or {}},
+        {**EVENT, "StackId": stack_id, "RequestType": request_type, "ResourceProperties": properties or {}},
         Context(fake),
         clients=lambda: clients,
         respond=lambda e, c, status, reason="", data=None: responses.append((status, reason, fake.now)),
@@ -280,6 +280,29 @@ def _status_client(*statuses):
             },
             {"StackName": STACK_ID},
         )
+    stub.activate()
+    return cloudformation, stub
+
+
+NESTED_ID = "arn:aws:cloudformation:eu-west-1:000000000000:stack/eks-karpenter-Platform-1A2B3C/1f2e3d4c-0000-4000-8000-000000000000"
+
+
+def _stack(status, stack_id=STACK_ID, root=None):
+    """A DescribeStacks record; ``root``: the RootId (and ParentId) of a nested stack."""
+    record = {"StackName": stack_id.split("/")[1], "StackId": stack_id, "CreationTime": "2026-11-01T00:00:00Z"}
+    return {**record, "StackStatus": status, **({"RootId": root, "ParentId": root} if root else {})}
+
+
+def _nested_status_client(own, root):
+    """A CloudFormation client for a resource of a nested stack (own status ``own``) whose root stack reads
+    ``root`` (None: the root's status cannot be read), requests validated: its own stack, then the root."""
+    cloudformation = _client("cloudformation")
+    stub = Stubber(cloudformation)
+    stub.add_response("describe_stacks", {"Stacks": [_stack(own, NESTED_ID, root=STACK_ID)]}, {"StackName": NESTED_ID})
+    if root is None:
+        stub.add_client_error("describe_stacks", service_error_code="AccessDenied", http_status_code=403)
+    else:
+        stub.add_response("describe_stacks", {"Stacks": [_stack(root)]}, {"StackName": STACK_ID})
     stub.activate()
     return cloudformation, stub
 
@@ -317,6 +340,88 @@ def test_a_delete_that_is_not_a_stack_deletion_touches_nothing(status, lambda_en
         "Delete", {"cloudformation": cloudformation, "ec2": Untouchable(), "iam": Untouchable()}, fake
     )
     assert responses == [("SUCCESS", f"stack status {status}: not a stack deletion, nothing touched", 0)]
+    stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize(
+    ("own", "root", "act", "read"),
+    [
+        # a stack that is its own root (the app's stacks): its own status decides, as before
+        ("DELETE_IN_PROGRESS", None, True, "stack status DELETE_IN_PROGRESS"),
+        ("ROLLBACK_IN_PROGRESS", None, True, "stack status ROLLBACK_IN_PROGRESS"),
+        ("UPDATE_ROLLBACK_IN_PROGRESS", None, False, "stack status UPDATE_ROLLBACK_IN_PROGRESS"),
+        ("UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", None, False, "stack status UPDATE_COMPLETE_CLEANUP_IN_PROGRESS"),
+        # a nested stack: the root's status decides, whatever its own says
+        ("DELETE_IN_PROGRESS", "DELETE_IN_PROGRESS", True, "root stack status DELETE_IN_PROGRESS"),
+        ("DELETE_IN_PROGRESS", "ROLLBACK_IN_PROGRESS", True, "root stack status ROLLBACK_IN_PROGRESS"),
+        ("DELETE_IN_PROGRESS", "UPDATE_IN_PROGRESS", False, "root stack status UPDATE_IN_PROGRESS"),
+        ("DELETE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS", False, "root stack status UPDATE_ROLLBACK_IN_PROGRESS"),
+        (
+            "DELETE_IN_PROGRESS",
+            "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
+            False,
+            "root stack status UPDATE_COMPLETE_CLEANUP_IN_PROGRESS",
+        ),
+        (
+            "UPDATE_ROLLBACK_IN_PROGRESS",
+            "UPDATE_ROLLBACK_IN_PROGRESS",
+            False,
+            "root stack status UPDATE_ROLLBACK_IN_PROGRESS",
+        ),
+    ],
+)
+def test_the_root_stacks_status_decides_whether_a_delete_is_the_apps_deletion(own, root, act, read):
+    """A nested stack's own status reads DELETE_IN_PROGRESS also when its parent removes or replaces it in an
+    update or a rollback: only the root's status says the whole app is going away."""
+    own_record = _stack(own, NESTED_ID, root=STACK_ID) if root else _stack(own)
+    root_record = _stack(root) if root else None
+    suffix = f" (this nested stack: {own})" if root else ""
+    assert index.decide(own_record, root_record) == (act, read + suffix)
+
+
+def test_a_stack_listed_as_its_own_root_and_unreadable_stacks_decide_hands_off():
+    assert index.decide(_stack("DELETE_IN_PROGRESS", root=STACK_ID), None) == (True, "stack status DELETE_IN_PROGRESS")
+    assert index.decide(None, None) == (False, "stack status None")
+    assert index.decide(_stack("DELETE_IN_PROGRESS", NESTED_ID, root=STACK_ID), None) == (
+        False,
+        "root stack status None (this nested stack: DELETE_IN_PROGRESS)",
+    )
+
+
+@pytest.mark.parametrize(
+    "root", ["UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", None]
+)
+def test_a_nested_stack_removed_by_its_parents_update_or_rollback_touches_nothing(root, lambda_env):
+    """The handler reads its own (nested) stack, then the RootId it names; an update, rollback or cleanup of the
+    root -- or a root it cannot read -- leaves every instance, template and profile alone."""
+    cloudformation, stub = _nested_status_client("DELETE_IN_PROGRESS", root)
+    fake = FakeTime()
+    responses = _run_handler(
+        "Delete",
+        {"cloudformation": cloudformation, "ec2": Untouchable(), "iam": Untouchable()},
+        fake,
+        stack_id=NESTED_ID,
+    )
+    assert responses == [
+        (
+            "SUCCESS",
+            f"root stack status {root} (this nested stack: DELETE_IN_PROGRESS): not a stack deletion, nothing touched",
+            0,
+        )
+    ]
+    stub.assert_no_pending_responses()
+
+
+def test_a_nested_stack_cleans_up_when_its_root_is_being_deleted(lambda_env):
+    cloudformation, stub = _nested_status_client("DELETE_IN_PROGRESS", "DELETE_IN_PROGRESS")
+    ec2, iam = _client("ec2"), _client("iam")
+    with Stubber(ec2) as ec2_stub, Stubber(iam) as iam_stub:
+        ec2_stub.add_response("describe_instances", _instances(), {"Filters": INSTANCE_FILTERS})
+        _expect_no_templates_or_profiles(ec2_stub, iam_stub)
+        responses = _run_handler(
+            "Delete", {"cloudformation": cloudformation, "ec2": ec2, "iam": iam}, FakeTime(), stack_id=NESTED_ID
+        )
+    assert responses == [("SUCCESS", "", 0)]
     stub.assert_no_pending_responses()
 
 

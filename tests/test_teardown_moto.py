@@ -9,7 +9,17 @@ import pytest
 from moto import mock_aws
 
 from tests.conftest import ROOT
-from tests.test_teardown import CLUSTER, REGION, STACK_ID, Context, FakeTime, _status_client, index
+from tests.test_teardown import (
+    CLUSTER,
+    NESTED_ID,
+    REGION,
+    STACK_ID,
+    Context,
+    FakeTime,
+    _nested_status_client,
+    _status_client,
+    index,
+)
 
 OTHER = "other-cluster"
 NODE_ROLE = f"KarpenterNodeRole-{CLUSTER}"
@@ -93,15 +103,19 @@ def _profiles(iam):
     return sorted(p["InstanceProfileName"] for p in iam.list_instance_profiles()["InstanceProfiles"])
 
 
-def _handle(status, clients, properties, budget_ms=840_000, **options):
-    """The handler's answers to a Delete while the stack is in ``status``: (status, data, reason, answered at)."""
-    cloudformation, _ = _status_client(status)
+def _handle(status, clients, properties, budget_ms=840_000, nested_in=None, **options):
+    """The handler's answers to a Delete while the stack is in ``status``: (status, data, reason, answered at).
+    ``nested_in``: the resource's stack is nested, its root stack in that status."""
+    if nested_in is None:
+        cloudformation, _ = _status_client(status)
+    else:
+        cloudformation, _ = _nested_status_client(status, nested_in)
     fake = FakeTime()
     responses = []
     index.handler(
         {
             "RequestType": "Delete",
-            "StackId": STACK_ID,
+            "StackId": STACK_ID if nested_in is None else NESTED_ID,
             "RequestId": "r",
             "LogicalResourceId": "TeardownSafetyNet",
             "ResponseURL": "https://example.invalid",
@@ -117,9 +131,11 @@ def _handle(status, clients, properties, budget_ms=840_000, **options):
     return responses
 
 
-def _delete(world, status, budget_ms=840_000, properties=None):
+def _delete(world, status, budget_ms=840_000, properties=None, nested_in=None):
     clients = {"ec2": world["ec2"], "iam": world["iam"]}
-    answers = _handle(status, clients, properties or {}, budget_ms, drain_timeout=60, poll_interval=15)
+    answers = _handle(
+        status, clients, properties or {}, budget_ms, nested_in=nested_in, drain_timeout=60, poll_interval=15
+    )
     return [(answer, data, at) for answer, data, _, at in answers]
 
 
@@ -130,7 +146,8 @@ def _snapshot(world):
 
 
 def test_rollbacks_touch_nothing_then_the_stack_deletion_removes_exactly_this_clusters_karpenter_resources(world):
-    """One lifecycle in one account: updates that roll back or replace the safety net change nothing;
+    """One lifecycle in one account: updates that roll back or replace the safety net (or, in a nested stack,
+    the parent's update, rollback or cleanup) change nothing;
     the later stack deletion removes this cluster's Karpenter resources and nothing else; a retried
     deletion finds nothing left."""
     ec2, iam = world["ec2"], world["iam"]
@@ -143,6 +160,11 @@ def test_rollbacks_touch_nothing_then_the_stack_deletion_removes_exactly_this_cl
     ):
         assert [r[0] for r in _delete(world, status)] == ["SUCCESS"]
         assert _snapshot(world) == before, status
+    # The construct inside a nested stack that the parent's update or rollback removes or replaces: the nested
+    # stack's own status reads DELETE_IN_PROGRESS, the root's does not (the root's deletion: tests/test_teardown.py).
+    for root in ("UPDATE_IN_PROGRESS", "UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS"):
+        assert [r[0] for r in _delete(world, "DELETE_IN_PROGRESS", nested_in=root)] == ["SUCCESS"]
+        assert _snapshot(world) == before, f"nested, root {root}"
 
     ((status, data, answered_at),) = _delete(world, "DELETE_IN_PROGRESS")
     assert status == "SUCCESS"

@@ -82,6 +82,9 @@ def data_plane_problems(s: Synthesized) -> list[str]:
         problems.append(f"kube-proxy {proxy} is not of Kubernetes {version}")
     if addons["coredns"] != versions.ADDON_VERSIONS["coredns"][_minor(version)]:
         problems.append(f"coredns {addons['coredns']} is not the version EKS lists for {version}")
+    for name in sorted(set(addons) - set(versions.ADDON_VERSIONS)):
+        if name not in versions.ADDONS_NOT_BOUND_TO_A_MINOR:
+            problems.append(f"add-on {name} neither follows the Kubernetes version nor has a documented reason")
     for lid in resources(s.template, "AWS::EKS::Addon"):
         if not _after_the_control_plane(s, lid):
             problems.append(f"add-on {lid} is not updated after the control plane")

@@ -22,7 +22,9 @@ CloudFormation sends ``Delete`` to a custom resource in more situations than a s
 the update that created it rolls back (``UPDATE_ROLLBACK_*``) and for the old resource after a
 replacement (``UPDATE_COMPLETE_CLEANUP_IN_PROGRESS``). Terminating nodes then would take down a
 running cluster, so the handler reads its stack's status and cleans up only while the stack itself
-is going away (``DELETE_IN_PROGRESS``, or ``ROLLBACK_IN_PROGRESS`` after a failed create). When the
+is going away (``DELETE_IN_PROGRESS``, or ``ROLLBACK_IN_PROGRESS`` after a failed create). In a nested
+stack it reads the root stack's status instead (DescribeStacks' ``RootId``): a nested stack's own status
+reads ``DELETE_IN_PROGRESS`` also when its parent removes or replaces it in an update or a rollback. When a
 status cannot be read, it touches nothing.
 
 Every path answers CloudFormation before the Lambda times out: the budget is the invocation's
@@ -332,13 +334,14 @@ class LoadBalancerCleanup:
         return {"load_balancers": [lb["LoadBalancerName"] for lb in classic + current], "security_groups": deleted}
 
 
-def stack_status(cloudformation: Any, stack_id: str, sleep: Callable[[float], None] = time.sleep,
-                 attempts: int = 3) -> Optional[str]:
-    """The status of the stack that holds this resource, or None when it cannot be read."""
+def describe_stack(cloudformation: Any, stack_id: str, sleep: Callable[[float], None] = time.sleep,
+                   attempts: int = 3) -> Optional[dict]:
+    """DescribeStacks' record of one stack (StackStatus; RootId and ParentId when it is nested), or None when it
+    cannot be read."""
     for attempt in range(1, attempts + 1):
         try:
             stacks = cloudformation.describe_stacks(StackName=stack_id)["Stacks"]
-            return stacks[0]["StackStatus"] if stacks else None
+            return stacks[0] if stacks else None
         except Exception as err:  # noqa: BLE001 - any failure means "not known", and unknown means hands off
             code = getattr(err, "response", {}).get("Error", {}).get("Code")
             if code not in THROTTLING or attempt == attempts:
@@ -346,6 +349,40 @@ def stack_status(cloudformation: Any, stack_id: str, sleep: Callable[[float], No
                 return None
             sleep(attempt)
     return None
+
+
+def root_id(stack: Optional[dict]) -> Optional[str]:
+    """The root stack of a nested stack (DescribeStacks' RootId); None for a stack that is its own root."""
+    if not stack:
+        return None
+    root = stack.get("RootId")
+    return root if root and root != stack.get("StackId") else None
+
+
+def decide(own: Optional[dict], root: Optional[dict]) -> tuple[bool, str]:
+    """Whether a Delete is the app going away, and why: (act, what was read).
+
+    A stack that is its own root decides by its own status: ``DELETE_IN_PROGRESS`` (the stack deletion) or
+    ``ROLLBACK_IN_PROGRESS`` (a failed create) act; any update, rollback or cleanup status does not. A nested
+    stack's own status reads ``DELETE_IN_PROGRESS`` also when its parent removes or replaces it during an update or
+    rollback (root ``UPDATE_IN_PROGRESS``, ``UPDATE_ROLLBACK_IN_PROGRESS``, ``UPDATE_COMPLETE_CLEANUP_IN_PROGRESS``):
+    only the root's status says whether the whole app is going away, and ``root`` (the record of ``RootId``) decides.
+    Unreadable (own, or the root of a nested stack) means hands off."""
+    if own is None:
+        return False, "stack status None"
+    if root_id(own) is None:
+        status = own.get("StackStatus")
+        return status in STACK_GOING_AWAY, f"stack status {status}"
+    status = None if root is None else root.get("StackStatus")
+    return status in STACK_GOING_AWAY, f"root stack status {status} (this nested stack: {own.get('StackStatus')})"
+
+
+def stack_deletion(cloudformation: Any, stack_id: str, sleep: Callable[[float], None] = time.sleep) -> tuple[bool, str]:
+    """:func:`decide` on this resource's stack and, when that stack is nested, its root (one more DescribeStacks:
+    RootId names the root directly, whatever the depth)."""
+    own = describe_stack(cloudformation, stack_id, sleep=sleep)
+    root = root_id(own)
+    return decide(own, None if root is None else describe_stack(cloudformation, root, sleep=sleep))
 
 
 def send_response(event: dict, context: Any, status: str, reason: str = "", data: Optional[dict] = None) -> None:
@@ -385,14 +422,15 @@ def handler(event: dict, context: Any, clients: Optional[Callable[[], dict[str, 
     deadline = clock() + context.get_remaining_time_in_millis() / 1000 - RESERVE
     try:
         aws = (clients or aws_clients)()
-        status = stack_status(aws["cloudformation"], event["StackId"], sleep=sleep)
+        going_away, read = stack_deletion(aws["cloudformation"], event["StackId"], sleep=sleep)
     except Exception:  # noqa: BLE001 - without clients the status is unknown, and unknown means hands off
         LOG.exception("could not create AWS clients")
-        status = None
-    if status not in STACK_GOING_AWAY:
-        LOG.info("stack status %s: the stack is not being deleted; nothing touched", status)
-        respond(event, context, "SUCCESS", reason=f"stack status {status}: not a stack deletion, nothing touched")
+        going_away, read = False, "stack status None"
+    if not going_away:
+        LOG.info("%s: the stack is not being deleted; nothing touched", read)
+        respond(event, context, "SUCCESS", reason=f"{read}: not a stack deletion, nothing touched")
         return
+    LOG.info("%s: the stack is being deleted", read)
     try:
         properties = event.get("ResourceProperties", {})
         teardown = Teardown(ec2=aws["ec2"], iam=aws["iam"], cluster=os.environ["CLUSTER_NAME"],

@@ -421,9 +421,12 @@ class AppConfig(CamelModel):
         default_factory=dict,
         description=(
             'Pin EKS managed add-on versions (e.g. {"vpc-cni": "v1.20.1-eksbuild.3"}); unset: coredns and '
-            "kube-proxy follow kubernetesVersion (table in karpenter_stack/versions.py), vpc-cni and "
-            "eks-pod-identity-agent are EKS's default. A kube-proxy pin must be of the cluster's minor, a coredns "
-            "pin not of a CoreDNS line EKS lists only for later minors."
+            "kube-proxy follow kubernetesVersion (a table per minor in karpenter_stack/versions.py: a Kubernetes "
+            "upgrade updates them in place, after the control plane), vpc-cni and eks-pod-identity-agent stay at "
+            "EKS's default of the day the cluster was created, also through an upgrade (EKS lists one vpc-cni "
+            "version for every minor, and the agent's versions are not per minor: the documented reasons in "
+            "versions.py); pin them to move them. A kube-proxy pin must be of the cluster's minor, a coredns pin "
+            "not of a CoreDNS line EKS lists only for later minors."
         ),
         examples=[{"vpc-cni": "v1.20.1-eksbuild.3"}],
         json_schema_extra=change(Change.INTERRUPTS, "AWS::EKS::Addon AddonVersion", facts.ADDON_VERSIONS),
