@@ -249,3 +249,26 @@ def test_stacks_of_other_accounts_are_read_through_their_lookup_role_narrowed_to
         "cloudformation:GetTemplate",
         "cloudformation:ListStackResources",
     )
+
+
+def test_the_synth_guard_runs_against_each_environments_deployed_stack(delivery):
+    """In the pipeline's app the stage's template file is not named after the stack (the baseline guard reads
+    ``baseline/<stack>.template.json``): the live review hands it the deployed template under the stack's name, and
+    names the environment."""
+    outdir = Path(delivery.app.outdir)
+    prod = {s.name: s for s in live.app_stacks(outdir)}["eks-karpenter-prod"]
+    template = copy.deepcopy(rv.synthesized_templates(outdir)[prod.template])
+    (cluster,) = [r for r in template["Resources"].values() if r["Type"] == rv.CLUSTER]
+    config = cluster["Properties"]["Config"]
+    minor = int(config["version"].split(".")[1])
+    config["version"] = f"1.{minor - 1}"
+    config["resourcesVpcConfig"]["endpointPublicAccess"] = not config["resourcesVpcConfig"]["endpointPublicAccess"]
+    deployed = [
+        live.Deployed(prod, f"{ACCOUNT}/us-east-1", "UPDATE_COMPLETE", {prod.template: template}),
+        live.Deployed({s.name: s for s in live.app_stacks(outdir)}["eks-karpenter-dev"], "444455556666/eu-west-1"),
+    ]
+    (refused,) = live.refusals(delivery.app.node.get_all_context(), {}, deployed)
+    assert "the deployed cluster (stack eks-karpenter-prod as deployed)" in refused
+    assert refused.startswith("kubernetesVersion and endpointAccess change together") and refused.endswith(
+        "(environment prod)"
+    )
