@@ -175,6 +175,11 @@ def test_access_denied_and_no_credentials_are_one_line_and_exit_2(project, capsy
     assert capsys.readouterr().err == f"review --live: {live.NO_CREDENTIALS}\n"
     assert rv.main(["--live", "--region", REGION, "--stack", "nope"]) == 2
     assert capsys.readouterr().err == "review --live: no stack nope in the app (its stacks: eks-karpenter)\n"
+    with pytest.raises(SystemExit) as usage:
+        rv.main(["--live", "--base", "HEAD"])
+    assert usage.value.code == 2 and "--live compares with the deployed stacks: not with --accept or --base" in (
+        capsys.readouterr().err
+    )
 
 
 def test_stacks_of_other_accounts_are_read_through_their_lookup_role_narrowed_to_reading_them(delivery):

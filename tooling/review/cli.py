@@ -2,7 +2,8 @@
 
 The command (``python -m tooling.review``, as ``make review`` and ``make accept`` run it): its arguments, the
 user's configuration read as the CDK CLI reads it, and its exit status (0 passes, 1 blocked or failing, 2 an
-error of the configuration or of the baseline).
+error of the configuration or of the baseline). With ``--live`` it compares with the deployed stacks instead
+(``live``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         "--lookup-role", action="store_true", help="read each stack through its account's CDK bootstrap lookup role"
     )
     args = parser.parse_args(argv)
+    if args.live and (args.accept or args.base):
+        parser.error("--live compares with the deployed stacks: not with --accept or --base")
     from karpenter_stack import context_sources
 
     try:
