@@ -168,10 +168,10 @@ release-ids: $(DEV_STAMP) $(NODE_STAMP)
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)
 	python -m tooling.bench.bench $(ARGS)
 
-## review: what deploying your synth over your accepted baseline would do (CONTEXT_FILE, ARGS, BASE=<git rev>)
+## review: what deploying your synth over your accepted baseline would do (CONTEXT_FILE, ARGS, BASE=<git rev>; LIVE=1: over the deployed stacks)
 # Exits 1 on an unacknowledged replacement or deletion of a stateful resource, or a deploy that would fail.
 review: $(DEV_STAMP) $(NODE_STAMP)
-	python -m tooling.review $(if $(BASE),--base $(BASE)) $(ARGS)
+	python -m tooling.review $(if $(BASE),--base $(BASE)) $(if $(LIVE),--live) $(ARGS)
 
 ## accept: after a reviewed change, make your current synth the baseline (baseline/; commit it)
 accept: $(DEV_STAMP) $(NODE_STAMP)

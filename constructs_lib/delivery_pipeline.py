@@ -1,20 +1,26 @@
 """A CDK Pipelines pipeline that delivers stages in waves from a repository connection.
 
 Inputs: the source (repository, branch, connection), the synth step's commands, the CLI and
-cdk-assets versions its CodeBuild steps install, and the build runtimes. Outputs: the built
-``pipelines.CodePipeline``. Every wildcard CDK Pipelines writes into its roles' policies is
+cdk-assets versions its CodeBuild steps install, the build runtimes, and optionally the commands of a
+live review run before each stage deploys. Outputs: the built ``pipelines.CodePipeline``.
+
+Executions are QUEUED (CodePipeline V2), not SUPERSEDED (the default): a newer run waits for the one ahead
+of it instead of overtaking it at a manual approval, so one approved deploy never carries two runs' changes.
+A rejected run still leaves its changes for the next run: the live review step (:class:`LiveReview`) sees
+them, reviewing each stage's synth against its deployed stacks, and fails the stage on a refused change. Every wildcard CDK Pipelines writes into its roles' policies is
 acknowledged for cdk-nag by what it grants (see :func:`wildcard_kind`); a wildcard of any other kind
 stays a finding and fails the security gate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Duration, Stack, Stage, pipelines
+from aws_cdk import Aws, Duration, Stack, Stage, pipelines
 from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_codepipeline as codepipeline
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -157,6 +163,28 @@ def wildcard_findings(statement: Mapping[str, Any]) -> list[str]:
     return ids
 
 
+@dataclass(frozen=True)
+class LiveReview:
+    """A step before each stage's deploy that reviews the stage against its deployed stacks and fails the stage
+    when the command exits non-zero. It runs ``commands(stack names)`` in the repository checkout, and may do one
+    thing in AWS: assume the CDK bootstrap lookup role of each of the stage's stacks (its account and region; the
+    command narrows the session further, to reading those stacks' templates)."""
+
+    commands: Callable[[Sequence[str]], Sequence[str]]
+
+
+def lookup_role_arn(stack: Stack) -> str:
+    """The CDK bootstrap lookup role of ``stack``'s account and region, as its synthesizer names it."""
+    role = stack.synthesizer.lookup_role
+    if role is None:
+        raise ValueError(f"stack {stack.stack_name} has no lookup role (its synthesizer names none)")
+    return (
+        role.replace("${AWS::Partition}", Aws.PARTITION)
+        .replace("${AWS::AccountId}", stack.account)
+        .replace("${AWS::Region}", stack.region)
+    )
+
+
 class DeliveryPipeline(Construct):
     """A self-mutating CDK Pipelines pipeline with cross-account keys (rotated), a synth step running
     ``synth_commands`` in the repository checkout, and waves of stages added with :meth:`add_wave`.
@@ -173,13 +201,22 @@ class DeliveryPipeline(Construct):
         cli_version: str,
         cdk_assets_version: str,
         build_runtimes: Mapping[str, str],
+        live_review: LiveReview | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.source = source
+        self.live_review = live_review
+        self._checkout = pipelines.CodePipelineSource.connection(
+            source.repository, source.branch, connection_arn=source.connection_arn
+        )
         self.pipeline = pipelines.CodePipeline(
             self,
             "Pipeline",
             pipeline_name=pipeline_name,
+            # One run at a time, in order: a newer run never supersedes one waiting at an approval (and so never
+            # deploys two runs' changes to an environment in one deploy).
+            pipeline_type=codepipeline.PipelineType.V2,
+            execution_mode=codepipeline.ExecutionMode.QUEUED,
             # Stages in other accounts read the artifacts: a customer-managed key, rotated yearly.
             cross_account_keys=True,
             enable_key_rotation=True,
@@ -201,9 +238,7 @@ class DeliveryPipeline(Construct):
             ),
             synth=pipelines.CodeBuildStep(
                 "Synth",
-                input=pipelines.CodePipelineSource.connection(
-                    source.repository, source.branch, connection_arn=source.connection_arn
-                ),
+                input=self._checkout,
                 commands=list(synth_commands),
                 primary_output_directory="cdk.out",
             ),
@@ -217,8 +252,21 @@ class DeliveryPipeline(Construct):
             pre.append(pipelines.ManualApprovalStep("Approve", comment=f"Deploy {names} (wave {name})?"))
         wave = self.pipeline.add_wave(name, pre=pre)
         for stage in stages:
-            wave.add_stage(stage)
+            wave.add_stage(stage, pre=[] if self.live_review is None else [self._live_review_step(stage)])
         return wave
+
+    def _live_review_step(self, stage: Stage) -> pipelines.CodeBuildStep:
+        """The live review of ``stage``: after the wave's approval, right before its stacks deploy."""
+        assert self.live_review is not None
+        stacks = [c for c in stage.node.find_all() if isinstance(c, Stack) and c.nested_stack_parent is None]
+        return pipelines.CodeBuildStep(
+            "LiveReview",
+            input=self._checkout,
+            commands=list(self.live_review.commands([s.stack_name for s in stacks])),
+            role_policy_statements=[
+                iam.PolicyStatement(actions=["sts:AssumeRole"], resources=[lookup_role_arn(s) for s in stacks])
+            ],
+        )
 
     def build(self) -> None:
         """Build the pipeline (CDK Pipelines would at synth) and acknowledge the findings of its artifact

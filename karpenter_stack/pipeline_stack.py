@@ -8,13 +8,13 @@ and the nested stacks' template URLs change): tests/test_pipeline.py compares th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import Annotations, Environment, Stack, Stage
 from constructs import Construct
 
-from constructs_lib.delivery_pipeline import DeliveryPipeline, RepositorySource
+from constructs_lib.delivery_pipeline import DeliveryPipeline, LiveReview, RepositorySource
 
 from . import pipeline_tools
 from .config import PipelineConfig, ResolvedEnvironment
@@ -23,6 +23,14 @@ from .stacks import environment_stack
 # What the pipeline's synth step runs in the repository checkout: the README's test command, the
 # security report (cdk-nag, cfn-lint, checkov), then the synth whose cloud assembly it deploys.
 SYNTH_COMMANDS = ("make test", 'make security-report ARGS="--sarif-dir reports"', "make synth")
+
+
+def live_review_commands(stacks: Sequence[str]) -> list[str]:
+    """What the step before each environment's deploy runs in the checkout: the review of the environment's stack
+    against what is deployed in its account (read through the account's CDK bootstrap lookup role), which exits
+    non-zero -- failing the stage -- on a change the deployed stack cannot take (tooling/review/live.py)."""
+    selected = " ".join(f"--stack {name}" for name in stacks)
+    return [f'make review LIVE=1 ARGS="--lookup-role {selected}"']
 
 
 class EnvironmentStage(Stage):
@@ -62,6 +70,7 @@ class DeliveryPipelineStack(Stack):
             cli_version=pipeline_tools.cdk_cli_version(),
             cdk_assets_version=pipeline_tools.CDK_ASSETS_VERSION,
             build_runtimes=pipeline_tools.build_runtimes(),
+            live_review=LiveReview(live_review_commands),
         )
         for wave in config.waves:
             self.delivery.add_wave(wave.name, [stages[e] for e in wave.environments], approval=wave.approval)

@@ -53,10 +53,12 @@ def test_the_pipeline_deploys_the_environments_in_waves_from_the_connection(deli
         "example-org/eks-karpenter",
         "main",
     )
-    # dev deploys without approval; production waits for one, then deploys eks-karpenter-prod in us-east-1
-    assert [a["ActionTypeId"]["Category"] for a in stages["dev"]] == ["Deploy", "Deploy"]
-    assert [a["Configuration"]["StackName"] for a in stages["dev"]] == ["eks-karpenter-dev"] * 2
-    approve, prepare, execute = sorted(stages["prod"], key=lambda a: a["RunOrder"])
+    # dev deploys without approval; production waits for one, then deploys eks-karpenter-prod in us-east-1 (each
+    # after its live review: the next test)
+    dev = sorted(stages["dev"], key=lambda a: a["RunOrder"])
+    assert [a["ActionTypeId"]["Category"] for a in dev] == ["Build", "Deploy", "Deploy"]
+    assert [a["Configuration"]["StackName"] for a in dev[1:]] == ["eks-karpenter-dev"] * 2
+    approve, _, prepare, execute = sorted(stages["prod"], key=lambda a: a["RunOrder"])
     assert approve["ActionTypeId"]["Category"] == "Approval" and approve["RunOrder"] == 1
     assert approve["Configuration"]["CustomData"] == "Deploy prod (wave production)?"
     assert (prepare["Configuration"]["ActionMode"], execute["Configuration"]["ActionMode"]) == (
@@ -66,6 +68,73 @@ def test_the_pipeline_deploys_the_environments_in_waves_from_the_connection(deli
     assert prepare["Region"] == "us-east-1" and prepare["Configuration"]["StackName"] == "eks-karpenter-prod"
     # the production stack is deployed with the target account's bootstrap roles
     assert ":iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-us-east-1" in json.dumps(prepare["RoleArn"])
+
+
+def test_runs_are_queued_so_a_newer_one_never_supersedes_one_waiting_for_approval(delivery):
+    """SUPERSEDED (the default) lets a newer run overtake one waiting at production's approval: approving it then
+    deploys both runs' changes at once. QUEUED runs them one after another."""
+    assert _pipeline(delivery)["ExecutionMode"] == "QUEUED"
+
+
+def _role_statements(delivery, project_id: str) -> list[dict[str, Any]]:
+    """The statements of the CodeBuild project's role (its DefaultPolicy)."""
+    role = delivery.json["Resources"][project_id]["Properties"]["ServiceRole"]["Fn::GetAtt"][0]
+    (policy,) = [
+        r["Properties"]["PolicyDocument"]["Statement"]
+        for r in _of_type(delivery.json, "AWS::IAM::Policy").values()
+        if r["Properties"]["Roles"] == [{"Ref": role}]
+    ]
+    return policy
+
+
+@pytest.mark.parametrize(
+    "stage,stack,account,region",
+    [
+        ("dev", "eks-karpenter-dev", "444455556666", "eu-west-1"),
+        ("prod", "eks-karpenter-prod", "123456789012", "us-east-1"),
+    ],
+)
+def test_each_environment_is_reviewed_against_its_deployed_stack_right_before_it_deploys(
+    delivery, stage, stack, account, region
+):
+    """A CodeBuild step in the repository checkout runs the live review of the environment's stack (after the
+    wave's approval, before the change set is made); a non-zero exit fails the stage. Its role may assume only
+    that account's CDK bootstrap lookup role (the review narrows the session to reading the stack)."""
+    stages = {s["Name"]: s["Actions"] for s in _pipeline(delivery)["Stages"]}
+    actions = {a["Name"]: a for a in stages[stage]}
+    review = actions["LiveReview"]
+    assert review["ActionTypeId"]["Provider"] == "CodeBuild"
+    assert review["RunOrder"] < actions[f"{stack}.Prepare"]["RunOrder"] < actions[f"{stack}.Deploy"]["RunOrder"]
+    assert review["RunOrder"] == (2 if stage == "prod" else 1)  # (production: after the approval)
+    assert review["InputArtifacts"] == stages["Source"][0]["OutputArtifacts"]  # the checkout, as the synth's
+    project_id = review["Configuration"]["ProjectName"]["Ref"]
+    spec = json.loads(delivery.json["Resources"][project_id]["Properties"]["Source"]["BuildSpec"])
+    assert spec["phases"]["build"]["commands"] == [f'make review LIVE=1 ARGS="--lookup-role --stack {stack}"']
+    statements = _role_statements(delivery, project_id)
+    (assume,) = [s for s in statements if "sts:AssumeRole" in json.dumps(s["Action"])]
+    assert assume == {
+        "Action": "sts:AssumeRole",
+        "Effect": "Allow",
+        "Resource": {
+            "Fn::Join": [
+                "",
+                [
+                    "arn:",
+                    {"Ref": "AWS::Partition"},
+                    f":iam::{account}:role/cdk-hnb659fds-lookup-role-{account}-{region}",
+                ],
+            ]
+        },
+    }
+    # the rest is CDK Pipelines' own for any CodeBuild step: its logs and reports, and reading the checkout
+    others = {
+        a
+        for s in statements
+        if s is not assume
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert {a.split(":")[0] for a in others} == {"logs", "codebuild", "s3", "kms"}
+    assert not {a for a in others if a.startswith(("cloudformation:", "iam:", "sts:"))}
 
 
 def test_the_synth_step_runs_the_test_suite_and_the_security_report_before_the_synth(delivery):
@@ -125,13 +194,20 @@ def test_the_pipeline_is_cdk_nag_clean_with_every_wildcard_acknowledged_by_kind(
     for f in ours:
         rule = f.rule.split("[")[0]
         counts[rule] = counts.get(rule, 0) + 1
+    # (the two live review steps' roles: 8 wildcards each -- their logs, reports, and reading the checkout -- and
+    # one inline policy each, all of CDK Pipelines' own kinds)
     assert counts == {
-        "AwsSolutions-IAM5": 45,
+        "AwsSolutions-IAM5": 45 + 2 * 8,
         "AwsSolutions-S1": 2,
-        "NIST.800.53.R5-IAMNoInlinePolicy": 6,
+        "NIST.800.53.R5-IAMNoInlinePolicy": 6 + 2,
         "NIST.800.53.R5-S3BucketLoggingEnabled": 2,
         "NIST.800.53.R5-S3BucketReplicationEnabled": 2,
         "NIST.800.53.R5-S3BucketVersioningEnabled": 2,
+    }
+    review = [f for f in ours if "LiveReview" in f.path]
+    assert len(review) == 2 * (8 + 1) and {f.rule.split("[")[0] for f in review} == {
+        "AwsSolutions-IAM5",
+        "NIST.800.53.R5-IAMNoInlinePolicy",
     }
     stage_findings = [f for f in delivery.raw_findings if f.path.startswith(("dev/", "prod/"))]
     assert len(stage_findings) > 0  # the stages are gated too (and acknowledged as without the pipeline)

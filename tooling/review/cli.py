@@ -2,7 +2,8 @@
 
 The command (``python -m tooling.review``, as ``make review`` and ``make accept`` run it): its arguments, the
 user's configuration read as the CDK CLI reads it, and its exit status (0 passes, 1 blocked or failing, 2 an
-error of the configuration or of the baseline).
+error of the configuration or of the baseline). With ``--live`` it compares with the deployed stacks instead
+(``live``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--acknowledge", action="append", default=[], metavar="STACK/LOGICAL_ID")
     parser.add_argument("--output", type=Path, help="also write the report there (e.g. a CI job summary)")
     parser.add_argument("--accept", action="store_true", help="make the current synth the baseline instead")
+    live = parser.add_argument_group("against what is deployed (tooling/review/live.py)")
+    live.add_argument("--live", action="store_true", help="compare with the deployed stacks instead of the baseline")
+    live.add_argument("--stack", action="append", default=[], metavar="NAME", help="only this stack (repeatable)")
+    live.add_argument("--region", help="the region of stacks that name none (default: AWS_REGION, the profile's)")
+    live.add_argument(
+        "--lookup-role", action="store_true", help="read each stack through its account's CDK bootstrap lookup role"
+    )
     args = parser.parse_args(argv)
+    if args.live and (args.accept or args.base):
+        parser.error("--live compares with the deployed stacks: not with --accept or --base")
     from karpenter_stack import context_sources
 
     try:
@@ -52,7 +62,7 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
 
     project = context_sources.project_dir()
     try:
-        old = {} if args.accept else baseline_templates(directory, args.base, project)
+        old = {} if args.accept or args.live else baseline_templates(directory, args.base, project)
         acknowledged = {
             **acknowledgments(project / ACKNOWLEDGMENTS.name),
             **{a: "--acknowledge" for a in args.acknowledge},
@@ -72,6 +82,10 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
         written = accept(Path(outdir), project / directory)
         print(f"Accepted {len(written)} templates into {directory}/: commit them with your configuration.")
         return 0
+    if args.live:
+        from . import live
+
+        return live.main(args, context, context_sources.cdk_json_context(project), Path(outdir), acknowledged)
     new = synthesized_templates(Path(outdir))
     if not old:
         text, blocking, failing = first_deploy(new, directory), list[str](), list[str]()
