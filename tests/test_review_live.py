@@ -274,6 +274,6 @@ def test_the_synth_guard_runs_against_each_environments_deployed_stack(delivery)
     ]
     (refused,) = live.refusals(delivery.app.node.get_all_context(), {}, deployed)
     assert "the deployed cluster (stack eks-karpenter-prod as deployed)" in refused
-    assert refused.startswith("kubernetesVersion and endpointAccess change together") and refused.endswith(
-        "(environment prod)"
-    )
+    assert refused.startswith(
+        'kubernetesVersion "1.35" → "1.36" and endpointAccess "public-and-private" → "private"'
+    ) and refused.endswith("(environment prod)")

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from karpenter_stack.cluster_updates import UpdateRefused, update, version_step_refusal
+from karpenter_stack.cluster_updates import UpdateRefused, is_downgrade, update, version_step_refusal
 from tooling.lifecycle_model import Lifecycle
 
 from . import plan
@@ -83,6 +83,7 @@ class Run:
     """One replay: the steps taken, where it failed, what broke."""
 
     steps: list[Step] = field(default_factory=list)
+    calls: list[tuple[Step, list[str]]] = field(default_factory=list)  # the cluster handler's EKS calls per step
     failed: tuple[Step, str] | None = None  # the step that failed and why
     wedged: tuple[Step, str] | None = None  # a rollback step refused: UPDATE_ROLLBACK_FAILED
     violations: list[Violation] = field(default_factory=list)
@@ -109,19 +110,31 @@ class Simulation:
             step, why = self.deploy.wedged
             out.append(
                 Finding(
-                    f"its rollback is refused at {step.describe()}: {why}: UPDATE_ROLLBACK_FAILED", "fails", "rollback"
+                    f"its rollback is refused at {step.describe()}: {why}: UPDATE_ROLLBACK_FAILED", "fails", step.key
                 )
             )
         seen = {f.text for f in out}
         for key, run in self.rollbacks.items():
             where = self.label(key)
-            found = [Finding(v.describe(), "fails", v.invariant) for v in run.violations]
+            # a rollback that sends the cluster back (a version rollback, a mode): what it breaks comes with the
+            # cluster's one-way step -- acknowledgeable as the review's one-way change is, by the cluster's key
+            back = next(
+                (
+                    s
+                    for s in [*run.steps, *([run.wedged[0]] if run.wedged else [])]
+                    if s.phase == ROLLBACK and s.type == CLUSTER
+                ),
+                None,
+            )
+            severity, subject = ("one way", back.key) if back else ("fails", "")
+            found = [Finding(v.describe(), severity, subject or v.invariant) for v in run.violations]
             if run.wedged:
                 step, why = run.wedged
-                kind = "one way" if step.type == CLUSTER else "fails"
                 found.append(
                     Finding(
-                        f"the rollback is refused at {step.describe()}: {why}: UPDATE_ROLLBACK_FAILED", kind, step.key
+                        f"the rollback is refused at {step.describe()}: {why}: UPDATE_ROLLBACK_FAILED",
+                        severity,
+                        subject or step.key,
                     )
                 )
             for f in found:
@@ -149,6 +162,7 @@ class _Replay:
         if aws_auth(self.live, resolver) is None:  # not the app's: whatever runs is mapped outside it
             self.config_map = {h.role for h in self.world().hosts}
         self.placed: dict[str, Host | None] = {}  # workload -> where its pods run (None: nowhere)
+        self.calls: list[tuple[Step, list[str]]] = []  # the cluster handler's EKS calls (or its error) per step
         self.credentials: str | None = None  # how the controller's running pods got credentials
         now = self.world()
         for workload in now.workloads():
@@ -195,9 +209,10 @@ class _Replay:
         elif step.action == "update":
             lifecycle, side = (self.old, "old") if step.phase == ROLLBACK else (self.new, "new")
             other = self.new if step.phase == ROLLBACK else self.old
+            deployed = self.live[key][-1].props.get("Config", {}).get("version") if key in self.live else None
             self.live[key] = [*self.live[key][:-1], self._physical(lifecycle, key, side)]
             # the handler reads the event: OldResourceProperties and ResourceProperties (swapped on a rollback)
-            refused = self._handler(self._physical(other, key, side), self.live[key][-1])
+            refused = self._handler(self._physical(other, key, side), self.live[key][-1], step, deployed)
             if refused:
                 self.live = saved
                 return refused
@@ -224,17 +239,31 @@ class _Replay:
         elif step.action in ("create", "replace") and (step.type in FARGATE or step.type == "AWS::EKS::Nodegroup"):
             self.config_map |= host_roles(self.live, self.resolver, step.key)
 
-    def _handler(self, old: Physical, new: Physical) -> str | None:
-        """aws-cdk's cluster handler on an Update of the cluster (and EKS on its version step)."""
+    def _handler(self, old: Physical, new: Physical, step: Step, deployed: Any) -> str | None:
+        """aws-cdk's cluster handler on the Update event of the cluster (the real one, ``tooling/handlers``; its
+        mirror ``karpenter_stack/cluster_updates.py`` where Node.js is not there, agreeing by
+        tests/test_cluster_handler.py), then EKS on the calls it makes (``eks_answer``)."""
         if new.type != CLUSTER:
             return None
         a, b = old.props.get("Config", {}), new.props.get("Config", {})
         try:
-            update(a, b)
-        except UpdateRefused as err:
-            return f"aws-cdk's cluster handler refuses ({err})"
-        refused = version_step_refusal(a.get("version"), b.get("version"))
-        return f"EKS refuses the {refused}" if refused else None
+            from tooling import handlers
+
+            outcome = handlers.cluster_update(a, b, deployed_version=deployed)
+            error, calls = outcome.error, outcome.calls
+        except (ImportError, RuntimeError):
+            try:
+                kinds = update(a, b)
+                error, calls = (
+                    None,
+                    [("UpdateClusterVersion", {"version": b.get("version")})] if "updateVersion" in kinds else [],
+                )
+            except UpdateRefused as err:
+                error, calls = str(err), []
+        self.calls.append((step, [op for op, _ in calls] if not error else [f"throws: {error}"]))
+        if error:
+            return f"aws-cdk's cluster handler refuses ({error})"
+        return eks_answer(calls, deployed, rollback=step.phase == ROLLBACK)
 
     def _pods(self, step: Step) -> str | None:
         """Re-create the pods the step moves; a waiting Helm release fails when its new pods cannot be Ready."""
@@ -319,6 +348,26 @@ class _Replay:
         return broken
 
 
+def eks_answer(calls: list[tuple[str, dict[str, Any]]], deployed: Any, rollback: bool) -> str | None:
+    """EKS on the handler's calls (None: it accepts them). UpdateClusterVersion: one minor up at a time; one minor
+    down is EKS's version rollback, within ``VERSION_ROLLBACK_DAYS`` of an in-place upgrade and of the control plane
+    only -- CloudFormation's rollback of this deploy's upgrade is well within it, so EKS starts it (EKS User Guide,
+    "Roll back a cluster to a previous Kubernetes version"); a deploy that asks for it is refused at synth.
+    UpdateClusterConfig that changes nothing (only the name): EKS refuses an empty update (InvalidParameterException;
+    the same reading as karpenter_stack/cluster_updates.py)."""
+    for operation, params in calls:
+        if operation == "UpdateClusterVersion":
+            target = params.get("version")
+            if rollback and is_downgrade(deployed, target) and _minor(str(deployed)) - _minor(str(target)) == 1:
+                continue
+            refused = version_step_refusal(deployed, target)
+            if refused:
+                return f"EKS refuses the {refused}"
+        if operation == "UpdateClusterConfig" and set(params) <= {"name", "clientRequestToken"}:
+            return "EKS refuses an UpdateClusterConfig that changes nothing (InvalidParameterException)"
+    return None
+
+
 def _minor(version: str) -> int:
     return int(str(version).split(".")[1]) if "." in str(version) else 0
 
@@ -355,6 +404,7 @@ class _Tracker:
         return True
 
     def finish(self) -> None:
+        self.run.calls = self.replay.calls
         for k, (first, text) in self.open.items():
             self.run.violations.append(Violation(k[0], text, first, self.last, None))
         self.open = {}
