@@ -237,6 +237,7 @@ class Outcome:
     problems: list[str] = field(default_factory=list)  # where the review disagrees with a mirrored rule
     interrupts: bool = False  # some change of the deploy restarts pods or replaces nodes
     restarts: bool = False  # the controller's pods restart
+    replayed: list[str] = field(default_factory=list)  # what the deploy simulator finds (tooling/simulator)
 
 
 def _category(reports: list[rv.StackReport], failing: list[str], blocking: list[str]) -> str:
@@ -477,6 +478,7 @@ def assess(transition: Transition, synth: Synth) -> Outcome:
         problems,
         interrupts=any(c.interrupts for c in changes),
         restarts=any(rv.CONTROLLER_RESTARTS in e for c in changes for e in c.effects),
+        replayed=[f.text for r in forward for f in r.replayed],
     )
     outcome.problems += declaration_problems(outcome)
     return outcome
@@ -624,6 +626,10 @@ def main(argv: list[str] | None = None) -> int:
     print(matrix(outcomes, not_one))
     counts = Counter(o.category for o in outcomes)
     print(f"{len(outcomes)} transitions: " + ", ".join(f"{counts[c]} {c}" for c in CATEGORIES if counts[c]))
+    replayed = [o for o in outcomes if o.replayed]
+    print(f"{len(replayed)} transitions where the deploy simulator finds a step that breaks the running cluster:")
+    for o in replayed:
+        print(f"- {o.transition.label}: " + " | ".join(o.replayed))
     wrong = [o for o in outcomes if o.problems]
     per_setting = setting_problems(outcomes)
     for problem in per_setting:
