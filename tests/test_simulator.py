@@ -1,0 +1,165 @@
+"""The deploy simulator (tooling/simulator): a deploy of this app's real templates replayed step by step in
+CloudFormation's order, with aws-cdk's real cluster handler and what EKS and the nodes do, the running cluster's
+invariants checked after every step, and the rollback replayed for a failure at every step. Each case below broke a
+running cluster while the review passed it before the simulator (issue 32)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from karpenter_stack import baseline
+from karpenter_stack.config import load_config
+from tests.cfn import kubernetes_objects, render
+from tests.conftest import synth
+from tooling import review as rv
+from tooling.simulator import simulate
+
+FARGATE_PROFILE = "ClusterfargateprofileKarpenterAndCoreDns2C79EDD5"
+AWS_AUTH = "ClusterAwsAuthmanifestFE51F8AE"
+TEMPLATE = "eks-karpenter.template"
+
+
+def _templates(synthesized) -> dict:
+    return rv.synthesized_templates(Path(synthesized.app.outdir))
+
+
+def _findings(old, new) -> list[str]:
+    return [f.text for f in simulate(old, new)["eks-karpenter"].findings()]
+
+
+def _mappings(synthesized) -> dict[str, tuple[str, list[str]]]:
+    roles = json.loads(render(kubernetes_objects(synthesized.template)["ConfigMap/aws-auth"]["data"]["mapRoles"]))
+    return {r["rolearn"]: (r["username"], r["groups"]) for r in roles}
+
+
+FARGATE_MAPPING = ("system:node:{{SessionName}}", ["system:bootstrappers", "system:nodes", "system:node-proxier"])
+EC2_MAPPING = ("system:node:{{EC2PrivateDNSName}}", ["system:bootstrappers", "system:nodes"])
+FARGATE_ROLE = "${GetAtt:ClusterfargateprofileKarpenterAndCoreDnsPodExecutionRole61D3A264.Arn}"
+SYSTEM_NODE_ROLE = "${GetAtt:ControllerHostingNodeRole8E936FA0.Arn}"
+
+
+def test_both_hostings_roles_are_mapped_whichever_runs_under_the_same_logical_ids(default):
+    nodegroup = synth(controllerHosting="nodegroup")
+    for synthesized in (default, nodegroup):
+        mapped = _mappings(synthesized)
+        assert mapped[FARGATE_ROLE] == FARGATE_MAPPING and mapped[SYSTEM_NODE_ROLE] == EC2_MAPPING
+    fargate_role = default.template.to_json()["Resources"][
+        "ClusterfargateprofileKarpenterAndCoreDnsPodExecutionRole61D3A264"
+    ]
+    kept = nodegroup.template.to_json()["Resources"]["ClusterfargateprofileKarpenterAndCoreDnsPodExecutionRole61D3A264"]
+    assert kept["Properties"] == fargate_role["Properties"]  # the switch updates nothing of the role
+    node_role = nodegroup.template.to_json()["Resources"]["ControllerHostingNodeRole8E936FA0"]["Properties"]
+    assert default.template.to_json()["Resources"]["ControllerHostingNodeRole8E936FA0"]["Properties"] == node_role
+
+
+def test_a_hosting_switch_keeps_the_old_hosting_authorized_until_the_cleanup_deletes_it(default):
+    nodegroup = synth(controllerHosting="nodegroup")
+    fargate, system = _templates(default), _templates(nodegroup)
+    assert _findings(fargate, system) == [] and _findings(system, fargate) == []
+    # aws-auth maps both roles in both: it is not touched; the Helm release (waiting) goes last in the update
+    # phase, and the Fargate profile only in the cleanup (its pods move to the node group there)
+    assert [s.describe() for s in simulate(fargate, system)["eks-karpenter"].deploy.steps] == [
+        "the update of ClusterCreationRoleDefaultPolicyE8BDFC7B (AWS::IAM::Policy)",
+        "the creation of the node group ClusterNodegroupSystemNodes9C3907F1",
+        "the update of the coredns add-on",
+        "the update of the Helm release karpenter",
+        "the deletion of ClusterCoreDnsComputeTypePatch37F4F125 (Custom::AWSCDK-EKS-KubernetesPatch) in the cleanup",
+        f"the deletion of the Fargate profile {FARGATE_PROFILE} in the cleanup",
+    ]
+
+
+def test_the_switch_as_the_app_wrote_it_before_deauthorizes_fargate_and_times_the_helm_upgrade_out(default):
+    """Today's templates with aws-auth as the app wrote it before (only the running hosting's role): the simulator
+    finds what the issue reported from a real cluster."""
+    fargate, system = _templates(default), copy.deepcopy(_templates(synth(controllerHosting="nodegroup")))
+    manifest = system[TEMPLATE]["Resources"][AWS_AUTH]["Properties"]["Manifest"]["Fn::Join"][1]
+    start = next(i for i, p in enumerate(manifest) if isinstance(p, dict) and "fargateprofile" in json.dumps(p))
+    # drop the kept Fargate mapping: the text part before the role's reference to the one before the next entry
+    manifest[start - 1] = manifest[start - 1].rsplit('{\\"rolearn\\":\\"', 1)[0]
+    manifest[start + 1] = '{\\"rolearn\\":\\"' + manifest[start + 1].split('{\\"rolearn\\":\\"', 1)[1]
+    del manifest[start]
+    assert FARGATE_ROLE not in json.dumps(manifest)
+    assert _findings(fargate, system) == [
+        "from the update of the aws-auth ConfigMap until the update of the aws-auth ConfigMap in the rollback, the "
+        f"Fargate profile {FARGATE_PROFILE}'s role is neither in aws-auth nor in an access entry: its nodes cannot "
+        "authenticate and CoreDNS and the Karpenter controller go NotReady (authorized)",
+        "the deploy fails at the update of the Helm release karpenter: helm upgrade --wait times out after 720s: the "
+        f"controller's new pods land on the Fargate profile {FARGATE_PROFILE}, whose nodes cannot authenticate "
+        "(NotReady)",
+    ]
+
+
+def test_a_hosting_and_credentials_switch_in_one_deploy_leaves_the_controller_without_credentials(default, tmp_path):
+    old, new = (
+        _templates(default),
+        _templates(synth(controllerHosting="nodegroup", controllerCredentials="pod-identity")),
+    )
+    assert _findings(old, new) == [
+        "from the update of the Helm release karpenter until the deletion of the Fargate profile "
+        f"{FARGATE_PROFILE} in the cleanup, the Karpenter controller's pods have no AWS credentials (IRSA needs its "
+        "role and the OIDC provider; Pod Identity its association and agent, and never works on Fargate) "
+        "(credentials)"
+    ]
+    # the review fails it, and the synth refuses it against the deployed baseline with the two deploys to make
+    _, _, failing = rv.render(rv.review(old, new), {})
+    assert failing == ["eks-karpenter/replay"]
+    (tmp_path / baseline.BASELINE_DIR).mkdir()
+    (tmp_path / baseline.BASELINE_DIR / "eks-karpenter.template.json").write_text(json.dumps(old[TEMPLATE]))
+    config = load_config({"controllerHosting": "nodegroup", "controllerCredentials": "pod-identity"})
+    assert baseline.refusals(config, "eks-karpenter", tmp_path) == [
+        'controllerHosting "nodegroup" and controllerCredentials "pod-identity" change together against the deployed '
+        "cluster (baseline/eks-karpenter.template.json: fargate, irsa): the controller's new pods start on the old "
+        "hosting, which CloudFormation deletes only in its cleanup, and run without AWS credentials until then; "
+        'deploy one at a time: first controllerHosting "nodegroup" (keeping controllerCredentials "irsa"), then '
+        'controllerCredentials "pod-identity"'
+    ]
+    # one at a time, each deploy replays clean
+    hosting_only = _templates(synth(controllerHosting="nodegroup"))
+    assert _findings(old, hosting_only) == [] and _findings(hosting_only, new) == []
+
+
+def test_an_upgrades_rollback_is_eks_version_rollback_with_karpenters_nodes_on_the_newer_kubelet(default):
+    old, new = _templates(synth(kubernetesVersion="1.35")), _templates(default)
+    simulation = simulate(old, new)["eks-karpenter"]
+    assert not simulation.deploy.violations and simulation.deploy.failed is None
+    # the real handler's calls: the upgrade, and CloudFormation's rollback of it (a real control-plane downgrade)
+    assert [(s.phase, calls) for s, calls in simulation.deploy.calls] == [
+        ("update", ["DescribeCluster", "UpdateClusterVersion"])
+    ]
+    back = next(iter(simulation.rollbacks.values()))
+    assert [(s.phase, calls) for s, calls in back.calls][-1] == (
+        "rollback",
+        ["DescribeCluster", "UpdateClusterVersion"],
+    )
+    (finding,) = simulation.findings()
+    assert finding.severity == "one way" and finding.subject == "eks-karpenter/Cluster9EE0221C"
+    assert finding.text.endswith(
+        "from the update of the EKS cluster in the rollback to the end of the deploy and after it, Karpenter's nodes "
+        "may already run kubelet 1.36 (they follow the control plane by drift), newer than the control plane 1.35 "
+        "(skew)"
+    )
+    # the review blocks it until the upgrade's one-way risk is acknowledged, by the cluster's key
+    reports = rv.review(old, new)
+    _, blocking, failing = rv.render(reports, {})
+    assert failing == [] and blocking == ["eks-karpenter/Cluster9EE0221C"]
+    assert rv.render(reports, {"eks-karpenter/Cluster9EE0221C": "upgrade window"})[1:] == ([], [])
+
+
+def test_two_kinds_of_cluster_update_fail_the_deploy_and_its_rollback_in_the_real_handler():
+    # (the configurations other tests synthesize: an upgrade with a new endpoint access and public CIDRs)
+    old = _templates(synth(kubernetesVersion="1.35"))
+    new = _templates(
+        synth(endpointAccess="public-and-private", publicAccessCidrs=["203.0.113.0/24", "198.51.100.7/32"])
+    )
+    simulation = simulate(old, new)["eks-karpenter"]
+    step, why = simulation.deploy.failed
+    assert step.describe() == "the update of the EKS cluster" and why.startswith(
+        "aws-cdk's cluster handler refuses (Only one type of update - "
+    )
+    step, why = simulation.deploy.wedged
+    assert step.describe() == "the update of the EKS cluster in the rollback" and "Only one type of update" in why
+    assert [calls for _, calls in simulation.deploy.calls] == [
+        ["throws: " + why.removeprefix("aws-cdk's cluster handler refuses (").removesuffix(")")]
+    ] * 2
