@@ -163,3 +163,17 @@ def test_two_kinds_of_cluster_update_fail_the_deploy_and_its_rollback_in_the_rea
     assert [calls for _, calls in simulation.deploy.calls] == [
         ["throws: " + why.removeprefix("aws-cdk's cluster handler refuses (").removesuffix(")")]
     ] * 2
+
+
+def test_the_simulators_fargate_profile_rule_is_the_real_handlers(default):
+    """plan.REPLACED_ON_ANY_CHANGE mirrors aws-cdk's Fargate profile handler: any Update creates a new profile (a
+    new physical id), so CloudFormation deletes the old one in the cleanup."""
+    from tooling import handlers
+    from tooling.simulator import plan
+
+    profile = default.template.to_json()["Resources"][FARGATE_PROFILE]["Properties"]["Config"]
+    moved = {**profile, "selectors": [{"namespace": "karpenter"}]}
+    outcome = handlers.fargate_profile_update(profile, moved, physical_id="old-profile", logical_id=FARGATE_PROFILE)
+    assert outcome.error is None and outcome.operations == ["CreateFargateProfile"]
+    assert outcome.result["PhysicalResourceId"] != "old-profile"
+    assert "Custom::AWSCDK-EKS-FargateProfile" in plan.REPLACED_ON_ANY_CHANGE
