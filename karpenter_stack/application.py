@@ -65,7 +65,6 @@ def build_deferred(
     if file_context is None:
         file_context = context_sources.cdk_json_context()
     resolved = resolve_app(context, today=today, file_context=file_context)
-    baseline.check(resolved.configs)  # what the deployed cluster (your accepted baseline) cannot take
     # Packs are validation plugins of the whole app, so every stack is checked by (and acknowledges
     # for) every pack any environment enables.
     packs = register_packs(app, sorted({p for c in resolved.configs.values() for p in c.additional_nag_packs}))
@@ -73,6 +72,11 @@ def build_deferred(
     # are registered (none when acknowledge=False).
     with acknowledging(packs if acknowledge else (), defer=True) as batch:
         stacks = _stacks(app, resolved)
+    # What the deployed cluster (your accepted baseline) cannot take: against the cluster Config just built (the
+    # app is in memory; nothing is written before this passes).
+    for stack in stacks:
+        baseline.remember_built(stack)
+    baseline.check(resolved.configs)
     return stacks, batch.register
 
 

@@ -176,12 +176,18 @@ def synthesized_cluster_config(config: AppConfig, root: Path | None = None) -> d
         from .stacks import environment_stack
 
         app = cdk.App(context=context_sources.cached_lookups(root))
-        stack = environment_stack(app, resolve_environment("", config))
-        found = [
-            c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == CLUSTER_TYPE
-        ]
-        _SYNTHESIZED[key] = stack.resolve(found[0]._cfn_properties)["Config"] if found else None
+        remember_built(environment_stack(app, resolve_environment("", config)), root)
     return _SYNTHESIZED[key]
+
+
+def remember_built(stack: Any, root: Path | None = None) -> None:
+    """Keep the cluster Config of a stack the app has built for its configuration (``stack.config``): the synth's
+    guard then reads it instead of building the stack again."""
+    import aws_cdk as cdk
+
+    found = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == CLUSTER_TYPE]
+    key = (stack.config.model_dump_json(), str(root or context_sources.project_dir()))
+    _SYNTHESIZED[key] = stack.resolve(found[0]._cfn_properties)["Config"] if found else None
 
 
 _SYNTHESIZED: dict[tuple[str, str], dict[str, Any] | None] = {}
