@@ -56,7 +56,8 @@ SYSTEM_INSTANCE_TYPE = (
 DELETION_PROTECTION = (
     "aws-cdk-lib 2.275 cluster-resource-handler onUpdate: deletionProtection is an update in place "
     "(updateDeletionProtection) sending the new value; an absent one is an UpdateClusterConfig with nothing in it "
-    "(tooling/handlers runs the real handler), refused at synth against the baseline"
+    "(tooling/handlers runs the real handler), refused at synth against the baseline; so a first value is one way: "
+    "CloudFormation's rollback of it is that empty update (the deploy simulator, tooling/simulator)"
 )
 TERMINATION_PROTECTION = (
     "CloudFormation termination protection: the app also sets it with a custom resource "

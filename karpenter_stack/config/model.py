@@ -363,9 +363,10 @@ class AppConfig(CamelModel):
         None,
         description="EKS cluster deletion protection (checked only when the cluster itself is deleted, i.e. last). "
         "Unset: off on a new cluster; on a running one that had it, unset is refused (aws-cdk's handler would send "
-        "EKS an empty update): write false to turn protection off.",
+        "EKS an empty update): write false to turn protection off. Writing it on a running cluster is one way: "
+        "CloudFormation's rollback would send that empty update.",
         json_schema_extra=change(
-            Change.IN_PLACE, "Custom::AWSCDK-EKS-Cluster Config.deletionProtection", facts.DELETION_PROTECTION
+            Change.ONE_WAY, "Custom::AWSCDK-EKS-Cluster Config.deletionProtection", facts.DELETION_PROTECTION
         ),
     )
     termination_protection: bool = Field(
