@@ -172,21 +172,34 @@ def synthesized_cluster_config(config: AppConfig, root: Path | None = None) -> d
     if key not in _SYNTHESIZED:
         import aws_cdk as cdk
 
+        from .cluster_stack import KarpenterClusterStack
         from .config.resolve import resolve_environment
-        from .stacks import environment_stack
 
         app = cdk.App(context=context_sources.cached_lookups(root))
-        remember_built(environment_stack(app, resolve_environment("", config)), root)
+        environment = resolve_environment("", config)
+        stack = KarpenterClusterStack(app, environment.stack_name, environment=environment, cluster_only=True)
+        remember_built(stack, root, always=True)
     return _SYNTHESIZED[key]
 
 
-def remember_built(stack: Any, root: Path | None = None) -> None:
+def remember_built(stack: Any, root: Path | None = None, *, always: bool = False) -> None:
     """Keep the cluster Config of a stack the app has built for its configuration (``stack.config``): the synth's
-    guard then reads it instead of building the stack again."""
+    guard then reads it instead of building the stack again. Only where a baseline of the stack exists (the guard
+    reads nothing else), unless ``always``."""
     import aws_cdk as cdk
 
-    found = [c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == CLUSTER_TYPE]
-    key = (stack.config.model_dump_json(), str(root or context_sources.project_dir()))
+    config: AppConfig = stack.config
+    if not always and _baseline(stack_name_for(config.cluster_name), root) is None:
+        return
+    # aws-cdk's eks.Cluster (the stack's ``cluster``) holds its custom resource at Resource/Resource/Default
+    cluster = getattr(stack, "cluster", None)
+    found = []
+    if cluster is not None:
+        resource = cluster.node.try_find_child("Resource")
+        inner = resource.node.try_find_child("Resource") if resource is not None else None
+        child = inner.node.default_child if inner is not None else None
+        found = [child] if isinstance(child, cdk.CfnResource) and child.cfn_resource_type == CLUSTER_TYPE else []
+    key = (config.model_dump_json(), str(root or context_sources.project_dir()))
     _SYNTHESIZED[key] = stack.resolve(found[0]._cfn_properties)["Config"] if found else None
 
 

@@ -67,7 +67,11 @@ class KarpenterClusterStack(AppStack):
     """An EKS cluster with no default capacity, autoscaled by Karpenter: network -> cluster ->
     controller hosting (and the add-ons that run there) -> Karpenter."""
 
-    def __init__(self, scope: Construct, id: str, *, environment: ResolvedEnvironment, **kwargs: Any) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, environment: ResolvedEnvironment, cluster_only: bool = False, **kwargs: Any
+    ) -> None:
+        """``cluster_only``: stop once the cluster is built (the synth's guard reads its Config: karpenter_stack/
+        baseline.py; nothing later changes it, tests/test_transitions.py checks)."""
         config = environment.config
         super().__init__(
             scope,
@@ -83,6 +87,8 @@ class KarpenterClusterStack(AppStack):
             CfnWaitConditionHandle(self, "AwaitingVpcLookup")
             return
         self.cluster = self._cluster()
+        if cluster_only:
+            return
         self.hosting, self.addons = self._controller_hosting()
         self.karpenter = self._karpenter()
         if config.demo_workload:

@@ -18,6 +18,7 @@ subnets stay in the availability zones chosen when it was created).
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -78,6 +79,7 @@ def placeholder(value: Any) -> Any:
     return None
 
 
+@functools.cache
 def _java_hash(key: str) -> int:
     """java.lang.String.hashCode (over UTF-16 code units)."""
     data, h = key.encode("utf-16-be"), 0
@@ -88,6 +90,11 @@ def _java_hash(key: str) -> int:
 
 def _java_map_order(keys: list[str]) -> list[str]:
     """The iteration order of a java.util.HashMap holding ``keys`` (default capacity 16, load factor 0.75)."""
+    return list(_java_map_order_of(tuple(keys)))
+
+
+@functools.cache
+def _java_map_order_of(keys: tuple[str, ...]) -> tuple[str, ...]:
     capacity = 16
     while len(keys) > capacity * 3 // 4:
         capacity *= 2
@@ -96,7 +103,7 @@ def _java_map_order(keys: list[str]) -> list[str]:
         h = _java_hash(key)
         return (h ^ (h >> 16)) & (capacity - 1)
 
-    return sorted(keys, key=bucket)  # (stable: keys of one bucket stay in insertion order)
+    return tuple(sorted(keys, key=bucket))  # (stable: keys of one bucket stay in insertion order)
 
 
 def delivered(config: Any) -> Any:

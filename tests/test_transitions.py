@@ -774,3 +774,19 @@ def test_the_guard_refuses_what_aws_cdks_real_handler_refuses(tmp_path):
     assert protection.startswith("deletionProtection unset: the deployed cluster") and "write false to turn it off" in (
         protection
     )
+
+
+def test_the_guards_cluster_only_build_gives_the_synthesized_cluster_config(
+    default, production, alternative, access_entries
+):
+    """The guard builds the environment's stack only up to its cluster (nothing built after it changes the cluster
+    resource's Config): the same Config the whole synth writes, for configurations that differ around it."""
+    from karpenter_stack import baseline
+
+    for synthesized in (default, production, alternative, access_entries):
+        (config,) = [
+            r["Properties"]["Config"]
+            for r in synthesized.template.to_json()["Resources"].values()
+            if r["Type"] == "Custom::AWSCDK-EKS-Cluster"
+        ]
+        assert baseline.synthesized_cluster_config(synthesized.config) == config

@@ -46,6 +46,7 @@ class Resolver:
     inside it, a nested stack's parameter to what its parent passes."""
 
     def __init__(self, *template_sets: Mapping[str, dict[str, Any]]) -> None:
+        self.parsed: dict[tuple[int, str], Any] = {}  # a property's JSON text, parsed once (by the value's identity)
         self.scopes: dict[str, dict[str, Any]] = {}
         self.parents: dict[str, tuple[str, dict[str, Any]]] = {}
         for templates in template_sets:  # later sets win: the new templates' outputs over the old ones'
@@ -64,6 +65,17 @@ class Resolver:
                     continue
                 self.parents[f"{prefix}/{logical_id}"] = (prefix, resource)
                 self._add(templates, inner, f"{prefix}/{logical_id}")
+
+    def parse(self, value: Any, prefix: str, default: Any) -> Any:
+        """A property holding JSON text (a manifest, Helm values), tokens for its intrinsics, parsed (``default``
+        when it is not JSON)."""
+        key = (id(value), prefix)
+        if key not in self.parsed:
+            try:
+                self.parsed[key] = json.loads(self.token(value, prefix))
+            except json.JSONDecodeError:
+                self.parsed[key] = default
+        return self.parsed[key]
 
     def token(self, value: Any, prefix: str) -> str:
         if isinstance(value, str):
@@ -198,19 +210,12 @@ def _all(live: Live, types: tuple[str, ...] | str) -> list[Physical]:
 
 def objects(physical: Physical, resolver: Resolver) -> list[dict[str, Any]]:
     """The Kubernetes objects of a manifest resource (intrinsics as tokens)."""
-    text = resolver.token(physical.props.get("Manifest", "[]"), physical.prefix)
-    try:
-        found = json.loads(text)
-    except json.JSONDecodeError:
-        return []
+    found = resolver.parse(physical.props.get("Manifest", "[]"), physical.prefix, [])
     return [o for o in (found if isinstance(found, list) else [found]) if isinstance(o, dict)]
 
 
 def chart_values(physical: Physical, resolver: Resolver) -> dict[str, Any]:
-    try:
-        values = json.loads(resolver.token(physical.props.get("Values", "{}"), physical.prefix))
-    except json.JSONDecodeError:
-        return {}
+    values = resolver.parse(physical.props.get("Values", "{}"), physical.prefix, {})
     return values if isinstance(values, dict) else {}
 
 
