@@ -177,3 +177,24 @@ def test_the_simulators_fargate_profile_rule_is_the_real_handlers(default):
     assert outcome.error is None and outcome.operations == ["CreateFargateProfile"]
     assert outcome.result["PhysicalResourceId"] != "old-profile"
     assert "Custom::AWSCDK-EKS-FargateProfile" in plan.REPLACED_ON_ANY_CHANGE
+
+
+def test_subnets_in_a_zone_the_cluster_was_not_created_in_are_refused_by_eks(default):
+    """The real handler sends the new subnets (UpdateClusterConfig); EKS keeps a cluster in its creation zones
+    (what a maxAzs change does on a running cluster, refused at synth: tests/test_transitions.py)."""
+    old = _templates(default)
+    new = copy.deepcopy(old)
+    resources = new[TEMPLATE]["Resources"]
+    third = copy.deepcopy(resources["NetworkVpcPrivateSubnet2Subnet1BDBE877"])
+    third["Properties"]["AvailabilityZone"] = {"Fn::Select": [2, {"Fn::GetAZs": ""}]}
+    resources["NetworkVpcPrivateSubnet3SubnetF258B56E"] = third
+    resources["Cluster9EE0221C"]["Properties"]["Config"]["resourcesVpcConfig"]["subnetIds"].append(
+        {"Ref": "NetworkVpcPrivateSubnet3SubnetF258B56E"}
+    )
+    simulation = simulate(old, new)["eks-karpenter"]
+    assert [calls for _, calls in simulation.deploy.calls][0] == ["UpdateClusterConfig"]
+    step, why = simulation.deploy.failed
+    assert step.describe() == "the update of the EKS cluster" and why == (
+        'EKS refuses subnets in availability zones the cluster was not created in ({"Fn::Select": [2, {"Fn::GetAZs": '
+        '""}]}): a cluster\'s subnets stay in its creation zones'
+    )

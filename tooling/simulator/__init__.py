@@ -27,6 +27,7 @@ upgrade --wait`` times out, and CloudFormation rolls the deploy back.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -263,7 +264,38 @@ class _Replay:
         self.calls.append((step, [op for op, _ in calls] if not error else [f"throws: {error}"]))
         if error:
             return f"aws-cdk's cluster handler refuses ({error})"
-        return eks_answer(calls, deployed, rollback=step.phase == ROLLBACK)
+        moved = any(op == "UpdateClusterConfig" and "resourcesVpcConfig" in p for op, p in calls)
+        return eks_answer(calls, deployed, rollback=step.phase == ROLLBACK) or (
+            self._zones_refusal(b, new.prefix) if moved else None
+        )
+
+    def _zones(self, config: dict[str, Any], prefix: str, lifecycle: Lifecycle) -> set[str]:
+        """The availability zones of a cluster Config's subnets (their AvailabilityZone, as the template has it)."""
+        zones = set()
+        for subnet in (config.get("resourcesVpcConfig") or {}).get("subnetIds") or []:
+            name = subnet.get("Ref") if isinstance(subnet, dict) else None
+            node = lifecycle.nodes.get(f"{prefix}/{name}")
+            if node is not None:
+                zones.add(json.dumps(node.resource.get("Properties", {}).get("AvailabilityZone"), sort_keys=True))
+        return zones
+
+    def _zones_refusal(self, config: dict[str, Any], prefix: str) -> str | None:
+        """EKS keeps a cluster's subnets in the availability zones chosen at its creation (EKS User Guide, "View
+        Amazon EKS networking requirements for VPC and subnets"): an UpdateClusterConfig whose subnets reach another
+        zone is refused. The deployed template's subnets stand for the creation's."""
+        key = next((k for k, n in self.old.nodes.items() if n.type == CLUSTER), None)
+        if key is None:
+            return None
+        created = self._zones(self.old.nodes[key].resource.get("Properties", {}).get("Config", {}), prefix, self.old)
+        lifecycle = self.new if all(n in self.new.nodes for n in [key]) else self.old
+        wanted = self._zones(config, prefix, lifecycle) | self._zones(config, prefix, self.old)
+        extra = sorted(wanted - created)
+        if created and extra:
+            return (
+                f"EKS refuses subnets in availability zones the cluster was not created in ({', '.join(extra)}): "
+                "a cluster's subnets stay in its creation zones"
+            )
+        return None
 
     def _pods(self, step: Step) -> str | None:
         """Re-create the pods the step moves; a waiting Helm release fails when its new pods cannot be Ready."""
