@@ -277,3 +277,13 @@ def test_the_synth_guard_runs_against_each_environments_deployed_stack(delivery)
     assert refused.startswith(
         'kubernetesVersion "1.35" → "1.36" and endpointAccess "public-and-private" → "private"'
     ) and refused.endswith("(environment prod)")
+
+
+def test_aws_region_names_the_region_of_an_environment_agnostic_stack(monkeypatch):
+    """The README exports AWS_REGION; botocore reads only AWS_DEFAULT_REGION (found by a newcomer trial)."""
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    assert live._default_region() == "eu-west-1"
+    monkeypatch.delenv("AWS_REGION")
+    assert live._default_region() is None

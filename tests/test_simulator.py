@@ -68,6 +68,11 @@ def test_a_hosting_switch_keeps_the_old_hosting_authorized_until_the_cleanup_del
         "the deletion of ClusterCoreDnsComputeTypePatch37F4F125 (Custom::AWSCDK-EKS-KubernetesPatch) in the cleanup",
         f"the deletion of the Fargate profile {FARGATE_PROFILE} in the cleanup",
     ]
+    text, _, failing = rv.render(rv.review(fargate, system), {})
+    assert failing == [] and (
+        "Replayed step by step: 6 steps of the deploy, and CloudFormation's rollback from a failure at each: the "
+        "running cluster keeps every invariant" in text
+    )
 
 
 def test_the_switch_as_the_app_wrote_it_before_deauthorizes_fargate_and_times_the_helm_upgrade_out(default):

@@ -188,7 +188,12 @@ def test_a_mode_step_deployed_with_other_changes_blocks_until_acknowledged(defau
     (cluster,) = [c for r in reports for c in r.changes if c.type == "Custom::AWSCDK-EKS-Cluster"]
     assert cluster.one_way and cluster.action == "updated"
     assert "eks-karpenter/Cluster9EE0221C" in blocking and failing == []
-    assert "its rollback is refused: with" in text and "UPDATE_ROLLBACK_FAILED" in text
+    assert (
+        "its rollback cannot undo it: with 5 other change(s) in this deploy, a failure of any of them rolls it back, "
+        "and CloudFormation's rollback re-sends the old mode, which aws-cdk's handler refuses" in text
+    )
+    assert "the rollback is refused at the update of the EKS cluster in the rollback" in text  # (the replay)
+    assert "UPDATE_ROLLBACK_FAILED" in text
     _, blocking, _ = rv.render(reports, {"eks-karpenter/Cluster9EE0221C": "entries first tested in staging"})
     assert "eks-karpenter/Cluster9EE0221C" not in blocking
 

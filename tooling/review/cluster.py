@@ -41,6 +41,10 @@ _CLUSTER_UPDATES = {
 
 # The cluster updates whose rollback aws-cdk's handler or EKS refuses (see stacks._one_way_alone).
 ONE_WAY = ONE_WAY_MARK + "CloudFormation's rollback re-sends the old mode, which aws-cdk's handler refuses"
+ONE_WAY_PROTECTION = (
+    ONE_WAY_MARK + "CloudFormation's rollback sends no value: aws-cdk's handler makes an UpdateClusterConfig with "
+    "nothing in it, which EKS refuses"
+)
 ONE_WAY_VERSION = (
     ONE_WAY_MARK + "CloudFormation's rollback re-sends the old version: aws-cdk's handler calls UpdateClusterVersion "
     "to the old minor unless the cluster already runs it, which may now START a real control-plane downgrade "
@@ -111,6 +115,9 @@ def _cluster_change(
             "sends an UpdateClusterConfig with no setting in it, an empty update EKS refuses (write false to turn "
             "it off)"
         )
+    if kinds == ["updateDeletionProtection"] and config_old.get("deletionProtection") is None:
+        # the simulator found it: CloudFormation's rollback is the Update back to no value, the empty update above
+        return "updated", f"in place: {kinds[0]} ({ONE_WAY_PROTECTION})"
     if kinds and kinds[0].startswith("updateVersion") and config_old.get("version") != config_new.get("version"):
         return "updated", f"in place: {kinds[0]} ({ONE_WAY_VERSION})"
     if kinds:

@@ -19,6 +19,7 @@ session policy that narrows the session to those three actions on that stack and
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import tempfile
@@ -425,8 +426,9 @@ def main(
 
 
 def _default_region() -> str | None:
-    """The region the default credentials chain names (AWS_REGION, AWS_DEFAULT_REGION, the profile's)."""
+    """The region the user names: AWS_REGION (what the AWS CLI v2 and the CDK CLI read first; botocore 1.44 reads
+    only AWS_DEFAULT_REGION and the profile -- found by a newcomer trial), then the default chain's."""
     import boto3
 
-    region = boto3.Session().region_name
+    region = os.environ.get("AWS_REGION") or boto3.Session().region_name
     return str(region) if region else None

@@ -105,6 +105,7 @@ class StackReport:
     note: str = ""
     stack_override: str | None = None
     replayed: list[Replayed] = field(default_factory=list)
+    replayed_steps: int = 0  # the steps of the deploy the simulator replayed (0: none, or not replayed)
 
     @property
     def stack(self) -> str:

@@ -78,7 +78,14 @@ def _replayed(
 ) -> list[str]:
     """The deploy simulator's findings (tooling/simulator): what breaks in the running cluster, step by step."""
     if not report.replayed:
-        return []
+        if not report.replayed_steps:
+            return []
+        return [
+            f"Replayed step by step: {report.replayed_steps} steps of the deploy, and CloudFormation's rollback from "
+            "a failure at each: the running cluster keeps every invariant (nodes authorized, CoreDNS and the "
+            "controller Ready, its credentials, one cluster update, kubelet skew, NodePool classes).",
+            "",
+        ]
     lines = ["Replayed step by step (CloudFormation's order, aws-cdk's handlers, EKS, the nodes):"]
     for finding in report.replayed:
         flag = "✗"

@@ -157,6 +157,7 @@ def _replayed(
         report = by_stack.get(stack)
         if report is None:
             continue
+        report.replayed_steps = len(simulation.deploy.steps)
         for finding in simulation.findings():
             # a step's own failure (or refused rollback) is named by its resource, as the table names it
             step = "/" in finding.subject
@@ -174,12 +175,13 @@ def _one_way_alone(reports: list[StackReport]) -> list[StackReport]:
     for change in changes:
         if ONE_WAY_MARK in change.why and others:
             change.one_way = True
+            # (what its rollback does is the change's own: after the mark; the replay names the steps)
+            rollback = change.why.split(ONE_WAY_MARK, 1)[1].rsplit(")", 1)[0]
             change.stateful = (
-                f"its rollback is refused: with {len(others)} other change(s) in this deploy, any failure rolls it "
-                "back and leaves the stack in UPDATE_ROLLBACK_FAILED (recovery: continue-update-rollback skipping "
-                "the cluster); deploy it with as little else as you can (what follows it in the same template, e.g. "
-                "a Kubernetes upgrade's add-ons or a mode's access entries, cannot be left out), then acknowledge the "
-                "risk"
+                f"its rollback cannot undo it: with {len(others)} other change(s) in this deploy, a failure of any "
+                f"of them rolls it back, and {rollback} (the replayed lines below say what breaks then); deploy it "
+                "with as little else as you can (what follows it in the same template, e.g. a Kubernetes upgrade's "
+                "add-ons or a mode's access entries, cannot be left out), then acknowledge the risk"
             )
     return reports
 
