@@ -57,7 +57,22 @@ def test_both_hostings_roles_are_mapped_whichever_runs_under_the_same_logical_id
 def test_a_hosting_switch_keeps_the_old_hosting_authorized_until_the_cleanup_deletes_it(default):
     nodegroup = synth(controllerHosting="nodegroup")
     fargate, system = _templates(default), _templates(nodegroup)
-    assert _findings(fargate, system) == [] and _findings(system, fargate) == []
+    # no node is deauthorized either way; what remains is EKS deleting every pod of the old Fargate profile at once
+    # (fargate -> nodegroup, in the cleanup; nodegroup -> fargate only if the Helm upgrade fails and the rollback
+    # deletes the new profile): an interruption the review blocks until it is acknowledged
+    outage = (
+        "at the deletion of the Fargate profile {profile} in the {phase}, {who} loses every replica at once: EKS "
+        "deletes the pods of the Fargate profile {profile} together, and they start again on the node group "
+        "ClusterNodegroupSystemNodes9C3907F1 (every replica)"
+    )
+    assert _findings(fargate, system) == [
+        outage.format(profile=FARGATE_PROFILE, phase="cleanup", who=who)
+        for who in ("CoreDNS", "the Karpenter controller")
+    ]
+    assert _findings(system, fargate) == [
+        "if the update of the Helm release karpenter fails, "
+        + outage.format(profile=FARGATE_PROFILE, phase="rollback cleanup", who="the Karpenter controller")
+    ]
     # aws-auth maps both roles in both: it is not touched; the Helm release (waiting) goes last in the update
     # phase, and the Fargate profile only in the cleanup (its pods move to the node group there)
     assert [s.describe() for s in simulate(fargate, system)["eks-karpenter"].deploy.steps] == [
@@ -68,10 +83,18 @@ def test_a_hosting_switch_keeps_the_old_hosting_authorized_until_the_cleanup_del
         "the deletion of ClusterCoreDnsComputeTypePatch37F4F125 (Custom::AWSCDK-EKS-KubernetesPatch) in the cleanup",
         f"the deletion of the Fargate profile {FARGATE_PROFILE} in the cleanup",
     ]
-    text, _, failing = rv.render(rv.review(fargate, system), {})
-    assert failing == [] and (
-        "Replayed step by step: 6 steps of the deploy, and CloudFormation's rollback from a failure at each: the "
-        "running cluster keeps every invariant" in text
+    reports = rv.review(fargate, system)
+    _, blocking, failing = rv.render(reports, {})
+    assert failing == [] and f"eks-karpenter/{FARGATE_PROFILE}" in blocking
+    _, blocking, _ = rv.render(reports, {f"eks-karpenter/{FARGATE_PROFILE}": "DNS blip accepted in a window"})
+    assert f"eks-karpenter/{FARGATE_PROFILE}" not in blocking
+    # a change the replay finds nothing wrong with says so (here: a role's description)
+    described = copy.deepcopy(fargate)
+    described[TEMPLATE]["Resources"]["ClusterAdminRole047D4FCA"]["Properties"]["Description"] = "the admins"
+    clean, _, _ = rv.render(rv.review(fargate, described), {})
+    assert (
+        "Replayed step by step: 1 steps of the deploy, and CloudFormation's rollback from a failure at each: the "
+        "running cluster keeps every invariant" in clean
     )
 
 
@@ -105,7 +128,13 @@ def test_a_hosting_and_credentials_switch_in_one_deploy_leaves_the_controller_wi
         "from the update of the Helm release karpenter until the deletion of the Fargate profile "
         f"{FARGATE_PROFILE} in the cleanup, the Karpenter controller's pods have no AWS credentials (IRSA needs its "
         "role and the OIDC provider; Pod Identity its association and agent, and never works on Fargate) "
-        "(credentials)"
+        "(credentials)",
+        *(
+            f"at the deletion of the Fargate profile {FARGATE_PROFILE} in the cleanup, {who} loses every replica at "
+            f"once: EKS deletes the pods of the Fargate profile {FARGATE_PROFILE} together, and they start again on "
+            "the node group ClusterNodegroupSystemNodes9C3907F1 (every replica)"
+            for who in ("CoreDNS", "the Karpenter controller")
+        ),
     ]
     # the review fails it, and the synth refuses it against the deployed baseline with the two deploys to make
     _, _, failing = rv.render(rv.review(old, new), {})
@@ -120,9 +149,9 @@ def test_a_hosting_and_credentials_switch_in_one_deploy_leaves_the_controller_wi
         'deploy one at a time: first controllerHosting "nodegroup" (keeping controllerCredentials "irsa"), then '
         'controllerCredentials "pod-identity"'
     ]
-    # one at a time, each deploy replays clean
+    # one at a time: the controller keeps its credentials (the hosting switch's own interruption stays, see above)
     hosting_only = _templates(synth(controllerHosting="nodegroup"))
-    assert _findings(old, hosting_only) == [] and _findings(hosting_only, new) == []
+    assert not [f for f in _findings(old, hosting_only) if "credentials" in f] and _findings(hosting_only, new) == []
 
 
 def test_an_upgrades_rollback_is_eks_version_rollback_with_karpenters_nodes_on_the_newer_kubelet(default):

@@ -54,19 +54,25 @@ from .world import (
 )
 
 CONTROLLER = "the Karpenter controller"
+# Every replica of CoreDNS or the controller gone at once: EKS deletes the pods of a deleted Fargate profile
+# together (EKS User Guide, "Delete a Fargate profile"), not one at a time as a node group's drain does.
+OUTAGE = "every replica"
 
 __all__ = ["Finding", "Simulation", "Violation", "simulate"]
 
 
 @dataclass(frozen=True)
 class Violation:
-    invariant: str  # authorized | running | credentials | one update | skew | references
+    invariant: str  # authorized | running | every replica | credentials | one update | skew | references
     text: str  # what breaks, in a platform engineer's words
     first: Step | None  # the step after which it starts (None: before the deploy starts)
     last: Step | None  # the last step during which it holds (None: still at the end)
     until: Step | None  # the step that ends it (None: it outlasts the deploy)
+    subject: str = ""  # what it is about (a host's key for "every replica")
 
     def describe(self) -> str:
+        if self.invariant == OUTAGE and self.first is not None:  # (an event of one step, not a state)
+            return f"at {self.first.describe()}, {self.text} ({self.invariant})"
         start = "from the start" if self.first is None else f"from {self.first.describe()}"
         end = f"until {self.until.describe()}" if self.until is not None else "to the end of the deploy and after it"
         return f"{start} {end}, {self.text} ({self.invariant})"
@@ -75,7 +81,7 @@ class Violation:
 @dataclass(frozen=True)
 class Finding:
     text: str
-    severity: str  # fails | one way (a rollback the cluster handler or EKS refuses: acknowledgeable)
+    severity: str  # fails | one way (a rollback the cluster handler or EKS refuses) | outage (acknowledgeable both)
     subject: str  # the invariant broken, or the key of the step that fails (its stack's key: "<stack>/...")
 
 
@@ -103,7 +109,12 @@ class Simulation:
         """What the review reports: the deploy's broken invariants and its failure (the deploy fails), and, for a
         failure at each step of the update phase, a rollback that breaks an invariant (fails) or that aws-cdk's
         cluster handler or EKS refuses (one way: the stack would be left in UPDATE_ROLLBACK_FAILED)."""
-        out = [Finding(v.describe(), "fails", v.invariant) for v in self.deploy.violations]
+        out = [
+            Finding(v.describe(), "outage", v.subject)
+            if v.invariant == OUTAGE
+            else Finding(v.describe(), "fails", v.invariant)
+            for v in self.deploy.violations
+        ]
         if self.deploy.failed:
             step, why = self.deploy.failed
             out.append(Finding(f"the deploy fails at {step.describe()}: {why}", "fails", step.key))
@@ -128,7 +139,12 @@ class Simulation:
                 None,
             )
             severity, subject = ("one way", back.key) if back else ("fails", "")
-            found = [Finding(v.describe(), severity, subject or v.invariant) for v in run.violations]
+            found = [
+                Finding(v.describe(), "outage", v.subject)
+                if v.invariant == OUTAGE and not subject
+                else Finding(v.describe(), severity, subject or v.invariant)
+                for v in run.violations
+            ]
             if run.wedged:
                 step, why = run.wedged
                 found.append(
@@ -156,6 +172,7 @@ class _Replay:
 
     def __init__(self, old: Lifecycle, new: Lifecycle, resolver: Resolver) -> None:
         self.old, self.new, self.resolver = old, new, resolver
+        self.replaced = plan.changes(old, new)[2]  # (a reference to one resolves to a new physical id)
         self.live: Live = {
             k: [self._physical(old, k, "old")] for k in old.nodes if old.nodes[k].type != plan.NESTED_STACK
         }
@@ -164,6 +181,7 @@ class _Replay:
             self.config_map = {h.role for h in self.world().hosts}
         self.placed: dict[str, Host | None] = {}  # workload -> where its pods run (None: nowhere)
         self.calls: list[tuple[Step, list[str]]] = []  # the cluster handler's EKS calls (or its error) per step
+        self.outages: dict[str, tuple[Host, Host | None]] = {}  # this step: workload -> (the host gone, the new one)
         self.credentials: str | None = None  # how the controller's running pods got credentials
         now = self.world()
         for workload in now.workloads():
@@ -247,6 +265,13 @@ class _Replay:
         if new.type != CLUSTER:
             return None
         a, b = old.props.get("Config", {}), new.props.get("Config", {})
+        # CloudFormation resolves a reference to a replaced resource to the new physical id: in the new template's
+        # side of the event (the forward's new properties, the rollback's old ones)
+        target = b
+        if step.phase == ROLLBACK:
+            a = self._resolved_new(a, new.prefix)
+        else:
+            b = self._resolved_new(b, new.prefix)
         try:
             from tooling import handlers
 
@@ -266,8 +291,21 @@ class _Replay:
             return f"aws-cdk's cluster handler refuses ({error})"
         moved = any(op == "UpdateClusterConfig" and "resourcesVpcConfig" in p for op, p in calls)
         return eks_answer(calls, deployed, rollback=step.phase == ROLLBACK) or (
-            self._zones_refusal(b, new.prefix) if moved else None
+            self._zones_refusal(target, new.prefix, step.phase == ROLLBACK) if moved else None
         )
+
+    def _resolved_new(self, value: Any, prefix: str) -> Any:
+        """``value`` with each reference to a resource this deploy replaces marked (its new physical id)."""
+        if isinstance(value, dict):
+            if set(value) in ({"Ref"}, {"Fn::GetAtt"}):
+                target = value.get("Ref") or (value["Fn::GetAtt"][0] if isinstance(value["Fn::GetAtt"], list) else "")
+                if f"{prefix}/{target}" in self.replaced:
+                    return {"Fn::Join": ["", [value, " (replaced)"]]}
+                return value
+            return {k: self._resolved_new(v, prefix) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._resolved_new(v, prefix) for v in value]
+        return value
 
     def _zones(self, config: dict[str, Any], prefix: str, lifecycle: Lifecycle) -> set[str]:
         """The availability zones of a cluster Config's subnets (their AvailabilityZone, as the template has it)."""
@@ -279,13 +317,23 @@ class _Replay:
                 zones.add(json.dumps(node.resource.get("Properties", {}).get("AvailabilityZone"), sort_keys=True))
         return zones
 
-    def _zones_refusal(self, config: dict[str, Any], prefix: str) -> str | None:
+    def _zones_refusal(self, config: dict[str, Any], prefix: str, rollback: bool) -> str | None:
         """EKS keeps a cluster's subnets in the availability zones chosen at its creation (EKS User Guide, "View
         Amazon EKS networking requirements for VPC and subnets"): an UpdateClusterConfig whose subnets reach another
         zone is refused. The deployed template's subnets stand for the creation's."""
         key = next((k for k, n in self.old.nodes.items() if n.type == CLUSTER), None)
         if key is None:
             return None
+        for subnet in (config.get("resourcesVpcConfig") or {}).get("subnetIds") or []:
+            name = subnet.get("Ref") if isinstance(subnet, dict) else None
+            node = self.new.nodes.get(f"{prefix}/{name}")
+            vpc = (node.resource.get("Properties", {}).get("VpcId") or {}) if node is not None else {}
+            vpc_key = f"{prefix}/{vpc.get('Ref')}" if isinstance(vpc, dict) else ""
+            if not rollback and vpc_key in self.replaced:  # (a rollback's subnets are the old VPC's again)
+                return (
+                    "EKS refuses subnets of another VPC: a cluster stays in the VPC it was created in (EKS User "
+                    "Guide, networking requirements)"
+                )
         created = self._zones(self.old.nodes[key].resource.get("Properties", {}).get("Config", {}), prefix, self.old)
         lifecycle = self.new if all(n in self.new.nodes for n in [key]) else self.old
         wanted = self._zones(config, prefix, lifecycle) | self._zones(config, prefix, self.old)
@@ -301,11 +349,14 @@ class _Replay:
         """Re-create the pods the step moves; a waiting Helm release fails when its new pods cannot be Ready."""
         now = self.world()
         failure = None
+        self.outages = {}
         for workload in now.workloads():
             host = self.placed.get(workload.name)
             rolled = workload.name == CONTROLLER and step.type == HELM and self._controller_rolls(step)
             if workload.name not in self.placed or host is None or host not in now.hosts or rolled:
                 self.placed[workload.name] = where = now.place(workload)
+                if host is not None and host.kind == "fargate" and host not in now.hosts:
+                    self.outages[workload.name] = (host, where)
                 if workload.name == CONTROLLER:
                     self.credentials = self._credentials(now)
                 if rolled and not now.ready(where) and self.live[step.key][-1].props.get("Wait"):
@@ -359,6 +410,12 @@ class _Replay:
         for workload in w.workloads():
             if self.placed.get(workload.name) is None:
                 broken[("running", workload.name)] = f"{workload.name} has nowhere to run: no capacity takes its pods"
+        for name, (gone, where) in self.outages.items():
+            broken[(OUTAGE, f"{gone.key}|{name}")] = (
+                f"{name} loses every replica at once: EKS deletes the pods of {gone.name} together, and they start "
+                f"again on {where.name if where else 'no capacity'}"
+                + (" (a new Fargate node takes about a minute)" if where and where.kind == "fargate" else "")
+            )
         if w.controller is not None and not self._still_valid(w):
             broken[("credentials", "controller")] = (
                 "the Karpenter controller's pods have no AWS credentials (IRSA needs its role and the OIDC provider; "
@@ -428,7 +485,7 @@ class _Tracker:
                     self.open[k] = (step, text)
             for k in [k for k in self.open if k not in broken]:
                 first, text = self.open.pop(k)
-                self.run.violations.append(Violation(k[0], text, first, self.last, step))
+                self.run.violations.append(Violation(k[0], text, first, self.last, step, k[1].split("|")[0]))
             self.last = step
             if why:
                 self.run.failed = (step, why)
@@ -438,7 +495,7 @@ class _Tracker:
     def finish(self) -> None:
         self.run.calls = self.replay.calls
         for k, (first, text) in self.open.items():
-            self.run.violations.append(Violation(k[0], text, first, self.last, None))
+            self.run.violations.append(Violation(k[0], text, first, self.last, None, k[1].split("|")[0]))
         self.open = {}
 
 

@@ -132,7 +132,8 @@ class Host:
     role: str  # token
     selectors: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # fargate: (namespace, labels)
     taints: tuple[str, ...] = ()  # nodegroup: taint keys
-    version: str | None = None
+    version: str | None = field(default=None, compare=False)  # (a node group's upgrade rolls its nodes one by one)
+    side: str = "old"  # which physical resource (a replacement's old one is deleted in the cleanup)
 
     @property
     def name(self) -> str:
@@ -260,7 +261,7 @@ def world(live: Live, resolver: Resolver, config_map: set[str]) -> World:
             for s in config.get("selectors", config.get("Selectors", []))
         )
         role = resolver.token(config.get("podExecutionRoleArn", config.get("PodExecutionRoleArn")), p.prefix)
-        w.hosts.append(Host("fargate", p.key, role, selectors=selectors, version=w.version))
+        w.hosts.append(Host("fargate", p.key, role, selectors=selectors, version=w.version, side=p.side))
     for p in _all(live, "AWS::EKS::Nodegroup"):
         taints = tuple(str(t.get("Key")) for t in p.props.get("Taints", []))
         w.hosts.append(
@@ -270,6 +271,7 @@ def world(live: Live, resolver: Resolver, config_map: set[str]) -> World:
                 resolver.token(p.props.get("NodeRole"), p.prefix),
                 taints=taints,
                 version=p.props.get("Version"),
+                side=p.side,
             )
         )
     w.roles = {f"«{p.key}»" for p in _all(live, "AWS::IAM::Role")}
