@@ -110,7 +110,8 @@ def test_the_switch_as_the_app_wrote_it_before_deauthorizes_fargate_and_times_th
     del manifest[start]
     assert FARGATE_ROLE not in json.dumps(manifest)
     assert _findings(fargate, system) == [
-        "from the update of the aws-auth ConfigMap until the update of the aws-auth ConfigMap in the rollback, the "
+        "from the update of the aws-auth ConfigMap until the update of the aws-auth ConfigMap in the rollback (at worst "
+        "36 min), the "
         f"Fargate profile {FARGATE_PROFILE}'s role is neither in aws-auth nor in an access entry: its nodes cannot "
         "authenticate and CoreDNS and the Karpenter controller go NotReady (authorized)",
         "the deploy fails at the update of the Helm release karpenter: helm upgrade --wait times out after 720s: the "
@@ -126,7 +127,8 @@ def test_a_hosting_and_credentials_switch_in_one_deploy_leaves_the_controller_wi
     )
     assert _findings(old, new) == [
         "from the update of the Helm release karpenter until the deletion of the Fargate profile "
-        f"{FARGATE_PROFILE} in the cleanup, the Karpenter controller's pods have no AWS credentials (IRSA needs its "
+        f"{FARGATE_PROFILE} in the cleanup (at worst 62 min), the Karpenter controller's pods have no AWS credentials "
+        "(IRSA needs its "
         "role and the OIDC provider; Pod Identity its association and agent, and never works on Fargate) "
         "(credentials)",
         *(

@@ -36,7 +36,7 @@ from karpenter_stack.cluster_updates import UpdateRefused, is_downgrade, update,
 from tooling.lifecycle_model import Lifecycle
 
 from . import plan
-from .plan import ROLLBACK, ROLLBACK_CLEANUP, Step
+from .plan import CLEANUP, ROLLBACK, ROLLBACK_CLEANUP, Step
 from .world import (
     CLUSTER,
     FARGATE,
@@ -69,13 +69,15 @@ class Violation:
     last: Step | None  # the last step during which it holds (None: still at the end)
     until: Step | None  # the step that ends it (None: it outlasts the deploy)
     subject: str = ""  # what it is about (a host's key for "every replica")
+    minutes: int = 0  # how long at worst: the steps' worst-case durations up to the one that ends it
 
     def describe(self) -> str:
         if self.invariant == OUTAGE and self.first is not None:  # (an event of one step, not a state)
             return f"at {self.first.describe()}, {self.text} ({self.invariant})"
         start = "from the start" if self.first is None else f"from {self.first.describe()}"
         end = f"until {self.until.describe()}" if self.until is not None else "to the end of the deploy and after it"
-        return f"{start} {end}, {self.text} ({self.invariant})"
+        took = f" (at worst {self.minutes} min)" if self.until is not None and self.minutes else ""
+        return f"{start} {end}{took}, {self.text} ({self.invariant})"
 
 
 @dataclass(frozen=True)
@@ -469,6 +471,7 @@ class _Tracker:
         self.start = replay.check()  # broken before the deploy: not the deploy's doing
         self.open: dict[tuple[str, str], tuple[Step, str]] = {}
         self.last: Step | None = None
+        self.elapsed: list[int] = []  # seconds at the end of each step, at worst (tooling/lifecycle_model durations)
 
     def steps(self, steps: list[Step]) -> bool:
         """Apply ``steps`` in order; False when one fails. A handler that refuses changes nothing; a Helm release
@@ -479,18 +482,28 @@ class _Tracker:
                 self.run.wedged = (step, why)
                 return False
             self.run.steps.append(step)
+            self.elapsed.append((self.elapsed[-1] if self.elapsed else 0) + self._worst(step))
             broken = self.replay.check()
             for k, text in broken.items():
                 if k not in self.start and k not in self.open:
                     self.open[k] = (step, text)
             for k in [k for k in self.open if k not in broken]:
                 first, text = self.open.pop(k)
-                self.run.violations.append(Violation(k[0], text, first, self.last, step, k[1].split("|")[0]))
+                took = self.elapsed[-1] - self.elapsed[self.run.steps.index(first)]
+                self.run.violations.append(
+                    Violation(k[0], text, first, self.last, step, k[1].split("|")[0], -(-took // 60))
+                )
             self.last = step
             if why:
                 self.run.failed = (step, why)
                 return False
         return True
+
+    def _worst(self, step: Step) -> int:
+        """A step's worst-case seconds (the lifecycle model's: timeouts that bound it, else estimates)."""
+        lifecycle = self.replay.old if step.action == "delete" and step.phase == CLEANUP else self.replay.new
+        node = lifecycle.nodes.get(step.key) or self.replay.old.nodes[step.key]
+        return Lifecycle.duration(node, "delete" if step.action == "delete" else "create")
 
     def finish(self) -> None:
         self.run.calls = self.replay.calls
