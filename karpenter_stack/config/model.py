@@ -31,6 +31,7 @@ from constructs_lib.specs.node_pool import NodePoolSpec
 from constructs_lib.specs.rules import duplicates
 
 from . import changes as facts
+from .addresses import whole_internet
 
 DEFAULT_CLUSTER_NAME = "eks-karpenter"
 
@@ -612,6 +613,11 @@ class AppConfig(CamelModel):
                 raise ValueError(
                     f"{quoted(cidr)} opens the API endpoint to the whole internet; list your networks instead"
                 )
+        if whole_internet(value):  # (the same internet, spelled as several ranges)
+            raise ValueError(
+                "together these cover every public IPv4 address, which opens the API endpoint to the whole internet; "
+                "list your networks instead"
+            )
         return value
 
     @field_validator("addon_versions")

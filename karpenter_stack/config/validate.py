@@ -25,6 +25,7 @@ from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.rules import ami_problems, name_problems, pool_problems
 
 from .. import versions
+from .addresses import PRODUCTION_MAX_PUBLIC, public_addresses
 from .errors import BUILT_IN, ConfigError, format_errors, with_origins
 from .merge import SYSTEM_POOL, Layered
 from .model import CREATED_CLUSTER_ONLY, ROLE_ARN, AppConfig, stack_name_for
@@ -152,6 +153,21 @@ def api_endpoint(config: AppConfig) -> list[str]:
     if config.endpoint_access == "private" and config.public_access_cidrs:
         return ["publicAccessCidrs is set but endpointAccess is 'private'; set endpointAccess=public-and-private"]
     return []
+
+
+def production_endpoint(config: AppConfig) -> list[str]:
+    """The production profile opens the public endpoint to at most PRODUCTION_MAX_PUBLIC public addresses, judged
+    on what the CIDRs cover together (overlaps once, private ranges not counted), not on how they are written."""
+    if config.profile != "production" or not config.public_access_cidrs:
+        return []
+    covered = public_addresses(config.public_access_cidrs)
+    if covered <= PRODUCTION_MAX_PUBLIC:
+        return []
+    return [
+        f"publicAccessCidrs {json.dumps(config.public_access_cidrs)}: the production profile opens the public endpoint "
+        f"to at most {PRODUCTION_MAX_PUBLIC:,} public addresses in all (a /16); these cover {covered:,}; list narrower "
+        "networks (your offices' or VPN's egress ranges), or keep the endpoint private"
+    ]
 
 
 def vpc_environment(config: AppConfig) -> list[str]:
@@ -338,6 +354,7 @@ def node_images(config: AppConfig) -> list[str]:
 RULES: tuple[Rule, ...] = (
     existing_cluster,
     api_endpoint,
+    production_endpoint,
     alarm_topic,
     vpc_environment,
     controller,

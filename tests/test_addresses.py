@@ -1,0 +1,120 @@
+"""The API endpoint's public CIDRs judged by the addresses they cover, not by their spelling (issue 33, point 2):
+the whole internet in any spelling is refused in every profile, and the production profile opens the endpoint to
+at most 65,536 public addresses in all."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from karpenter_stack.config import ConfigError, load_config
+from karpenter_stack.config.addresses import NOT_PUBLIC, PRODUCTION_MAX_PUBLIC, PUBLIC_TOTAL, public_addresses
+
+PUBLIC = {"endpointAccess": "public-and-private"}
+PRODUCTION = {**PUBLIC, "profile": "production", "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]}
+
+
+def _split(network: ipaddress.IPv4Network, cuts: list[bool]) -> list[ipaddress.IPv4Network]:
+    """``network`` written as smaller CIDRs: each cut splits the next piece in two (a spelling of the same set)."""
+    pieces, done = [network], []
+    for cut in cuts:
+        if not pieces:
+            break
+        piece = pieces.pop(0)
+        if cut and piece.prefixlen < 24:
+            pieces += list(piece.subnets(prefixlen_diff=1))
+        else:
+            done.append(piece)
+    return done + pieces
+
+
+def _refusal(settings_: dict) -> str | None:
+    try:
+        load_config(settings_)
+    except ConfigError as err:
+        return str(err)
+    return None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.booleans(), max_size=40), st.booleans())
+def test_the_whole_internet_is_refused_in_any_spelling(cuts, public_only):
+    spelled = _split(ipaddress.IPv4Network("0.0.0.0/0"), cuts)
+    if public_only:  # the private, reserved and multicast blocks left out: still every public address
+        spelled = [p for n in spelled for p in _without_non_public(n)]
+    cidrs = [str(n) for n in spelled]
+    assert public_addresses(cidrs) == PUBLIC_TOTAL
+    refusal = _refusal({**PUBLIC, "publicAccessCidrs": cidrs})
+    assert refusal is not None and (
+        "opens the API endpoint to the whole internet; list your networks instead" in refusal
+    ), refusal
+
+
+def _without_non_public(network: ipaddress.IPv4Network) -> list[ipaddress.IPv4Network]:
+    pieces = [network]
+    for block in NOT_PUBLIC:
+        pieces = [
+            q
+            for p in pieces
+            for q in ([] if p.subnet_of(block) else (list(p.address_exclude(block)) if block.subnet_of(p) else [p]))
+        ]
+    return pieces
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.booleans(), max_size=40), st.integers(min_value=0, max_value=2**24 - 1))
+def test_leaving_out_one_public_range_is_not_the_whole_internet(cuts, hole):
+    """Every public address but one /24 (one chosen at random among the public ones) is accepted outside production."""
+    missing = ipaddress.IPv4Network((hole << 8, 24))
+    if any(missing.subnet_of(b) or b.subnet_of(missing) for b in NOT_PUBLIC):
+        missing = ipaddress.IPv4Network("8.8.8.0/24")
+    spelled = [p for n in _split(ipaddress.IPv4Network("0.0.0.0/0"), cuts) for p in _exclude(n, missing)]
+    cidrs = [str(n) for n in spelled]
+    assert public_addresses(cidrs) == PUBLIC_TOTAL - 256
+    assert _refusal({**PUBLIC, "publicAccessCidrs": cidrs}) is None
+
+
+def _exclude(network: ipaddress.IPv4Network, hole: ipaddress.IPv4Network) -> list[ipaddress.IPv4Network]:
+    if hole.subnet_of(network):
+        return list(network.address_exclude(hole))
+    return [] if network.subnet_of(hole) else [network]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=1, max_value=223), st.integers(min_value=14, max_value=28)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_production_opens_the_endpoint_to_at_most_a_slash_16_of_public_addresses(ranges):
+    cidrs = sorted({str(ipaddress.IPv4Network((first << 24, prefix), strict=False)) for first, prefix in ranges})
+    covered = public_addresses(cidrs)
+    refusal = _refusal({**PRODUCTION, "publicAccessCidrs": cidrs})
+    if covered <= PRODUCTION_MAX_PUBLIC:
+        assert refusal is None, refusal
+    else:
+        assert refusal == (
+            f"publicAccessCidrs {cidrs!s}".replace("'", '"')
+            + ": the production profile opens the public endpoint to at most 65,536 public addresses in all (a /16); "
+            f"these cover {covered:,}; list narrower networks (your offices' or VPN's egress ranges), or keep the "
+            "endpoint private (from cdk.json)"
+        )
+    # outside production the size is the user's choice
+    assert _refusal({**PUBLIC, "publicAccessCidrs": cidrs}) is None
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "covered"),
+    [
+        (["203.0.113.0/24", "198.51.100.7/32"], 0),  # documentation ranges: nobody's addresses
+        (["8.8.0.0/16", "8.8.8.0/24"], 65536),  # an overlap counts once
+        (["10.0.0.0/8", "1.2.3.0/24"], 256),  # private ranges are not public addresses
+    ],
+)
+def test_what_a_set_of_cidrs_covers(cidrs, covered):
+    assert public_addresses(cidrs) == covered
