@@ -5,6 +5,7 @@ at most 65,536 public addresses in all."""
 from __future__ import annotations
 
 import ipaddress
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -118,3 +119,43 @@ def test_production_opens_the_endpoint_to_at_most_a_slash_16_of_public_addresses
 )
 def test_what_a_set_of_cidrs_covers(cidrs, covered):
     assert public_addresses(cidrs) == covered
+
+
+# --- the node protections docs/security.md calls fixed, refused in production when weakened -----------------
+PINNED = {"name": "default", "amiAlias": "al2023@v20260801"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=2, max_value=64))
+def test_production_keeps_imds_at_hop_limit_1(hops):
+    refusal = _refusal({"profile": "production", "nodeClasses": [{**PINNED, "metadataHopLimit": hops}]})
+    assert refusal == (
+        f"nodeClasses[0].metadataHopLimit {hops}: the production profile keeps IMDSv2 at hop limit 1, so pods cannot "
+        "reach the node's credentials; use 1 (pods that need AWS credentials get their own through IRSA or Pod "
+        "Identity) (from cdk.json)"
+    )
+    assert _refusal({"nodeClasses": [{**PINNED, "metadataHopLimit": hops}]}) is None  # the standard profile's choice
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.sampled_from(["extraSubnetSelectorTerms", "extraSecurityGroupSelectorTerms"]),
+    st.dictionaries(
+        st.sampled_from(["Name", "tier", "team", "kubernetes.io/role/elb"]), st.sampled_from(["*", "a"]), min_size=1
+    ),
+)
+def test_production_refuses_selector_terms_that_select_by_any_value(setting, tags):
+    refusal = _refusal({"profile": "production", "nodeClasses": [{**PINNED, setting: [{"tags": tags}]}]})
+    wild = sorted(k for k, v in tags.items() if v == "*")
+    if not wild:
+        assert refusal is None, refusal
+        return
+    what = (
+        f"subnet tagged {', '.join(wild)}, the public ones among them"
+        if "Subnet" in setting
+        else f"security group tagged {', '.join(wild)}, other workloads' among them"
+    )
+    assert refusal == (
+        f"nodeClasses[0].{setting}[0].tags {json.dumps(tags)}: '*' selects every {what}, which the production "
+        "profile refuses; name the value, or select by id (from cdk.json)"
+    )

@@ -314,6 +314,40 @@ def pinned_amis(config: AppConfig) -> list[str]:
     return [_unpinned(i, c) for i, c in enumerate(config.node_classes) if not c.pinned and not c.windows][:1]
 
 
+def production_nodes(config: AppConfig) -> list[str]:
+    """The production profile keeps what docs/security.md calls fixed on Karpenter's nodes: IMDSv2 at hop limit 1
+    (a pod cannot reach the node's role), and selector terms that name what they select -- a '*' tag value selects
+    every subnet or security group carrying the key (the public subnets, every group in the VPC)."""
+    if config.profile != "production":
+        return []
+    problems = []
+    for i, node_class in enumerate(config.node_classes):
+        if node_class.metadata_hop_limit != 1:
+            problems.append(
+                f"nodeClasses[{i}].metadataHopLimit {node_class.metadata_hop_limit}: the production profile keeps IMDSv2 "
+                "at hop limit 1, so pods cannot reach the node's credentials; use 1 (pods that need AWS credentials get "
+                "their own through IRSA or Pod Identity)"
+            )
+        tagged: tuple[tuple[str, list[dict[str, str]]], ...] = (
+            ("extraSubnetSelectorTerms", [t.tags for t in node_class.extra_subnet_selector_terms]),
+            ("extraSecurityGroupSelectorTerms", [t.tags for t in node_class.extra_security_group_selector_terms]),
+        )
+        for setting, terms in tagged:
+            for j, tags in enumerate(terms):
+                wild = sorted(k for k, v in tags.items() if v == "*")
+                if wild:
+                    problems.append(
+                        f"nodeClasses[{i}].{setting}[{j}].tags {json.dumps(tags)}: '*' selects every "
+                        + (
+                            f"subnet tagged {', '.join(wild)}, the public ones among them"
+                            if "Subnet" in setting
+                            else f"security group tagged {', '.join(wild)}, other workloads' among them"
+                        )
+                        + ", which the production profile refuses; name the value, or select by id"
+                    )
+    return problems
+
+
 def _unpinned(i: int, node_class: NodeClassSpec) -> str:
     """Why a class's images can change without a setting changing (the production profile refuses it)."""
     if node_class.alias is not None:
@@ -363,6 +397,7 @@ RULES: tuple[Rule, ...] = (
     distinct_administrators,
     nat_gateways,
     pinned_amis,
+    production_nodes,
     distinct_names,
     pools_fit_classes,
 )
