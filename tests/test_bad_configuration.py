@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.conftest import TODAY
@@ -1298,3 +1301,22 @@ def test_a_trailing_newline_is_no_loophole():
         'clusterName = "prod\\n": must start with a letter or digit and contain only '
         "letters, digits, '-' and '_' (from -c)"
     )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(sorted(FEATURE_GATE_DEFAULTS)),
+    st.one_of(st.text(max_size=6), st.integers(), st.floats(allow_nan=False), st.none(), st.lists(st.booleans())),
+)
+def test_feature_gates_take_json_booleans_only(gate, value):
+    """Issue 33, point 3: "yes", 1 or "false" were taken as booleans (pydantic's lax mode)."""
+    from karpenter_stack.config import load_config
+
+    with pytest.raises(ConfigError) as refused:
+        load_config({"controller": {"featureGates": {gate: value}}})
+    message = str(refused.value)
+    assert message.startswith(f"controller.featureGates.{gate} = ") and message.endswith(
+        ": must be true or false (JSON booleans, not a string or a number) (from cdk.json)"
+    )
+    assert message.count("\n") == 0
+    assert load_config({"controller": {"featureGates": {gate: False}}}).controller.feature_gates == {gate: False}

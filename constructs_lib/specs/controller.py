@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from ..quantities import GO_DURATION, parse_quantity
 from .base import CamelModel
@@ -49,7 +49,7 @@ class ControllerSpec(CamelModel):
 
     feature_gates: dict[
         FeatureGate,
-        bool,
+        StrictBool,  # (true or false: not "yes", 1 or "false", which the chart would pass on as strings)
     ] = Field(
         default_factory=dict,
         description="Karpenter feature gates to set (settings.featureGates); unset gates keep the chart's default "

@@ -110,6 +110,8 @@ def format_errors(err: ValidationError, prefix: str = "", root: type[CamelModel]
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "string_type" and isinstance(error.get("input"), (int, float)):  # (bool is an int)
             message = _type_hint(setting, error["input"])
+        if error["type"] == "bool_type":  # (a strict boolean: JSON's true or false, not "yes", 1 or "false")
+            message = "must be true or false (JSON booleans, not a string or a number)"
         if setting:  # one problem, one line, whatever a value it echoes holds
             message = _LINE_BREAKS.sub(lambda m: repr(m.group())[1:-1], message)
         if not setting:  # a cross-field rule: its message names the settings itself
