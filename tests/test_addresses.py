@@ -159,3 +159,16 @@ def test_production_refuses_selector_terms_that_select_by_any_value(setting, tag
         f"nodeClasses[0].{setting}[0].tags {json.dumps(tags)}: '*' selects every {what}, which the production "
         "profile refuses; name the value, or select by id (from cdk.json)"
     )
+
+
+# --- ARNs of another account than the stack's: said, not silent (issue 33, point 3) ---------------------------
+@settings(max_examples=25, deadline=None)
+@given(st.from_regex(r"\A[0-9]{12}\Z"), st.from_regex(r"\A[0-9]{12}\Z"))
+def test_an_administrator_of_another_account_is_named_in_a_warning(stack_account, role_account):
+    arn = f"arn:aws:iam::{role_account}:role/platform-admins"
+    config = load_config({"account": stack_account, "region": "eu-west-1", "administrators": [arn]})
+    expected = (
+        f"administrators[0] '{arn}' is in account {role_account}, the stack in account {stack_account}: intended for "
+        "a cross-account setup, otherwise a typo that takes effect silently"
+    )
+    assert config.warnings == (() if role_account == stack_account else (expected,))

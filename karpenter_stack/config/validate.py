@@ -533,6 +533,33 @@ def _existing_cluster_warnings(config: AppConfig, origins: Mapping[str, str]) ->
     return warnings
 
 
+_ARN_ACCOUNT = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12}):", re.ASCII)
+
+
+def _foreign_account_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
+    """An ARN setting naming another account than the stack's (when the stack names its account): allowed -- a
+    role or topic of another account can be trusted -- but said, since a typo in an account id is silent until
+    someone is locked out or an alarm goes nowhere."""
+    if config.account is None:
+        return []
+    arns = [(f"administrators[{i}]", arn) for i, arn in enumerate(config.administrators)]
+    arns += [("alarmTopicArn", config.alarm_topic_arn)] if config.alarm_topic_arn else []
+    if config.existing_cluster is not None:
+        arns += [
+            ("existingCluster.kubectlRoleArn", config.existing_cluster.kubectl_role_arn),
+            ("existingCluster.openIdConnectProviderArn", config.existing_cluster.open_id_connect_provider_arn),
+        ]
+    warnings = []
+    for setting, arn in arns:
+        match = _ARN_ACCOUNT.match(arn)
+        if match and match.group(1) != config.account:
+            warnings.append(
+                f"{setting} {quoted(arn)} is in account {match.group(1)}, the stack in account {config.account}: "
+                "intended for a cross-account setup, otherwise a typo that takes effect silently"
+            )
+    return warnings
+
+
 def _production_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
     if config.profile != "production":
         return []
@@ -557,6 +584,7 @@ def _production_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[
 
 WARNINGS: tuple[Callable[[AppConfig, Mapping[str, str]], list[str]], ...] = (
     _existing_cluster_warnings,
+    _foreign_account_warnings,
     _production_warnings,
 )
 
