@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from aws_cdk import Aws
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -61,6 +62,23 @@ def _acknowledge_fargate_role(role: iam.IRole) -> None:
     )
 
 
+def fargate_trust(cluster_name: str, role: iam.IRole) -> None:
+    """The confused-deputy guard the EKS User Guide recommends for a pod execution role ("Amazon EKS Pod execution
+    IAM role"): only this cluster's Fargate profiles may assume it. The same in both hostings, so a switch changes
+    nothing of the role. The cluster's name as written (its physical name): a reference to the cluster would make a
+    cycle (the cluster's creation role may pass this role)."""
+    cfn = cast(iam.CfnRole, role.node.default_child)
+    cfn.add_property_override(
+        "AssumeRolePolicyDocument.Statement.0.Condition",
+        {
+            "ArnLike": {
+                "aws:SourceArn": f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:fargateprofile/"
+                f"{cluster_name}/*"
+            }
+        },
+    )
+
+
 def keep_mapped(cluster: eks.Cluster, role: iam.IRole, fargate: bool, aws_auth: bool) -> None:
     """Map the role of the hosting that does not run as aws-cdk maps it when it does (``aws_auth``: the cluster's
     mode reads aws-auth; in the API modes EKS keeps its own access entry of a node group or Fargate profile until it
@@ -93,6 +111,7 @@ class FargateControllerHosting(Construct):
         id: str,
         *,
         cluster: eks.Cluster,
+        cluster_name: str,
         kubernetes_version: str,
         karpenter_namespace: str,
         subnets: ec2.SubnetSelection,
@@ -113,6 +132,7 @@ class FargateControllerHosting(Construct):
         # What the controller chart must outlive on delete (and wait for on create).
         self.capacity = self.profile
         _acknowledge_fargate_role(self.profile.pod_execution_role)
+        fargate_trust(cluster_name, self.profile.pod_execution_role)
         # The node group hosting's role, mapped: a switch to it never deauthorizes this profile before it is gone.
         keep_mapped(cluster, system_node_role(self), fargate=False, aws_auth=aws_auth)
 
@@ -131,6 +151,7 @@ class SystemNodeGroupHosting(Construct):
         id: str,
         *,
         cluster: eks.Cluster,
+        cluster_name: str,
         kubernetes_version: str,
         instance_type: str,
         subnets: ec2.SubnetSelection,
@@ -147,6 +168,7 @@ class SystemNodeGroupHosting(Construct):
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEKSFargatePodExecutionRolePolicy")],
         )
         _acknowledge_fargate_role(fargate_role)
+        fargate_trust(cluster_name, fargate_role)
         keep_mapped(cluster, fargate_role, fargate=True, aws_auth=aws_auth)
         self.nodegroup = cluster.add_nodegroup_capacity(
             "SystemNodes",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import Aws, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -80,6 +82,16 @@ class ClusterVpc(Construct):
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+        # The confused-deputy guard the VPC User Guide recommends for the delivery role ("IAM role for publishing
+        # flow logs to CloudWatch Logs"): only this account's flow logs may assume it.
+        role = cast(iam.CfnRole, self.flow_log.node.find_child("IAMRole").node.default_child)
+        role.add_property_override(
+            "AssumeRolePolicyDocument.Statement.0.Condition",
+            {
+                "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}:vpc-flow-log/*"},
+            },
         )
 
     def _tag_subnets(self) -> None:
