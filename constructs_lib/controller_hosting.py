@@ -19,7 +19,7 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
+from .nag import acknowledge, managed_policy_finding, node_policy_reason
 from .names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS, KUBERNETES_VERSION_POD_ANNOTATION, NODE_MANAGED_POLICIES
 
 # Karpenter's chart and EKS's CoreDNS both tolerate this taint, and ordinary workloads do not, so
@@ -50,7 +50,7 @@ def system_node_role(scope: Construct) -> iam.Role:
         managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_MANAGED_POLICIES],
     )
     for policy in NODE_MANAGED_POLICIES:
-        acknowledge(role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (system node group)")
+        acknowledge(role, managed_policy_finding(policy), node_policy_reason(policy) + " (system node group)")
     return role
 
 

@@ -62,7 +62,7 @@ from .karpenter_infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
 from .karpenter_nodes import KarpenterNodes
 from .karpenter_props import KarpenterProps, NodeAuthorization
 from .karpenter_release import KarpenterRelease, controller_values
-from .nag import EKS_NODE_POLICIES_REASON, acknowledge, managed_policy_finding
+from .nag import acknowledge, managed_policy_finding, node_policy_reason
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
 from .queue_alarms import InterruptionQueueAlarms
 from .specs.rules import NodeSpecsError, check_nodes
@@ -252,7 +252,9 @@ class Karpenter(Construct):
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_MANAGED_POLICIES],
         )
         for policy in NODE_MANAGED_POLICIES:
-            acknowledge(role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (Karpenter's Windows nodes)")
+            acknowledge(
+                role, managed_policy_finding(policy), node_policy_reason(policy) + " (Karpenter's Windows nodes)"
+            )
         return role
 
     def _windows_pass_role(self, windows_role: iam.Role) -> iam.ManagedPolicy:
@@ -355,7 +357,7 @@ class Karpenter(Construct):
     def _acknowledge_template(self) -> None:
         node_role = self.infra.template.get_resource(NODE_ROLE)
         for policy in NODE_MANAGED_POLICIES:
-            acknowledge(node_role, managed_policy_finding(policy), EKS_NODE_POLICIES_REASON + " (Karpenter nodes)")
+            acknowledge(node_role, managed_policy_finding(policy), node_policy_reason(policy) + " (Karpenter nodes)")
         acknowledge(
             self.infra.template.get_resource(INTERRUPTION_QUEUE),
             "AwsSolutions-SQS3",

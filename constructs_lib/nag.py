@@ -27,9 +27,20 @@ PACK_PREFIXES = {
 }
 
 EKS_NODE_POLICIES_REASON = (
-    "One of the four AWS managed policies EKS requires of worker nodes (WorkerNode, CNI, ECR pull-only, "
-    "SSM core); AWS maintains them as EKS evolves, and no other managed policy is attached."
+    "One of the three AWS managed policies EKS requires of worker nodes (WorkerNode, CNI, ECR pull-only); AWS "
+    "maintains them as EKS evolves."
 )
+# Not EKS's requirement (EKS User Guide, "Amazon EKS node IAM role" lists the three above): the project's choice.
+SSM_CORE_REASON = (
+    "The project's choice, not EKS's requirement: Session Manager gives operators a shell on a node without SSH "
+    "keys or open ports (nodes get no SSH key); the cost is that anyone your account allows ssm:StartSession on the "
+    "instance gets a root shell there, so scope ssm:StartSession in your IAM."
+)
+
+
+def node_policy_reason(policy: str) -> str:
+    """Why a node role carries an AWS managed policy (NODE_MANAGED_POLICIES)."""
+    return SSM_CORE_REASON if policy == "AmazonSSMManagedInstanceCore" else EKS_NODE_POLICIES_REASON
 
 
 class Batch:

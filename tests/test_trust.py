@@ -47,3 +47,23 @@ def test_the_pod_execution_role_trusts_only_this_clusters_fargate_profiles_in_bo
             "Principal": {"Service": "eks-fargate-pods.amazonaws.com"},
             "Condition": {"ArnLike": {"aws:SourceArn": _arn("eks", ":fargateprofile/eks-karpenter/*")}},
         }
+
+
+def test_the_acknowledged_node_policies_say_which_eks_requires_and_which_is_the_projects_choice():
+    """Issue 33, point 4: the SSM core policy was acknowledged as one EKS requires (the EKS User Guide's node IAM
+    role lists WorkerNode, CNI and ECR pull only); it is the project's choice, and its reason says what it costs."""
+    from tooling.generate_docs import documented_acknowledgments
+
+    rows = [line for line in documented_acknowledgments().splitlines() if "iam::aws:policy/" in line]
+    ssm = [r for r in rows if "AmazonSSMManagedInstanceCore" in r]
+    node_roles = ("KarpenterNodeRole`", "WindowsNodeRole`", "ControllerHosting/NodeRole`")
+    required = [
+        r
+        for r in rows
+        if any(p in r for p in ("WorkerNodePolicy", "EKS_CNI_Policy", "RegistryPullOnly"))
+        and any(n in r for n in node_roles)
+    ]
+    assert len(ssm) == 3 and len(required) == 9  # Karpenter's, Windows' and the system node group's roles
+    assert all("The project's choice, not EKS's requirement" in r and "ssm:StartSession" in r for r in ssm)
+    assert all("EKS requires of worker nodes (WorkerNode, CNI, ECR pull-only)" in r for r in required)
+    assert not [r for r in rows if "SSM core" in r]  # no reason claims EKS requires it
