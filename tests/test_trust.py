@@ -3,6 +3,8 @@ confused-deputy guards AWS documents for the VPC flow log delivery role and the 
 
 from __future__ import annotations
 
+import json
+
 from tests.conftest import synth
 
 PARTITION_REGION_ACCOUNT = [
@@ -67,3 +69,23 @@ def test_the_acknowledged_node_policies_say_which_eks_requires_and_which_is_the_
     assert all("The project's choice, not EKS's requirement" in r and "ssm:StartSession" in r for r in ssm)
     assert all("EKS requires of worker nodes (WorkerNode, CNI, ECR pull-only)" in r for r in required)
     assert not [r for r in rows if "SSM core" in r]  # no reason claims EKS requires it
+
+
+def test_the_creation_roles_wildcard_acknowledgment_names_exactly_what_the_statement_holds(default):
+    """Issue 33, point 4: the reason said every call on '*' has no resource-level permissions and that
+    eks:CreateCluster is among them; neither was true. It now names the statement's actions as they are."""
+    from karpenter_stack.acknowledgments import (
+        CREATION_ROLE_WILDCARD,
+        CREATION_ROLE_WILDCARD_EC2,
+        CREATION_ROLE_WILDCARD_IAM,
+    )
+
+    statements = default.template.to_json()["Resources"]["ClusterCreationRoleDefaultPolicyE8BDFC7B"]["Properties"][
+        "PolicyDocument"
+    ]["Statement"]
+    (wildcard,) = [s for s in statements if s["Resource"] == "*"]
+    assert wildcard["Action"] == [*CREATION_ROLE_WILDCARD_EC2, *CREATION_ROLE_WILDCARD_IAM]
+    assert all(a.startswith("ec2:Describe") for a in CREATION_ROLE_WILDCARD_EC2)
+    assert "eks:" not in json.dumps(wildcard) and "eks:CreateCluster" not in CREATION_ROLE_WILDCARD
+    for action in wildcard["Action"]:
+        assert action in CREATION_ROLE_WILDCARD
