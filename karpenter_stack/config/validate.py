@@ -263,6 +263,12 @@ def partitions(config: AppConfig) -> list[str]:
     """Every ARN setting in the partition of the stack's region, and an existing cluster's OIDC issuer in
     that region (when the region is set): IAM and SNS refuse a principal or topic of another partition,
     and the controller's IRSA trust would name an issuer the cluster does not have."""
+    return [problem for setting, arn in arn_settings(config) for problem in _arn_problems(setting, arn, config.region)]
+
+
+def arn_settings(config: AppConfig) -> list[tuple[str, str]]:
+    """Every ARN the configuration names, by its setting: administrators, the alarm topic, an existing cluster's
+    kubectl role and OIDC provider."""
     arns = [(f"administrators[{i}]", arn) for i, arn in enumerate(config.administrators)]
     arns += [("alarmTopicArn", config.alarm_topic_arn)] if config.alarm_topic_arn else []
     if config.existing_cluster is not None:
@@ -270,7 +276,7 @@ def partitions(config: AppConfig) -> list[str]:
             ("existingCluster.kubectlRoleArn", config.existing_cluster.kubectl_role_arn),
             ("existingCluster.openIdConnectProviderArn", config.existing_cluster.open_id_connect_provider_arn),
         ]
-    return [problem for setting, arn in arns for problem in _arn_problems(setting, arn, config.region)]
+    return arns
 
 
 def _arn_problems(setting: str, arn: str, region: str | None) -> list[str]:
@@ -542,15 +548,8 @@ def _foreign_account_warnings(config: AppConfig, origins: Mapping[str, str]) -> 
     someone is locked out or an alarm goes nowhere."""
     if config.account is None:
         return []
-    arns = [(f"administrators[{i}]", arn) for i, arn in enumerate(config.administrators)]
-    arns += [("alarmTopicArn", config.alarm_topic_arn)] if config.alarm_topic_arn else []
-    if config.existing_cluster is not None:
-        arns += [
-            ("existingCluster.kubectlRoleArn", config.existing_cluster.kubectl_role_arn),
-            ("existingCluster.openIdConnectProviderArn", config.existing_cluster.open_id_connect_provider_arn),
-        ]
     warnings = []
-    for setting, arn in arns:
+    for setting, arn in arn_settings(config):
         match = _ARN_ACCOUNT.match(arn)
         if match and match.group(1) != config.account:
             warnings.append(
