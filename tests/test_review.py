@@ -107,6 +107,11 @@ def test_a_new_vpc_cidr_replaces_the_vpc_and_everything_in_it_and_the_cluster_up
     assert cluster.action == "fails"
     assert "EKS keeps a cluster in the VPC it was created in; a new VPC needs a new cluster" in cluster.why
     assert failing == [f"eks-karpenter/{cluster.logical_id}"]
+    # the replay agrees: aws-cdk's real handler sends the new subnets, and EKS keeps a cluster in its VPC
+    assert (
+        "- ✗ the deploy fails at the update of the EKS cluster: EKS refuses subnets of another VPC: a cluster stays in "
+        "the VPC it was created in (EKS User Guide, networking requirements)" in text
+    )
     vpc = next(k for k, r in default.json["Resources"].items() if r["Type"] == "AWS::EC2::VPC")
     assert sorted(blocking) == sorted(f"eks-karpenter/{k}" for k in {vpc, *subnets})
     assert "- `NetworkVpc7FB7348F` (replaced): the VPC: every subnet, node and load balancer in it" in text

@@ -178,8 +178,9 @@ class _Replay:
         self.live: Live = {
             k: [self._physical(old, k, "old")] for k in old.nodes if old.nodes[k].type != plan.NESTED_STACK
         }
-        self.config_map: set[str] = aws_auth(self.live, resolver) or set()
-        if aws_auth(self.live, resolver) is None:  # not the app's: whatever runs is mapped outside it
+        mapped = aws_auth(self.live, resolver)
+        self.config_map: set[str] = mapped if mapped is not None else set()
+        if mapped is None:  # not the app's: whatever runs is mapped outside it
             self.config_map = {h.role for h in self.world().hosts}
         self.placed: dict[str, Host | None] = {}  # workload -> where its pods run (None: nowhere)
         self.calls: list[tuple[Step, list[str]]] = []  # the cluster handler's EKS calls (or its error) per step
@@ -326,20 +327,18 @@ class _Replay:
         key = next((k for k, n in self.old.nodes.items() if n.type == CLUSTER), None)
         if key is None:
             return None
+        # the subnets the event names: the new template's on a deploy, the old one's again on its rollback
+        lifecycle = self.old if rollback else self.new
         for subnet in (config.get("resourcesVpcConfig") or {}).get("subnetIds") or []:
-            name = subnet.get("Ref") if isinstance(subnet, dict) else None
-            node = self.new.nodes.get(f"{prefix}/{name}")
-            vpc = (node.resource.get("Properties", {}).get("VpcId") or {}) if node is not None else {}
-            vpc_key = f"{prefix}/{vpc.get('Ref')}" if isinstance(vpc, dict) else ""
-            if not rollback and vpc_key in self.replaced:  # (a rollback's subnets are the old VPC's again)
+            node = lifecycle.nodes.get(f"{prefix}/{subnet.get('Ref')}") if isinstance(subnet, dict) else None
+            vpc = node.resource.get("Properties", {}).get("VpcId") if node is not None else None
+            if isinstance(vpc, dict) and f"{prefix}/{vpc.get('Ref')}" in self.replaced and not rollback:
                 return (
                     "EKS refuses subnets of another VPC: a cluster stays in the VPC it was created in (EKS User "
                     "Guide, networking requirements)"
                 )
         created = self._zones(self.old.nodes[key].resource.get("Properties", {}).get("Config", {}), prefix, self.old)
-        lifecycle = self.new if all(n in self.new.nodes for n in [key]) else self.old
-        wanted = self._zones(config, prefix, lifecycle) | self._zones(config, prefix, self.old)
-        extra = sorted(wanted - created)
+        extra = sorted(self._zones(config, prefix, lifecycle) - created)
         if created and extra:
             return (
                 f"EKS refuses subnets in availability zones the cluster was not created in ({', '.join(extra)}): "
