@@ -165,9 +165,6 @@ class Simulation:
     def label(self, key: str) -> str:
         return next((s.describe() for s in self.deploy.steps if s.key == key), key)
 
-    def problems(self) -> list[str]:
-        return [f.text for f in self.findings()]
-
 
 class _Replay:
     """The live resources, the aws-auth ConfigMap and the running pods as the steps move them."""
