@@ -32,7 +32,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal transitions \
-	upstream-examples release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
+	upstream-examples template-diff release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
 
 ## help: list the targets
 help:
@@ -156,6 +156,10 @@ transitions: $(DEV_STAMP) $(NODE_STAMP)
 ## upstream-examples: Karpenter's own examples/v1 through nodeManifests: accepted or refused, what differs (ARGS="--settings <file>": its typed settings)
 upstream-examples: $(DEV_STAMP) $(NODE_STAMP)
 	@python -m tooling.upstream_examples $(ARGS)
+
+## template-diff: what the project's Karpenter template changes from upstream's (templates/upstream/), and why
+template-diff: $(RUNTIME_STAMP)
+	@python -m tooling.template_parity
 
 ### release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import NestedStack
+from aws_cdk import NestedStack, Token
 from aws_cdk import cloudformation_include as cfn_inc
 from constructs import Construct
+
+from constructs_lib.iam_grants import structured_document, wildcard_acknowledgments
+from constructs_lib.nag import acknowledge
+from constructs_lib.template_parity import parsed_template, widening_problems
 
 # Logical ids in the Karpenter template (templates/karpenter-<version>.yaml) that the construct reads.
 # A template for a new Karpenter version must keep them (a test checks every template).
@@ -21,6 +25,8 @@ CONTROLLER_POLICIES = (
     "KarpenterControllerZonalShiftPolicy",
     "KarpenterControllerResourceDiscoveryPolicy",
 )
+# Resource types whose PolicyDocument the nested stack structures.
+POLICY_TYPES = ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy")
 
 
 class KarpenterInfraStack(NestedStack):
@@ -39,7 +45,15 @@ class KarpenterInfraStack(NestedStack):
             parameters={CLUSTER_NAME_PARAMETER: cluster_name},
         )
         self.template_path = Path(template_file)
+        problems = widening_problems(self.template_path)
+        if problems:
+            raise ValueError("\n".join(problems))
+        if Token.is_unresolved(cluster_name):
+            raise ValueError(
+                "KarpenterInfraStack: cluster_name must be known at synth (it is written into policy keys)"
+            )
         self.template = cfn_inc.CfnInclude(self, "Template", template_file=str(self.template_path))
+        self._structure_policies(cluster_name)
         node_role = self.template.get_resource(NODE_ROLE)
         queue = self.template.get_resource(INTERRUPTION_QUEUE)
         self.node_role_name: str = node_role.ref
@@ -48,3 +62,18 @@ class KarpenterInfraStack(NestedStack):
         self.queue_arn: str = queue.get_att("Arn").to_string()
         # Ref of an AWS::IAM::ManagedPolicy is its ARN.
         self.controller_policy_arns: list[str] = [self.template.get_resource(name).ref for name in CONTROLLER_POLICIES]
+
+    def _structure_policies(self, cluster_name: str) -> None:
+        """Every policy written as ``!Sub`` over a JSON string becomes a structured document with the same
+        intrinsics, so that cdk-nag, checkov and cfn-lint read its statements (constructs_lib.iam_grants)."""
+        for logical_id, resource in parsed_template(self.template_path).get("Resources", {}).items():
+            document = resource.get("Properties", {}).get("PolicyDocument")
+            if resource.get("Type") in POLICY_TYPES and isinstance(document, dict) and set(document) == {"Fn::Sub"}:
+                text = document["Fn::Sub"]
+                if not isinstance(text, str):
+                    raise ValueError(f"{self.template_path.name}: {logical_id}: a !Sub with variables is not supported")
+                # the L1's own property (not an override): cdk-nag reads the construct tree, the scanners the template
+                policy = self.template.get_resource(logical_id)
+                policy.policy_document = structured_document(text, cluster_name)  # type: ignore[attr-defined]
+                for finding, reason in wildcard_acknowledgments(logical_id, text, self.template_path.name).items():
+                    acknowledge(policy, finding, reason)

@@ -257,6 +257,11 @@ def karpenter_bump(tmp_path_factory) -> Synthesized:
     (templates / "karpenter-1.14.2.yaml").write_text(
         current.replace("Maintained by this project;", "Maintained by this project (1.14.2);")
     )
+    for held_to in ("upstream", "changes"):  # upstream's template of the release, and why ours differs
+        (templates / held_to).mkdir()
+        same = (versions.TEMPLATES_DIR / held_to / "karpenter-1.14.1.yaml").read_text()
+        for version in ("1.14.1", "1.14.2"):
+            (templates / held_to / f"karpenter-{version}.yaml").write_text(same)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(versions, "TEMPLATES_DIR", templates)
         patch.setattr(versions.karpenter_template, "__defaults__", (templates,))

@@ -184,12 +184,12 @@ def test_capacity_reservation_example_launches_into_the_reservations_first(examp
         statement
         for r in example_capacity_reservation.karpenter_json["Resources"].values()
         if r["Type"] == "AWS::IAM::ManagedPolicy"
-        for statement in json.loads(r["Properties"]["PolicyDocument"]["Fn::Sub"])["Statement"]
+        for statement in r["Properties"]["PolicyDocument"]["Statement"]  # structured by the importer
     ]
     assert any("ec2:DescribeCapacityReservations" in s["Action"] for s in statements)
     assert any(
         "ec2:RunInstances" in s["Action"]
-        and "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*" in s["Resource"]
+        and {"Fn::Sub": "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*"} in s["Resource"]
         for s in statements
     )
     (rule,) = [

@@ -153,9 +153,9 @@ def test_security_report_command(capsys, monkeypatch, tmp_path):
     assert sorted(p.name for p in linted)[-1] == "karpenter-1.14.1.yaml" and len(linted) == len(scanned) == 5
     logs = {p.name: json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.sarif"))}
     assert sorted(logs) == ["cdk-nag.sarif", "checkov.sarif"]
-    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [44, 5]
+    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [61, 5]
     assert all("suppressions" in r for log in logs.values() for r in log["runs"][0]["results"])
-    assert "cdk-nag (AwsSolutions): 44 findings before acknowledgments, 44 acknowledged, 0 unacknowledged" in ok
+    assert "cdk-nag (AwsSolutions): 61 findings before acknowledgments, 61 acknowledged, 0 unacknowledged" in ok
     assert re.search(
         r"AwsSolutions-SQS3 +eks-karpenter/Default/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok
     )

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
+from constructs_lib import template_parity
 from constructs_lib.node_manifests import ManifestError, read_node_manifests
 from constructs_lib.specs.base import quoted
 from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
@@ -123,7 +124,11 @@ def _check_versions(config: AppConfig, today: date | None) -> str | None:
     """VersionError for a version this app cannot build; the EKS support warning, if any."""
     versions.eks_kubernetes_version(config.kubernetes_version)
     warning = versions.check_eks_support(config.kubernetes_version, today or date.today())
-    versions.karpenter_template(config.karpenter_version)
+    widened = template_parity.widening_problems(versions.karpenter_template(config.karpenter_version))
+    if widened:
+        raise versions.VersionError(
+            "\n".join(f"karpenterVersion = {quoted(config.karpenter_version)}: {w}" for w in widened)
+        )
     versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
     versions.KubectlLayer.for_version(config.kubernetes_version).load()
     versions.addon_versions(config.kubernetes_version, config.pinned_addon_versions)

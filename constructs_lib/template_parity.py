@@ -1,0 +1,163 @@
+"""The Karpenter template (templates/karpenter-<version>.yaml) held to upstream's (templates/upstream/).
+
+The project's template is its own version of upstream's getting-started template. What it grants must be what
+upstream grants for the same release, or less: :func:`widenings` lists every grant of the project's template that
+upstream's does not make (a new action, a wider resource, a dropped condition, a dropped Deny, a new principal or
+managed policy), per principal: the controller (every managed policy: the installer attaches all of them to the
+controller's role), each role, each resource policy. The synth refuses a widening that is not acknowledged with a
+reason in ``templates/changes/karpenter-<version>.yaml`` (``widenings:``), which also says why each other
+difference exists (``make template-diff`` prints them all: tooling/template_parity.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from constructs_lib.iam_grants import Grant, grants, render, uncovered
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """Keeps CloudFormation's short-form tags as {'Fn::X': value} (``!Ref`` as {'Ref': value})."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+        if name == "Fn::GetAtt":
+            value = str(value).split(".", 1)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _intrinsic)
+
+
+def load_template(path: Path) -> dict[str, Any]:
+    """A CloudFormation YAML template with its short-form intrinsics as the long form."""
+    loaded = yaml.load(path.read_text(), Loader=_CfnLoader)  # noqa: S506 - a SafeLoader subclass
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{path}: not a CloudFormation template")
+    return loaded
+
+
+CONTROLLER = "the controller's managed policies"
+
+
+def principal_of(logical_id: str, resource: Mapping[str, Any]) -> str | None:
+    """Whom a template resource grants to: the controller, a role, a resource policy; None for a non-IAM resource."""
+    kind = resource.get("Type")
+    if kind == "AWS::IAM::ManagedPolicy":
+        return CONTROLLER
+    if kind == "AWS::IAM::Role":
+        return f"role {render(resource.get('Properties', {}).get('RoleName', logical_id))}"
+    if kind in ("AWS::IAM::Policy", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy", "AWS::IAM::InstanceProfile"):
+        return f"{kind} {logical_id}"
+    return None
+
+
+def template_grants(template: Mapping[str, Any]) -> dict[str, list[Grant]]:
+    """Every grant of a template's IAM resources, per principal."""
+    found: dict[str, list[Grant]] = {}
+    for logical_id, resource in template.get("Resources", {}).items():
+        principal = principal_of(logical_id, resource)
+        if principal is None:
+            continue
+        found.setdefault(principal, []).extend(_resource_grants(logical_id, resource))
+    return found
+
+
+def _resource_grants(logical_id: str, resource: Mapping[str, Any]) -> Iterator[Grant]:
+    props = resource.get("Properties", {})
+    for name in ("PolicyDocument", "AssumeRolePolicyDocument"):
+        if name in props:
+            yield from grants(logical_id, props[name])
+    for inline in props.get("Policies", []):
+        yield from grants(f"{logical_id}/{render(inline.get('PolicyName'))}", inline["PolicyDocument"])
+    for arn in props.get("ManagedPolicyArns", []):
+        yield Grant(logical_id, "ManagedPolicyArns", "Allow", "attach", render(arn), frozenset())
+    if resource.get("Type") == "AWS::IAM::InstanceProfile":
+        for role in props.get("Roles", []):
+            yield Grant(logical_id, "Roles", "Allow", "instance profile", render(role), frozenset())
+
+
+@dataclass(frozen=True)
+class Widening:
+    principal: str
+    grant: Grant
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """How an acknowledgment names it: policy (logical id), statement Sid, action, resource."""
+        return (self.grant.policy, self.grant.sid, self.grant.action, self.grant.resource)
+
+
+def widenings(project: Mapping[str, Any], upstream: Mapping[str, Any]) -> list[Widening]:
+    """Grants of ``project`` that ``upstream`` does not make, per principal (and upstream's Deny that it drops)."""
+    ours, theirs = template_grants(project), template_grants(upstream)
+    return [
+        Widening(principal, grant)
+        for principal in sorted(set(ours) | set(theirs))
+        for grant in uncovered(ours.get(principal, []), theirs.get(principal, []))
+    ]
+
+
+def narrowings(project: Mapping[str, Any], upstream: Mapping[str, Any]) -> list[Widening]:
+    """Grants of ``upstream`` that ``project`` does not make (what the project narrowed or dropped)."""
+    return widenings(upstream, project)
+
+
+def upstream_template(template: Path) -> Path:
+    """Upstream's template of the same release: templates/upstream/<same name>."""
+    return template.parent / "upstream" / template.name
+
+
+def changes_file(template: Path) -> Path:
+    """Why the project's template differs from upstream's: templates/changes/<same name>."""
+    return template.parent / "changes" / template.name
+
+
+@functools.cache
+def _changes(path: Path) -> dict[str, Any]:
+    loaded = yaml.safe_load(path.read_text()) if path.exists() else {}
+    return loaded or {}
+
+
+def acknowledged_widenings(template: Path) -> dict[tuple[str, str, str, str], str]:
+    """The widenings acknowledged in the changes file: (policy, sid, action, resource) -> reason."""
+    return {
+        (str(w["policy"]), str(w.get("sid", "")), str(w["action"]), str(w["resource"])): str(w["why"])
+        for w in _changes(changes_file(template)).get("widenings") or []
+    }
+
+
+@functools.cache
+def parsed_template(path: Path) -> dict[str, Any]:
+    """:func:`load_template`, once per file and process (not to be changed by the caller)."""
+    return load_template(path)
+
+
+@functools.cache
+def widening_problems(template: Path) -> tuple[str, ...]:
+    """The synth's check: one line per widening without a reason (empty: the template grants no more than
+    upstream's, or says why)."""
+    reference = upstream_template(template)
+    if not reference.exists():
+        return (f"{template.name}: upstream's template of the release is missing (templates/upstream/{template.name})",)
+    acknowledged = acknowledged_widenings(template)
+    return tuple(
+        f"{template.name} grants more than upstream's template of the release: {w.grant.describe()} (acknowledge it "
+        f"with a reason under widenings: in templates/changes/{template.name}, or remove it)"
+        for w in widenings(parsed_template(template), parsed_template(reference))
+        if w.key not in acknowledged
+    )
