@@ -120,3 +120,8 @@ COREDNS_POD_LABELS = {"k8s-app": "kube-dns"}
 def service_account_subject(namespace: str, service_account: str) -> str:
     """The ``sub`` claim of a projected service-account token."""
     return f"system:serviceaccount:{namespace}:{service_account}"
+
+
+# The construct id of the stack's default cluster-admin role (no `administrators`): the synth finds it in a
+# deployed stack's baseline by it (karpenter_stack/baseline.py).
+ADMIN_ROLE_ID = "ClusterAdminRole"

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from constructs_lib.names import ADMIN_ROLE_ID
+
 from . import cluster_updates as cu
 from . import context_sources
 from .config import AppConfig, ConfigError, stack_name_for
@@ -112,6 +114,26 @@ def _hosting_refusals(config: AppConfig, stack_name: str, root: Path | None) -> 
 
 def _mode(value: str | None) -> str:
     return "unset (CONFIG_MAP)" if value is None else value
+
+
+def dropped_admin(config: AppConfig, stack_name: str, root: Path | None = None) -> str | None:
+    """With ``administrators``, over a baseline whose stack has the default ClusterAdminRole: what the deploy takes
+    away, said as a synth warning (a wrong ARN in the list then locks everyone out of kubectl); else None."""
+    if not config.administrators:
+        return None
+    found = _baseline(stack_name, root)
+    if found is None:
+        return None
+    source, resources = found
+    roles = [k for k, r in resources.items() if r.get("Type") == "AWS::IAM::Role" and k.startswith(ADMIN_ROLE_ID)]
+    if not roles:
+        return None
+    count = len(config.administrators)
+    return (
+        f"administrators replaces the deployed stack's {roles[0]} ({source}): the deploy deletes it and its "
+        f"system:masters mapping, and then only the {count} role{'s' if count > 1 else ''} listed can use kubectl; "
+        "a wrong ARN locks everyone out, so check each (aws iam get-role) before deploying"
+    )
 
 
 def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> list[str]:

@@ -18,7 +18,7 @@ from constructs_lib.controller_hosting import FargateControllerHosting, SystemNo
 from constructs_lib.controller_role import ControllerCredentials
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
 from constructs_lib.nag import acknowledge, managed_policy_finding
-from constructs_lib.names import POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
+from constructs_lib.names import ADMIN_ROLE_ID, POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
 from constructs_lib.network import ClusterVpc
 
 from .acknowledgments import acknowledge_cluster
@@ -166,7 +166,7 @@ class KarpenterClusterStack(AppStack):
             return None
         return iam.Role(
             self,
-            "ClusterAdminRole",
+            ADMIN_ROLE_ID,
             assumed_by=iam.AccountRootPrincipal(),
             description=f"kubectl administrators of EKS cluster {self.config.cluster_name}",
         )

@@ -13,9 +13,17 @@ from hypothesis import strategies as st
 
 from karpenter_stack.config import ConfigError, load_config
 from karpenter_stack.config.addresses import NOT_PUBLIC, PRODUCTION_MAX_PUBLIC, PUBLIC_TOTAL, public_addresses
+from karpenter_stack.config.validate import wide_public_access
+from tooling.configurations import ADMINISTRATOR
 
 PUBLIC = {"endpointAccess": "public-and-private"}
-PRODUCTION = {**PUBLIC, "profile": "production", "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]}
+PRODUCTION = {
+    **PUBLIC,
+    "profile": "production",
+    "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}],
+    "administrators": [ADMINISTRATOR],
+}
+PRODUCTION_PRIVATE = {k: v for k, v in PRODUCTION.items() if k != "endpointAccess"}
 
 
 def _split(network: ipaddress.IPv4Network, cuts: list[bool]) -> list[ipaddress.IPv4Network]:
@@ -102,11 +110,40 @@ def test_production_opens_the_endpoint_to_at_most_a_slash_16_of_public_addresses
         assert refusal == (
             f"publicAccessCidrs {cidrs!s}".replace("'", '"')
             + ": the production profile opens the public endpoint to at most 65,536 public addresses in all (a /16); "
-            f"these cover {covered:,}; list narrower networks (your offices' or VPN's egress ranges), or keep the "
-            "endpoint private (from cdk.json)"
+            f"these cover {covered:,}; list narrower networks (your offices' or VPN's egress ranges), keep the "
+            "endpoint private, or say why in widePublicAccessReason (make security-report lists it) (from cdk.json)"
+        )
+        # acknowledged with a reason: accepted, and the reason is what make security-report lists
+        acknowledged = load_config({**PRODUCTION, "publicAccessCidrs": cidrs, "widePublicAccessReason": REASON})
+        assert wide_public_access(acknowledged) == (
+            f"the public endpoint reaches {covered:,} public addresses (production's bound: 65,536)"
         )
     # outside production the size is the user's choice
     assert _refusal({**PUBLIC, "publicAccessCidrs": cidrs}) is None
+
+
+REASON = "Partner CI runners egress from these ranges (reviewed by security, ticket SEC-1234)."
+
+
+def test_a_wide_endpoint_reason_must_be_checkable_and_is_said_when_it_acknowledges_nothing():
+    refusal = _refusal({**PRODUCTION, "publicAccessCidrs": ["8.0.0.0/8"], "widePublicAccessReason": "ok"})
+    assert refusal == ('widePublicAccessReason = "ok": String should have at least 20 characters (from cdk.json)')
+    narrow = load_config({**PRODUCTION, "publicAccessCidrs": ["8.8.8.0/24"], "widePublicAccessReason": REASON})
+    assert narrow.warnings == (
+        "widePublicAccessReason acknowledges nothing: only the production profile's public endpoint beyond 65,536 "
+        "public addresses needs it; remove it",
+    )
+
+
+def test_production_requires_administrators_instead_of_an_account_wide_admin_role():
+    without = {k: v for k, v in PRODUCTION_PRIVATE.items() if k != "administrators"}
+    assert _refusal(without) == (
+        "administrators []: the production profile needs the IAM role ARNs of your cluster administrators; without "
+        "them the stack would create ClusterAdminRole, which any principal of the account allowed sts:AssumeRole may "
+        "assume, with system:masters (from built-in default)"
+    )
+    assert _refusal({**without, "administrators": [ADMINISTRATOR]}) is None
+    assert _refusal({k: v for k, v in without.items() if k != "profile"}) is None  # the standard profile's role
 
 
 @pytest.mark.parametrize(
@@ -145,7 +182,7 @@ def test_production_keeps_imds_at_hop_limit_1(hops):
     ),
 )
 def test_production_refuses_selector_terms_that_select_by_any_value(setting, tags):
-    refusal = _refusal({"profile": "production", "nodeClasses": [{**PINNED, setting: [{"tags": tags}]}]})
+    refusal = _refusal({**PRODUCTION_PRIVATE, "nodeClasses": [{**PINNED, setting: [{"tags": tags}]}]})
     wild = sorted(k for k, v in tags.items() if v == "*")
     if not wild:
         assert refusal is None, refusal
@@ -172,3 +209,20 @@ def test_an_administrator_of_another_account_is_named_in_a_warning(stack_account
         "a cross-account setup, otherwise a typo that takes effect silently"
     )
     assert config.warnings == (() if role_account == stack_account else (expected,))
+
+
+def test_the_security_report_lists_a_wide_endpoint_with_its_reason():
+    import aws_cdk as cdk
+
+    from tooling.security_report import exceptions_section
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "eks-karpenter")
+    stack.config = load_config({**PRODUCTION, "publicAccessCidrs": ["8.0.0.0/12"], "widePublicAccessReason": REASON})  # type: ignore[attr-defined]
+    lines = exceptions_section(app).splitlines()
+    assert lines[0] == "Acknowledged beyond the product's bounds: 1" and lines[2].split() == ["stack", "what", "reason"]
+    assert lines[4].split("  ")[0] == "eks-karpenter" and lines[4].endswith(REASON)
+    assert (
+        "widePublicAccessReason: the public endpoint reaches 1,048,576 public addresses (production's bound: 65,536)"
+        in lines[4]
+    )

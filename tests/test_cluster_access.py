@@ -4,6 +4,7 @@ what a change of mode does to a cluster that is already running (checked against
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +152,41 @@ def test_administrators_replace_the_role_anyone_in_the_account_may_assume():
     assert changed == {}  # under API_AND_CONFIG_MAP the role was an access entry, not an aws-auth mapping
     outputs = with_admins.json["Outputs"]["UpdateKubeconfigCommand"]
     assert render(outputs["Value"]).endswith(f"--role-arn {ADMIN}")
+
+
+def test_administrators_that_drop_the_deployed_default_admin_role_say_so(tmp_path, monkeypatch):
+    """Over a baseline whose stack has the default ClusterAdminRole, setting administrators deletes it: the synth
+    says so in a warning (a wrong ARN would lock everyone out); without a baseline, or without administrators,
+    nothing is said."""
+    import shutil
+
+    from karpenter_stack import baseline, context_sources
+    from karpenter_stack.application import build, new_app
+    from karpenter_stack.config import load_config
+    from tests.conftest import TODAY
+    from tooling.configurations import ADMINISTRATOR, PRODUCT_CONTEXT
+
+    snapshots = Path(__file__).parent / "__snapshots__" / "test_snapshots"
+    (tmp_path / "baseline").mkdir()
+    shutil.copyfile(
+        snapshots / "test_templates_match_their_snapshots[default][eks-karpenter.template].json",
+        tmp_path / "baseline" / "eks-karpenter.template.json",
+    )
+    with_admins = load_config({**PRODUCT_CONTEXT, "administrators": [ADMINISTRATOR]}, today=TODAY)
+    said = baseline.dropped_admin(with_admins, "eks-karpenter", tmp_path)
+    assert (
+        said is not None
+        and said.startswith("administrators replaces the deployed stack's ClusterAdminRole")
+        and said.endswith(
+            "(baseline/eks-karpenter.template.json): the deploy deletes it and its system:masters mapping, and then only "
+            "the 1 role listed can use kubectl; a wrong ARN locks everyone out, so check each (aws iam get-role) before "
+            "deploying"
+        )
+    )
+    assert baseline.dropped_admin(load_config(dict(PRODUCT_CONTEXT), today=TODAY), "eks-karpenter", tmp_path) is None
+    assert baseline.dropped_admin(with_admins, "eks-karpenter", tmp_path / "nowhere") is None
+    # through the synth: a warning on the stack
+    monkeypatch.setattr(context_sources, "project_dir", lambda: tmp_path)
+    (stack,) = build(new_app(context={**PRODUCT_CONTEXT, "administrators": [ADMINISTRATOR]}), today=TODAY)
+    warnings = [m.data for m in stack.node.metadata if m.type == "aws:cdk:warning"]
+    assert any(str(w).startswith("administrators replaces the deployed stack's ClusterAdminRole") for w in warnings)

@@ -10,7 +10,7 @@ import pytest
 from karpenter_stack import versions
 from karpenter_stack.config import AppConfig, ConfigError, PipelineConfig, default_context, load_config
 from tests.conftest import ROOT, TODAY
-from tooling.configurations import PRODUCT_CONTEXT
+from tooling.configurations import ADMINISTRATOR, PRODUCT_CONTEXT
 
 
 def error_of(**context) -> str:
@@ -61,13 +61,17 @@ def test_a_value_the_user_wrote_is_never_replaced_by_the_profile():
             "natGateways": 1,
             "deletionProtection": False,
             "nodeClasses": [{"amiAlias": "al2023@v20260801"}],
+            "administrators": [ADMINISTRATOR],
         },
         today=TODAY,
     )
     assert (config.nat_gateways, config.deletion_protection) == (1, False)
     assert (config.termination_protection, config.retain_on_destroy) == (True, True)
     assert [p.name for p in config.node_pools] == ["system", "default"]
-    bare = load_config({"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]}, today=TODAY)
+    bare = load_config(
+        {"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}], "administrators": [ADMINISTRATOR]},
+        today=TODAY,
+    )
     assert (bare.nat_gateways, bare.deletion_protection) == (2, True)
 
 
@@ -583,7 +587,11 @@ def test_node_class_volume():
 def test_a_production_pool_list_without_the_system_pool_says_what_it_drops():
     """Layers replace lists, never merge them: a nodePools list of yours replaces the production profile's two
     pools, and the synth warns that the on-demand system pool is gone (with the entry that keeps it)."""
-    pinned = {"profile": "production", "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]}
+    pinned = {
+        "profile": "production",
+        "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}],
+        "administrators": [ADMINISTRATOR],
+    }
     own = load_config({**pinned, "nodePools": [{"name": "general", "capacityTypes": ["on-demand"]}]}, today=TODAY)
     assert [p.name for p in own.node_pools] == ["general"]
     assert own.warnings == (

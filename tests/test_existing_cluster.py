@@ -10,7 +10,7 @@ from karpenter_stack.application import build, new_app
 from karpenter_stack.config import load_config
 from tests.cfn import controller_values, depends_on, kubernetes_objects, only, resources, teardown
 from tests.conftest import ROOT, TODAY
-from tooling.configurations import EXISTING, PRODUCT_CONTEXT
+from tooling.configurations import ADMINISTRATOR, EXISTING, PRODUCT_CONTEXT
 
 CLUSTER = EXISTING["existingCluster"]
 
@@ -114,6 +114,7 @@ def test_windows_on_an_existing_cluster_warns_of_what_only_its_owner_can_switch_
             **windows,
             "profile": "production",
             "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}, windows["nodeClasses"][1]],
+            "administrators": [ADMINISTRATOR],
         },
         today=TODAY,
     )

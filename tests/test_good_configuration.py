@@ -12,6 +12,7 @@ from karpenter_stack.config import load_config, load_environments
 from tests.cfn import each
 from tests.conftest import ROOT, TODAY
 from tooling.cel_rules import evaluate
+from tooling.configurations import ADMINISTRATOR
 from tooling.kubernetes_schemas import config_objects, object_violations
 
 POOL_SHAPES = [
@@ -206,7 +207,11 @@ GOOD = {
             ),
         ],
     },
-    "production, pinned": {"profile": "production", "nodeClasses": [{"amiAlias": "al2023@v20260801"}]},
+    "production, pinned": {
+        "profile": "production",
+        "nodeClasses": [{"amiAlias": "al2023@v20260801"}],
+        "administrators": [ADMINISTRATOR],
+    },
     # Issue 21, point 5: valid configurations the model refused before.
     "limits and overlay capacity as JSON integers (x-kubernetes-int-or-string)": {
         "controller": {"featureGates": {"nodeOverlay": True}},

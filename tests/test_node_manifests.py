@@ -23,7 +23,7 @@ from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
 from tests.conftest import ROOT, TODAY
 from tooling import review as rv
 from tooling import upstream_examples
-from tooling.configurations import PRODUCT_CONTEXT
+from tooling.configurations import ADMINISTRATOR, PRODUCT_CONTEXT
 from tooling.kubernetes_schemas import config_objects
 from tooling.review.model import MANIFEST
 
@@ -321,7 +321,14 @@ def test_files_mix_with_typed_settings_and_replace_only_the_defaults_of_what_the
     pools_only = ["examples/manifests/node-pools.yaml", "examples/manifests/gpu-pool.yaml"]
     classes = [pinned, {"name": "default", "amiAlias": "al2023@v20260801"}]
     production = load_config(
-        {**PRODUCT_CONTEXT, "profile": "production", "nodeClasses": classes, "nodeManifests": pools_only}, today=TODAY
+        {
+            **PRODUCT_CONTEXT,
+            "profile": "production",
+            "nodeClasses": classes,
+            "nodeManifests": pools_only,
+            "administrators": [ADMINISTRATOR],
+        },
+        today=TODAY,
     )
     assert [p.name for p in production.node_pools] == ["default", "batch", "gpu"]
     assert any(w.startswith("nodePools: your list replaces the production profile's") for w in production.warnings)

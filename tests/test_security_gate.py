@@ -156,6 +156,7 @@ def test_security_report_command(capsys, monkeypatch, tmp_path):
     assert [len(log["runs"][0]["results"]) for log in logs.values()] == [61, 5]
     assert all("suppressions" in r for log in logs.values() for r in log["runs"][0]["results"])
     assert "cdk-nag (AwsSolutions): 61 findings before acknowledgments, 61 acknowledged, 0 unacknowledged" in ok
+    assert "\nAcknowledged beyond the product's bounds: nothing\n" in ok
     assert re.search(
         r"AwsSolutions-SQS3 +eks-karpenter/Default/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok
     )

@@ -58,10 +58,12 @@ ALTERNATIVE: dict[str, Any] = {
     ],
 }
 
-# The production profile, environment-agnostic (no account id in snapshots), with a pinned AMI.
+# The production profile, environment-agnostic (no account id in snapshots), with a pinned AMI and its cluster
+# administrators (the profile creates no account-wide admin role).
 PRODUCTION: dict[str, Any] = {
     "profile": "production",
     "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}],
+    "administrators": [ADMINISTRATOR],
 }
 
 # Access entries next to aws-auth, with an administrator (tests/test_cluster_access.py).

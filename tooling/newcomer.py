@@ -52,7 +52,13 @@ def their_cdk_json() -> dict[str, Any]:
             },
         ],
         "environments": {
-            name: {"account": account, "region": region} for name, (account, region) in ENVIRONMENTS.items()
+            # (each account's own administrators: the production profile creates no account-wide admin role)
+            name: {
+                "account": account,
+                "region": region,
+                "administrators": [f"arn:aws:iam::{account}:role/platform-admins"],
+            }
+            for name, (account, region) in ENVIRONMENTS.items()
         },
     }
     return cdk_json

@@ -350,7 +350,7 @@ def _report(args: argparse.Namespace, context: dict[str, Any], outdir: str) -> i
     lint_text, lint_errors = lint_section(files)
     found = scan.findings()
     checkov_text, unexplained = checkov_section(found)
-    print(nag_text, checkov_text, lint_text, sep="\n\n")
+    print(nag_text, checkov_text, lint_text, exceptions_section(app), sep="\n\n")
     if args.sarif_dir:
         args.sarif_dir.mkdir(parents=True, exist_ok=True)
         for name, tool, results in (
@@ -362,6 +362,30 @@ def _report(args: argparse.Namespace, context: dict[str, Any], outdir: str) -> i
     failed = unacknowledged > 0 or unexplained > 0 or lint_errors > 0
     print("\nSecurity gate:", "FAILED" if failed else "passed")
     return 1 if failed else 0
+
+
+def exceptions_section(app: cdk.App) -> str:
+    """What the configuration and the Karpenter template acknowledge beyond the product's bounds, with the reason:
+    a production endpoint wider than PRODUCTION_MAX_PUBLIC (widePublicAccessReason), grants of the template wider
+    than upstream's (templates/changes/)."""
+    from constructs_lib.template_parity import acknowledged_widenings
+    from karpenter_stack import versions
+    from karpenter_stack.config.validate import wide_public_access
+
+    rows = []
+    stacks = [c for child in app.node.children for c in (child, *child.node.children) if isinstance(c, cdk.Stack)]
+    for stack in stacks:
+        config = getattr(stack, "config", None)
+        if config is None:
+            continue
+        wide = wide_public_access(config)
+        if wide and config.wide_public_access_reason:
+            rows.append([stack.stack_name, f"widePublicAccessReason: {wide}", config.wide_public_access_reason])
+        template = versions.karpenter_template(config.karpenter_version)
+        for (policy, sid, action, resource), why in acknowledged_widenings(template).items():
+            rows.append([stack.stack_name, f"{template.name}: {policy} {sid}: {action} on {resource}", why])
+    header = f"Acknowledged beyond the product's bounds: {len(rows) or 'nothing'}"
+    return header if not rows else header + "\n\n" + _table(["stack", "what", "reason"], rows)
 
 
 def _version(tool: str) -> str:

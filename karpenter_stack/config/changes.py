@@ -45,6 +45,7 @@ ENDPOINT = (
     "EndpointAccessUpdate in place (updateAccess), one kind of cluster update per deploy"
 )
 NAG = "cdk-nag 3 runs as a validation plugin at synth: the templates do not change"
+SYNTH_ONLY = "read by the synth's checks and make security-report only: the templates do not change"
 HOSTING = (
     "EKS: a Fargate profile cannot be updated or moved; aws-cdk-lib 2.275's handler deletes it (or creates a new "
     "one) and the pods it scheduled (the controller, CoreDNS) are evicted and rescheduled; a managed node group's "

@@ -207,12 +207,15 @@ class AppConfig(CamelModel):
 
     profile: Literal["standard", "production"] = Field(
         "standard",
-        description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs required.",
+        description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs and administrators required.",
         json_schema_extra=change(
             Change.INTERRUPTS,
             "the settings the profile fills in, and its system NodePool",
             facts.PROFILE,
-            needs={"nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}]},
+            needs={
+                "nodeClasses": [{"name": "default", "amiAlias": "al2023@v20260801"}],
+                "administrators": ["arn:aws:iam::111122223333:role/platform-admins"],
+            },
         ),
     )
     cluster_name: Annotated[str, KarpenterProp()] = Field(
@@ -333,6 +336,15 @@ class AppConfig(CamelModel):
             facts.ENDPOINT,
             needs={"endpointAccess": "public-and-private", "publicAccessCidrs": ["198.51.100.0/24"]},
         ),
+    )
+    wide_public_access_reason: Annotated[str | None, CREATED_CLUSTER] = Field(
+        None,
+        min_length=20,
+        description="Why the production profile's public endpoint may reach more than 65,536 public addresses in all "
+        "(publicAccessCidrs), which it refuses otherwise; make security-report lists it. A reviewer must be able to "
+        "check it: at least 20 characters.",
+        examples=["Partner CI runners egress from 198.18.0.0/15 (reviewed by security, ticket SEC-1234)."],
+        json_schema_extra=change(Change.NOTHING_DEPLOYED, "the synth's checks", facts.SYNTH_ONLY),
     )
     additional_nag_packs: list[Literal["NIST80053R5", "NIST80053R4", "HIPAASecurity", "PCIDSS321", "Serverless"]] = (
         Field(

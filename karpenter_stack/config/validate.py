@@ -166,12 +166,36 @@ def production_endpoint(config: AppConfig) -> list[str]:
     if config.profile != "production" or not config.public_access_cidrs:
         return []
     covered = public_addresses(config.public_access_cidrs)
-    if covered <= PRODUCTION_MAX_PUBLIC:
+    if covered <= PRODUCTION_MAX_PUBLIC or config.wide_public_access_reason:
         return []
     return [
         f"publicAccessCidrs {json.dumps(config.public_access_cidrs)}: the production profile opens the public endpoint "
         f"to at most {PRODUCTION_MAX_PUBLIC:,} public addresses in all (a /16); these cover {covered:,}; list narrower "
-        "networks (your offices' or VPN's egress ranges), or keep the endpoint private"
+        "networks (your offices' or VPN's egress ranges), keep the endpoint private, or say why in "
+        "widePublicAccessReason (make security-report lists it)"
+    ]
+
+
+def wide_public_access(config: AppConfig) -> str | None:
+    """What widePublicAccessReason acknowledges (the public addresses the endpoint reaches beyond the production
+    profile's bound), or None when it acknowledges nothing."""
+    if config.profile != "production" or not config.public_access_cidrs:
+        return None
+    covered = public_addresses(config.public_access_cidrs)
+    if covered <= PRODUCTION_MAX_PUBLIC:
+        return None
+    return f"the public endpoint reaches {covered:,} public addresses (production's bound: {PRODUCTION_MAX_PUBLIC:,})"
+
+
+def production_administrators(config: AppConfig) -> list[str]:
+    """The production profile creates no account-wide cluster admin: without administrators the stack creates
+    ClusterAdminRole, which every principal of the account allowed sts:AssumeRole may assume, as system:masters."""
+    if config.profile != "production" or config.existing_cluster is not None or config.administrators:
+        return []
+    return [
+        "administrators []: the production profile needs the IAM role ARNs of your cluster administrators; without "
+        "them the stack would create ClusterAdminRole, which any principal of the account allowed sts:AssumeRole "
+        "may assume, with system:masters"
     ]
 
 
@@ -411,6 +435,7 @@ RULES: tuple[Rule, ...] = (
     production_nodes,
     distinct_names,
     pools_fit_classes,
+    production_administrators,  # last: what else a production configuration needs is said first
 )
 
 
@@ -586,8 +611,19 @@ def _production_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[
     return warnings
 
 
+def _stale_reason_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
+    """widePublicAccessReason where the endpoint is within the production profile's bound: it acknowledges nothing."""
+    if config.wide_public_access_reason is None or wide_public_access(config) is not None:
+        return []
+    return [
+        "widePublicAccessReason acknowledges nothing: only the production profile's public endpoint beyond "
+        f"{PRODUCTION_MAX_PUBLIC:,} public addresses needs it; remove it"
+    ]
+
+
 WARNINGS: tuple[Callable[[AppConfig, Mapping[str, str]], list[str]], ...] = (
     _existing_cluster_warnings,
+    _stale_reason_warnings,
     _foreign_account_warnings,
     _production_warnings,
 )
