@@ -178,7 +178,7 @@ def test_production_keeps_imds_at_hop_limit_1(hops):
 @given(
     st.sampled_from(["extraSubnetSelectorTerms", "extraSecurityGroupSelectorTerms"]),
     st.dictionaries(
-        st.sampled_from(["Name", "tier", "team", "kubernetes.io/role/elb"]), st.sampled_from(["*", "a"]), min_size=1
+        st.sampled_from(["Name", "tier", "team", "zone"]), st.sampled_from(["*", "a"]), min_size=1
     ),
 )
 def test_production_refuses_selector_terms_that_select_by_any_value(setting, tags):
@@ -226,3 +226,29 @@ def test_the_security_report_lists_a_wide_endpoint_with_its_reason():
         "widePublicAccessReason: the public endpoint reaches 1,048,576 public addresses (production's bound: 65,536)"
         in lines[4]
     )
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.sampled_from(
+        [("aws-cdk:subnet-type", "Public"), ("kubernetes.io/role/elb", "1"), ("kubernetes.io/role/elb", "true")]
+    ),
+    st.dictionaries(st.sampled_from(["team", "tier"]), st.sampled_from(["a", "b"]), max_size=2),
+)
+def test_production_refuses_public_subnets_and_public_ips_for_nodes(public_tag, others):
+    key, value = public_tag
+    tags = {**others, key: value}
+    refusal = _refusal(
+        {**PRODUCTION_PRIVATE, "nodeClasses": [{**PINNED, "extraSubnetSelectorTerms": [{"tags": tags}]}]}
+    )
+    assert refusal == (
+        f"nodeClasses[0].extraSubnetSelectorTerms[0].tags {json.dumps(tags)}: {key} marks public subnets, which the "
+        "production profile refuses for nodes; select private subnets (from cdk.json)"
+    )
+    assert _refusal({"nodeClasses": [{**PINNED, "extraSubnetSelectorTerms": [{"tags": tags}]}]}) is None  # standard
+    public_ip = _refusal({**PRODUCTION_PRIVATE, "nodeClasses": [{**PINNED, "associatePublicIPAddress": True}]})
+    assert public_ip == (
+        "nodeClasses[0].associatePublicIPAddress true: the production profile launches nodes without public IP "
+        "addresses (private subnets only); use false or leave it unset (from cdk.json)"
+    )
+    assert _refusal({**PRODUCTION_PRIVATE, "nodeClasses": [{**PINNED, "associatePublicIPAddress": False}]}) is None

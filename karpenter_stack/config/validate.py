@@ -349,6 +349,12 @@ def pinned_amis(config: AppConfig) -> list[str]:
     return [_unpinned(i, c) for i, c in enumerate(config.node_classes) if not c.pinned and not c.windows][:1]
 
 
+# Tags that mark public subnets: aws-cdk's subnet type (aws-ec2 Vpc tags every subnet aws-cdk:subnet-type), and the
+# role tag of subnets for internet-facing load balancers (EKS User Guide, "Subnet requirements and considerations":
+# kubernetes.io/role/elb on public subnets). ("*": any value.)
+PUBLIC_SUBNET_TAGS = frozenset({("aws-cdk:subnet-type", "Public"), ("kubernetes.io/role/elb", "*")})
+
+
 def production_nodes(config: AppConfig) -> list[str]:
     """The production profile keeps what docs/security.md calls fixed on Karpenter's nodes: IMDSv2 at hop limit 1
     (a pod cannot reach the node's role), and selector terms that name what they select -- a '*' tag value selects
@@ -367,6 +373,20 @@ def production_nodes(config: AppConfig) -> list[str]:
             ("extraSubnetSelectorTerms", [t.tags for t in node_class.extra_subnet_selector_terms]),
             ("extraSecurityGroupSelectorTerms", [t.tags for t in node_class.extra_security_group_selector_terms]),
         )
+        if node_class.associate_public_ip_address:
+            problems.append(
+                f"nodeClasses[{i}].associatePublicIPAddress true: the production profile launches nodes without "
+                "public IP addresses (private subnets only); use false or leave it unset"
+            )
+        for j, tags in enumerate(tagged[0][1]):
+            public = sorted(
+                k for k, v in tags.items() if (k, v) in PUBLIC_SUBNET_TAGS or (k, "*") in PUBLIC_SUBNET_TAGS
+            )
+            if public:
+                problems.append(
+                    f"nodeClasses[{i}].extraSubnetSelectorTerms[{j}].tags {json.dumps(tags)}: {', '.join(public)} marks "
+                    "public subnets, which the production profile refuses for nodes; select private subnets"
+                )
         for setting, terms in tagged:
             for j, tags in enumerate(terms):
                 wild = sorted(k for k, v in tags.items() if v == "*")
