@@ -292,3 +292,13 @@ def test_the_synth_refuses_a_widened_fork_in_one_line_and_builds_nothing(tmp_pat
         "templates/changes/karpenter-1.14.1.yaml, or remove it) (from cdk.json)"
     )
     assert app.node.children == [] and list(out.iterdir()) == []
+
+
+def test_a_dropped_deny_is_a_widening_and_a_narrower_deny_too():
+    from constructs_lib.iam_grants import uncovered
+
+    deny = Grant("P", "NoTls", "Deny", "sqs:*", "*", frozenset({("Bool", "aws:SecureTransport", frozenset({"false"}))}))
+    assert uncovered([], [deny]) == [deny]  # the project's template drops upstream's Deny
+    assert uncovered([deny], [deny]) == []
+    narrower = Grant("P", "NoTls", "Deny", "sqs:SendMessage", "*", deny.conditions)
+    assert uncovered([narrower], [deny]) == [deny]  # denies less than upstream's
