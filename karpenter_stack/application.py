@@ -76,9 +76,7 @@ def build_deferred(
     # app is in memory; nothing is written before this passes).
     for stack in stacks:
         baseline.remember_built(stack)
-        dropped = baseline.dropped_admin(stack.config, stack.stack_name)
-        if dropped:
-            cdk.Annotations.of(stack).add_warning_v2("eks-karpenter:administrators", dropped)
+        baseline.say_dropped_admin(stack)
     baseline.check(resolved.configs)
     return stacks, batch.register
 

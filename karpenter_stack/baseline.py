@@ -136,6 +136,15 @@ def dropped_admin(config: AppConfig, stack_name: str, root: Path | None = None) 
     )
 
 
+def say_dropped_admin(stack: Any, root: Path | None = None) -> None:
+    """:func:`dropped_admin` of a stack the app built (``stack.config``), as a warning on the stack."""
+    import aws_cdk as cdk
+
+    dropped = dropped_admin(stack.config, stack.stack_name, root)
+    if dropped:
+        cdk.Annotations.of(stack).add_warning_v2("eks-karpenter:administrators", dropped)
+
+
 def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> list[str]:
     """Why deploying ``config`` over the baseline's stack would fail (empty: it would not, or no baseline)."""
     return (

@@ -177,9 +177,7 @@ def test_production_keeps_imds_at_hop_limit_1(hops):
 @settings(max_examples=25, deadline=None)
 @given(
     st.sampled_from(["extraSubnetSelectorTerms", "extraSecurityGroupSelectorTerms"]),
-    st.dictionaries(
-        st.sampled_from(["Name", "tier", "team", "zone"]), st.sampled_from(["*", "a"]), min_size=1
-    ),
+    st.dictionaries(st.sampled_from(["Name", "tier", "team", "zone"]), st.sampled_from(["*", "a"]), min_size=1),
 )
 def test_production_refuses_selector_terms_that_select_by_any_value(setting, tags):
     refusal = _refusal({**PRODUCTION_PRIVATE, "nodeClasses": [{**PINNED, setting: [{"tags": tags}]}]})

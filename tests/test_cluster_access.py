@@ -154,14 +154,14 @@ def test_administrators_replace_the_role_anyone_in_the_account_may_assume():
     assert render(outputs["Value"]).endswith(f"--role-arn {ADMIN}")
 
 
-def test_administrators_that_drop_the_deployed_default_admin_role_say_so(tmp_path, monkeypatch):
+def test_administrators_that_drop_the_deployed_default_admin_role_say_so(tmp_path):
     """Over a baseline whose stack has the default ClusterAdminRole, setting administrators deletes it: the synth
     says so in a warning (a wrong ARN would lock everyone out); without a baseline, or without administrators,
     nothing is said."""
+    import inspect
     import shutil
 
-    from karpenter_stack import baseline, context_sources
-    from karpenter_stack.application import build, new_app
+    from karpenter_stack import application, baseline
     from karpenter_stack.config import load_config
     from tests.conftest import TODAY
     from tooling.configurations import ADMINISTRATOR, PRODUCT_CONTEXT
@@ -185,8 +185,12 @@ def test_administrators_that_drop_the_deployed_default_admin_role_say_so(tmp_pat
     )
     assert baseline.dropped_admin(load_config(dict(PRODUCT_CONTEXT), today=TODAY), "eks-karpenter", tmp_path) is None
     assert baseline.dropped_admin(with_admins, "eks-karpenter", tmp_path / "nowhere") is None
-    # through the synth: a warning on the stack
-    monkeypatch.setattr(context_sources, "project_dir", lambda: tmp_path)
-    (stack,) = build(new_app(context={**PRODUCT_CONTEXT, "administrators": [ADMINISTRATOR]}), today=TODAY)
-    warnings = [m.data for m in stack.node.metadata if m.type == "aws:cdk:warning"]
-    assert any(str(w).startswith("administrators replaces the deployed stack's ClusterAdminRole") for w in warnings)
+    # on the stack the app builds (karpenter_stack.application.build_deferred calls it for each stack)
+    import aws_cdk as cdk
+
+    stack = cdk.Stack(cdk.App(), "eks-karpenter")
+    stack.config = with_admins  # type: ignore[attr-defined]
+    baseline.say_dropped_admin(stack, tmp_path)
+    (warning,) = [m.data for m in stack.node.metadata if m.type == "aws:cdk:warning"]
+    assert str(warning).startswith("administrators replaces the deployed stack's ClusterAdminRole")
+    assert "baseline.say_dropped_admin(stack)" in inspect.getsource(application.build_deferred)
