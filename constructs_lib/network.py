@@ -11,12 +11,21 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from .key_policies import deny_direct_grants
 from .nag import acknowledge, registers
 
 FLOW_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 
 # What Vpc.from_lookup returns while its context value is missing.
 PLACEHOLDER_VPC_ID = "vpc-12345"
+# What CloudWatch Logs does with the flow log key (what aws-cdk's grant_encrypt_decrypt gave it before).
+LOGS_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*")
+
+
+def flow_log_group_name(cluster_name: str) -> str:
+    """The flow log group's name, written so that the key policy can name the group without referencing it (EKS
+    cluster names are unique in an account and Region, and so is this)."""
+    return f"/vpc-flow-logs/{cluster_name}"
 
 
 class ClusterVpc(Construct):
@@ -74,9 +83,34 @@ class ClusterVpc(Construct):
         self.flow_log_key = kms.Key(
             self, "FlowLogKey", description=f"VPC flow logs of EKS cluster {cluster_name}", enable_key_rotation=True
         )
-        self.flow_log_key.grant_encrypt_decrypt(iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com"))
+        name = flow_log_group_name(cluster_name)
+        # CloudWatch Logs may use the key for this log group only. It sends the log group's ARN as the encryption
+        # context kms:EncryptionContext:aws:logs:arn on every call (CloudWatch Logs User Guide, "Encrypt log data in
+        # CloudWatch Logs using AWS Key Management Service",
+        # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html: the key policy
+        # statement for logs.<region>.amazonaws.com with ArnEquals on that key). The ARN is written from the group's
+        # name: a reference to the group would make a cycle (the group names this key).
+        self.flow_log_key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
+                actions=list(LOGS_KEY_ACTIONS),
+                resources=["*"],
+                conditions={
+                    "ArnEquals": {
+                        "kms:EncryptionContext:aws:logs:arn": (
+                            f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{name}"
+                        )
+                    }
+                },
+            )
+        )
+        deny_direct_grants(self.flow_log_key)
         self.flow_log_group = logs.LogGroup(
-            self, "FlowLogGroup", retention=FLOW_LOG_RETENTION, encryption_key=self.flow_log_key
+            self,
+            "FlowLogGroup",
+            log_group_name=name,
+            retention=FLOW_LOG_RETENTION,
+            encryption_key=self.flow_log_key,
         )
         self.flow_log = self.vpc.add_flow_log(
             "FlowLog",

@@ -17,6 +17,7 @@ from constructs_lib.cluster_addons import ManagedAddons, coredns_follows_kuberne
 from constructs_lib.controller_hosting import FargateControllerHosting, SystemNodeGroupHosting
 from constructs_lib.controller_role import ControllerCredentials
 from constructs_lib.karpenter import Karpenter, NodeAuthorization
+from constructs_lib.key_policies import deny_direct_grants
 from constructs_lib.nag import acknowledge, managed_policy_finding
 from constructs_lib.names import ADMIN_ROLE_ID, POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
 from constructs_lib.network import ClusterVpc
@@ -121,6 +122,11 @@ class KarpenterClusterStack(AppStack):
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster {name}",
             enable_key_rotation=True,
         )
+        # EKS documents no encryption context for secrets encryption (EKS User Guide, "Encrypt Kubernetes secrets
+        # with KMS on existing clusters", https://docs.aws.amazon.com/eks/latest/userguide/enable-kms.html, asks only
+        # for a symmetric key of the cluster's Region) and no kms:ViaService value: a key policy condition on
+        # either could refuse EKS's own calls. What it supports: its grant is made for an AWS resource.
+        deny_direct_grants(self.secrets_key)
         cluster = eks.Cluster(
             self,
             "Cluster",
