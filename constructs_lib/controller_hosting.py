@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from aws_cdk import Aws
+from aws_cdk import Aws, CfnTag
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -52,6 +52,62 @@ def system_node_role(scope: Construct) -> iam.Role:
     for policy in NODE_MANAGED_POLICIES:
         acknowledge(role, managed_policy_finding(policy), node_policy_reason(policy) + " (system node group)")
     return role
+
+
+# The system node group's construct id. "SystemNodes" (logical id ClusterNodegroupSystemNodes9C3907F1) was created
+# without a launch template, and EKS adds none to a node group later: "You can update a node group using a launch
+# template only if the node group was originally deployed with a launch template" (EKS API Reference,
+# UpdateNodegroupVersion, https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupVersion.html;
+# the CloudFormation reference of AWS::EKS::Nodegroup LaunchTemplateSpecification: "After node group creation, you
+# cannot use a different ID"). So the group with its own launch template is a new resource, which CloudFormation
+# creates in the update phase and whose predecessor it deletes in the cleanup, after the new one is ACTIVE
+# (docs/operations.md, "The system node group's launch template").
+SYSTEM_NODEGROUP_ID = "SystemNodesV2"
+# The system nodes' root volume: EKS's own default size for a node group (what they had without a launch template),
+# gp3 and encrypted as Karpenter's node classes write it (constructs_lib/specs/ec2.py ebs_volume).
+SYSTEM_ROOT_VOLUME_GIB = 20
+# The root device of the EKS-optimized Amazon Linux images (AL2 and AL2023, x86_64 and arm64), the only AMI types
+# aws-cdk picks for this node group (ami ids are EKS's: the launch template names none).
+SYSTEM_ROOT_DEVICE = "/dev/xvda"
+
+
+def system_launch_template(scope: Construct, cluster_name: str) -> ec2.CfnLaunchTemplate:
+    """The system node group's launch template: what Karpenter's node classes write for their nodes (IMDSv2 only,
+    one hop: pods never reach the node's credentials; an encrypted gp3 root volume), and nothing EKS refuses in a
+    managed node group's launch template (CloudFormation reference, AWS::EKS::Nodegroup
+    LaunchTemplateSpecification: no SubnetId, IamInstanceProfile, RequestSpotInstances, HibernationOptions or
+    TerminateInstances; EKS User Guide, "Customize managed nodes with launch templates"): no instance type (the node
+    group's), no image and no user data (EKS's own bootstrap, nothing to merge), no security group (EKS's cluster
+    security group, as before)."""
+    name = f"{cluster_name}-system-node"
+    tags = [CfnTag(key="Name", value=name)]
+    return ec2.CfnLaunchTemplate(
+        scope,
+        "LaunchTemplate",
+        launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+            metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
+            ),
+            block_device_mappings=[
+                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                    device_name=SYSTEM_ROOT_DEVICE,
+                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                        volume_size=SYSTEM_ROOT_VOLUME_GIB,
+                        volume_type="gp3",
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+            tag_specifications=[
+                ec2.CfnLaunchTemplate.TagSpecificationProperty(resource_type=kind, tags=tags)
+                for kind in ("instance", "volume")
+            ],
+        ),
+        tag_specifications=[
+            ec2.CfnLaunchTemplate.LaunchTemplateTagSpecificationProperty(resource_type="launch-template", tags=tags)
+        ],
+    )
 
 
 def _acknowledge_fargate_role(role: iam.IRole) -> None:
@@ -170,8 +226,13 @@ class SystemNodeGroupHosting(Construct):
         _acknowledge_fargate_role(fargate_role)
         fargate_trust(cluster_name, fargate_role)
         keep_mapped(cluster, fargate_role, fargate=True, aws_auth=aws_auth)
+        self.launch_template = system_launch_template(self, cluster_name)
         self.nodegroup = cluster.add_nodegroup_capacity(
-            "SystemNodes",
+            SYSTEM_NODEGROUP_ID,
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=self.launch_template.ref, version=self.launch_template.attr_latest_version_number
+            ),
+            # The instance type stays the node group's (EKS takes it from the node group or the launch template).
             instance_types=[ec2.InstanceType(instance_type)],
             # Two nodes spread over the private subnets' AZs: the chart's zone spread constraint
             # (DoNotSchedule) needs two zones for two controller replicas.
