@@ -71,6 +71,15 @@ SYSTEM_ROOT_VOLUME_GIB = 20
 SYSTEM_ROOT_DEVICE = "/dev/xvda"
 
 
+def system_ami_type(instance_type: str) -> eks.NodegroupAmiType:
+    """The image EKS gives the system nodes: aws-cdk picks it only for a node group without a launch template (the
+    first of its choices for the instance type's architecture, AL2023 under the app's feature flags), so the app
+    writes the same."""
+    if ec2.InstanceType(instance_type).architecture == ec2.InstanceArchitecture.ARM_64:
+        return eks.NodegroupAmiType.AL2023_ARM_64_STANDARD
+    return eks.NodegroupAmiType.AL2023_X86_64_STANDARD
+
+
 def system_launch_template(scope: Construct, cluster_name: str) -> ec2.CfnLaunchTemplate:
     """The system node group's launch template: what Karpenter's node classes write for their nodes (IMDSv2 only,
     one hop: pods never reach the node's credentials; an encrypted gp3 root volume), and nothing EKS refuses in a
@@ -234,6 +243,7 @@ class SystemNodeGroupHosting(Construct):
             ),
             # The instance type stays the node group's (EKS takes it from the node group or the launch template).
             instance_types=[ec2.InstanceType(instance_type)],
+            ami_type=system_ami_type(instance_type),
             # Two nodes spread over the private subnets' AZs: the chart's zone spread constraint
             # (DoNotSchedule) needs two zones for two controller replicas.
             min_size=SYSTEM_NODE_COUNT,
