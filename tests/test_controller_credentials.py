@@ -65,7 +65,7 @@ def test_pod_identity_associates_the_service_account_and_trusts_only_its_session
         False,
     )
     # created before the controller, deleted after it: it drains nodes on destroy with working credentials
-    assert {ASSOCIATION, AGENT, "ClusterNodegroupSystemNodes9C3907F1"} <= set(depends_on(pod_identity.json, CHART))
+    assert {ASSOCIATION, AGENT, "ClusterNodegroupSystemNodesV27445704A"} <= set(depends_on(pod_identity.json, CHART))
 
 
 @pytest.mark.parametrize("direction", ["irsa -> pod-identity", "pod-identity -> irsa"])

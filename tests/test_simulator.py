@@ -63,7 +63,7 @@ def test_a_hosting_switch_keeps_the_old_hosting_authorized_until_the_cleanup_del
     outage = (
         "at the deletion of the Fargate profile {profile} in the {phase}, {who} loses every replica at once: EKS "
         "deletes the pods of the Fargate profile {profile} together, and they start again on the node group "
-        "ClusterNodegroupSystemNodes9C3907F1 (every replica)"
+        "ClusterNodegroupSystemNodesV27445704A (every replica)"
     )
     assert _findings(fargate, system) == [
         outage.format(profile=FARGATE_PROFILE, phase="cleanup", who=who)
@@ -76,8 +76,9 @@ def test_a_hosting_switch_keeps_the_old_hosting_authorized_until_the_cleanup_del
     # aws-auth maps both roles in both: it is not touched; the Helm release (waiting) goes last in the update
     # phase, and the Fargate profile only in the cleanup (its pods move to the node group there)
     assert [s.describe() for s in simulate(fargate, system)["eks-karpenter"].deploy.steps] == [
+        "the creation of ControllerHostingLaunchTemplateB4A0B290 (AWS::EC2::LaunchTemplate)",
         "the update of ClusterCreationRoleDefaultPolicyE8BDFC7B (AWS::IAM::Policy)",
-        "the creation of the node group ClusterNodegroupSystemNodes9C3907F1",
+        "the creation of the node group ClusterNodegroupSystemNodesV27445704A",
         "the update of the coredns add-on",
         "the update of the Helm release karpenter",
         "the deletion of ClusterCoreDnsComputeTypePatch37F4F125 (Custom::AWSCDK-EKS-KubernetesPatch) in the cleanup",
@@ -134,7 +135,7 @@ def test_a_hosting_and_credentials_switch_in_one_deploy_leaves_the_controller_wi
         *(
             f"at the deletion of the Fargate profile {FARGATE_PROFILE} in the cleanup, {who} loses every replica at "
             f"once: EKS deletes the pods of the Fargate profile {FARGATE_PROFILE} together, and they start again on "
-            "the node group ClusterNodegroupSystemNodes9C3907F1 (every replica)"
+            "the node group ClusterNodegroupSystemNodesV27445704A (every replica)"
             for who in ("CoreDNS", "the Karpenter controller")
         ),
     ]
@@ -234,3 +235,49 @@ def test_subnets_in_a_zone_the_cluster_was_not_created_in_are_refused_by_eks(def
         'EKS refuses subnets in availability zones the cluster was not created in ({"Fn::Select": [2, {"Fn::GetAZs": '
         '""}]}): a cluster\'s subnets stay in its creation zones'
     )
+
+
+# The node-group hosting's root template as the code before the system node group's launch template wrote it
+# (synthesized from that commit with path metadata, as the tests synthesize): a baseline that has the old group.
+BEFORE_LAUNCH_TEMPLATE = Path(__file__).parent / "fixtures" / "nodegroup-hosting-before-launch-template.template.json"
+OLD_NODEGROUP, NEW_NODEGROUP = "ClusterNodegroupSystemNodes9C3907F1", "ClusterNodegroupSystemNodesV27445704A"
+
+
+def test_the_launch_template_replaces_the_system_node_group_ready_and_mapped_before_the_old_one_goes():
+    """EKS adds no launch template to a node group created without one, so the group with one is a new resource:
+    CloudFormation creates it in the update phase and deletes the old one in the cleanup. The replay keeps every
+    invariant (the new group's role is the old one's, mapped in aws-auth throughout; CoreDNS and the controller move
+    when the old group is drained), and the review shows the replacement and blocks it until acknowledged."""
+    new = _templates(synth(controllerHosting="nodegroup"))
+    old = {**new, TEMPLATE: json.loads(BEFORE_LAUNCH_TEMPLATE.read_text())}
+    assert "LaunchTemplate" not in old[TEMPLATE]["Resources"][OLD_NODEGROUP]["Properties"]
+    assert OLD_NODEGROUP not in new[TEMPLATE]["Resources"] and NEW_NODEGROUP not in old[TEMPLATE]["Resources"]
+    same_role = {"Fn::GetAtt": ["ControllerHostingNodeRole8E936FA0", "Arn"]}
+    assert old[TEMPLATE]["Resources"][OLD_NODEGROUP]["Properties"]["NodeRole"] == same_role
+    assert new[TEMPLATE]["Resources"][NEW_NODEGROUP]["Properties"]["NodeRole"] == same_role
+    simulation = simulate(old, new)["eks-karpenter"]
+    steps = [s.describe() for s in simulation.deploy.steps]
+    created, deleted = (
+        steps.index(f"the creation of the node group {NEW_NODEGROUP}"),
+        steps.index(f"the deletion of the node group {OLD_NODEGROUP} in the cleanup"),
+    )
+    assert steps.index("the creation of ControllerHostingLaunchTemplateB4A0B290 (AWS::EC2::LaunchTemplate)") < created
+    # the new group in the update phase (CloudFormation waits for it to be ACTIVE), the old one only in the cleanup
+    assert created < deleted and not [s for s in steps[: created + 1] if "in the cleanup" in s]
+    assert simulation.findings() == []
+    reports = rv.review(old, new)
+    text, blocking, failing = rv.render(reports, {})
+    assert failing == [] and f"eks-karpenter/{OLD_NODEGROUP}" in blocking
+    assert f"| ‼ STATEFUL | `{OLD_NODEGROUP}` | AWS::EKS::Nodegroup | - **removed** | deleted |" in text
+    assert f"|  | `{NEW_NODEGROUP}` | AWS::EKS::Nodegroup | + added | created |" in text
+    assert "the running cluster keeps every invariant" in text
+    # the flow log group gets its written name in the same deploy (the key policy names it): replaced, also blocked
+    assert blocking == [f"eks-karpenter/{OLD_NODEGROUP}", "eks-karpenter/NetworkFlowLogGroup4F8CEEEF"]
+    _, blocking, _ = rv.render(
+        reports,
+        {
+            f"eks-karpenter/{OLD_NODEGROUP}": "system nodes with their launch template (CHANGELOG)",
+            "eks-karpenter/NetworkFlowLogGroup4F8CEEEF": "flow logs to the named group (CHANGELOG)",
+        },
+    )
+    assert blocking == []
