@@ -71,7 +71,9 @@ def test_the_flow_log_group_is_named_after_the_cluster():
     renamed = synth(clusterName="payments-dev").template.to_json()["Resources"]
     (group,) = [r for r in renamed.values() if r["Type"] == "AWS::Logs::LogGroup" and "KmsKeyId" in r["Properties"]]
     assert group["Properties"]["LogGroupName"] == "/vpc-flow-logs/payments-dev"
-    (key,) = [r for r in renamed.values() if r["Type"] == "AWS::KMS::Key" and "flow logs" in r["Properties"]["Description"]]
+    (key,) = [
+        r for r in renamed.values() if r["Type"] == "AWS::KMS::Key" and "flow logs" in r["Properties"]["Description"]
+    ]
     (logs,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if "Condition" in s and s["Effect"] == "Allow"]
     arn = logs["Condition"]["ArnEquals"]["kms:EncryptionContext:aws:logs:arn"]["Fn::Join"][1]
     assert arn[-1] == ":log-group:/vpc-flow-logs/payments-dev"
@@ -97,7 +99,9 @@ def test_every_key_of_the_app_has_its_narrowed_policy(default, alternative, prod
     for synthesized in (default, alternative, production):
         keys = _keys(synthesized)
         assert sorted(keys) == ["NetworkFlowLogKeyF785E5F9", "SecretsKey317DCF94"]
-        assert all(statements[0] == ROOT_STATEMENT and statements[-1] == NO_DIRECT_GRANTS for statements in keys.values())
+        assert all(
+            statements[0] == ROOT_STATEMENT and statements[-1] == NO_DIRECT_GRANTS for statements in keys.values()
+        )
         # no statement but the account's own allows anything without a condition
         assert [s for st in keys.values() for s in st if s["Effect"] == "Allow" and "Condition" not in s] == [
             ROOT_STATEMENT,
