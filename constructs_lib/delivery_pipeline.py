@@ -14,6 +14,7 @@ stays a finding and fails the security gate.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from aws_cdk import Aws, Duration, Stack, Stage, pipelines
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_codepipeline as codepipeline
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -98,6 +100,22 @@ class RepositorySource:
     repository: str  # owner/name
     branch: str
     connection_arn: str
+
+
+# The actions CDK Pipelines grants a stage account's deploy role on an artifact key (aws-cdk-lib's grantDecrypt).
+DEPLOY_ROLE_KEY_ACTIONS = ["kms:Decrypt", "kms:DescribeKey"]
+
+
+def is_deploy_role_grant(statement: Mapping[str, Any]) -> bool:
+    """A key policy statement CDK Pipelines writes for another account's CDK deploy role: decrypt, no condition."""
+    principal = statement.get("Principal", {})
+    return (
+        statement.get("Effect") == "Allow"
+        and _listed(statement.get("Action")) == DEPLOY_ROLE_KEY_ACTIONS
+        and "Condition" not in statement
+        and isinstance(principal, dict)
+        and "-deploy-role-" in json.dumps(principal.get("AWS"))
+    )
 
 
 def nag_string(value: Any) -> str | None:
@@ -272,6 +290,7 @@ class DeliveryPipeline(Construct):
         """Build the pipeline (CDK Pipelines would at synth) and acknowledge the findings of its artifact
         buckets and the wildcards of its own policies."""
         self.pipeline.build_pipeline()
+        self._narrow_deploy_roles_key_use()
         artifact_resources = self._artifact_resources()
         for bucket in self._artifact_buckets():
             acknowledge(bucket, "AwsSolutions-S1", ARTIFACTS_LOGGED)
@@ -291,6 +310,32 @@ class DeliveryPipeline(Construct):
                 if kind is not None:
                     for finding in wildcard_findings(statement):
                         acknowledge(policy, finding, WILDCARD_REASONS[kind])
+
+    def _narrow_deploy_roles_key_use(self) -> None:
+        """Each artifact key lets the other accounts' CDK deploy roles decrypt only through S3 in the key's region.
+
+        CDK Pipelines grants each stage account's deploy role (``cdk-<qualifier>-deploy-role-...``) kms:Decrypt and
+        kms:DescribeKey on the key of the artifact bucket its stage reads, with no condition. That role uses the key
+        only as S3 reads the artifacts for it: the CDK bootstrap template gives it the key only so
+        (aws-cdk, packages/aws-cdk/lib/api/bootstrap/bootstrap-template.yaml, DeploymentActionRole, statement
+        PipelineCrossAccountArtifactsKey: ``kms:ViaService`` ``s3.${AWS::Region}.amazonaws.com``), and the key
+        policy now says the same, so no other credentials of those accounts' roles can use the key directly. S3's
+        encryption context (``aws:s3:arn``, the object's or bucket's ARN) is not used: the bucket's generated name
+        cannot be written in its own key's policy (the bucket names the key)."""
+        for bucket in self._artifact_buckets():
+            key = bucket.encryption_key
+            if isinstance(key, kms.Alias):  # a replication bucket knows its key by its alias
+                key = key.alias_target_key
+            cfn = key.node.default_child if key is not None else None
+            if not isinstance(cfn, kms.CfnKey):
+                continue
+            statements = Stack.of(cfn).resolve(cfn.key_policy).get("Statement", [])
+            for index, statement in enumerate(statements):
+                if is_deploy_role_grant(statement):
+                    cfn.add_property_override(
+                        f"KeyPolicy.Statement.{index}.Condition",
+                        {"StringEquals": {"kms:ViaService": f"s3.{Aws.REGION}.amazonaws.com"}},
+                    )
 
     def _artifact_buckets(self) -> list[s3.IBucket]:
         """The pipeline's artifact bucket and the replication buckets of stages in other regions."""

@@ -405,3 +405,42 @@ def test_the_pipeline_is_the_apps_not_an_environments():
     assert _refused(**settings) == (
         "environments.dev.pipeline: the pipeline is the app's, set at the top level only (environments.dev)"
     )
+
+
+def test_the_other_accounts_deploy_roles_use_the_artifact_keys_only_through_s3(delivery):
+    """Issue 33, point 4: each artifact key's statement for a stage account's CDK deploy role (the dev account's on
+    the pipeline's key, the prod account's on the us-east-1 replication key) holds the condition the CDK bootstrap
+    template puts on that role's own key permission: kms:ViaService s3 of the key's region."""
+    support = json.loads(delivery.templates()["cross-region-stack-111122223333_us-east-1.template.json"].read_text())
+    found = {}
+    for template in (delivery.json, support):
+        ((_, key),) = _of_type(template, "AWS::KMS::Key").items()
+        statements = key["Properties"]["KeyPolicy"]["Statement"]
+        (deploy_role,) = [s for s in statements if "deploy-role" in json.dumps(s["Principal"])]
+        found[json.dumps(deploy_role["Principal"]["AWS"]["Fn::Join"][1][-1])] = deploy_role
+        assert deploy_role["Action"] == ["kms:Decrypt", "kms:DescribeKey"]
+        assert deploy_role["Condition"] == {
+            "StringEquals": {"kms:ViaService": {"Fn::Join": ["", ["s3.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}}
+        }
+        # the pipeline account's own statements are untouched (CDK Pipelines' roles use the key through IAM)
+        assert [s for s in statements if "Condition" in s] == [deploy_role]
+    assert sorted(found) == [
+        '":iam::123456789012:role/cdk-hnb659fds-deploy-role-123456789012-us-east-1"',
+        '":iam::444455556666:role/cdk-hnb659fds-deploy-role-444455556666-eu-west-1"',
+    ]
+
+
+def test_only_a_deploy_roles_unconditioned_decrypt_grant_is_narrowed():
+    from constructs_lib.delivery_pipeline import is_deploy_role_grant
+
+    grant = {
+        "Action": ["kms:Decrypt", "kms:DescribeKey"],
+        "Effect": "Allow",
+        "Principal": {"AWS": "arn:aws:iam::444455556666:role/cdk-hnb659fds-deploy-role-444455556666-eu-west-1"},
+        "Resource": "*",
+    }
+    assert is_deploy_role_grant(grant)
+    assert not is_deploy_role_grant({**grant, "Principal": {"AWS": "arn:aws:iam::111122223333:root"}})
+    assert not is_deploy_role_grant({**grant, "Action": "kms:*"})
+    assert not is_deploy_role_grant({**grant, "Condition": {"Bool": {"aws:SecureTransport": "true"}}})
+    assert not is_deploy_role_grant({**grant, "Effect": "Deny"})
