@@ -4,6 +4,8 @@ cluster; and the command a user runs against the baseline they accepted (`make a
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 from pathlib import Path
 
@@ -330,3 +332,51 @@ def test_the_command_against_the_baseline_the_user_accepted(tmp_path, capsys, mo
     assert capsys.readouterr().err.startswith('Configuration error:\nclusterName = "bad name": must start with')
     assert rv.main(["--context-file", "examples/no-such.json"]) == 2
     assert capsys.readouterr().err == 'CONTEXT_FILE="examples/no-such.json": no such file\n'
+
+
+NODEGROUP_TEMPLATE = "eks-karpenter.template"
+BEFORE_LAUNCH_TEMPLATE = Path(__file__).parent / "fixtures" / "nodegroup-hosting-before-launch-template.template.json"
+
+
+def test_a_launch_template_added_to_a_deployed_node_group_in_place_fails_the_deploy():
+    """EKS adds no launch template to a node group created without one (UpdateNodegroupVersion): the same logical
+    id with a launch template is refused by EKS, which is why the app's node group with one is a new resource."""
+    new = rv.synthesized_templates(Path(synth(controllerHosting="nodegroup").app.outdir))
+    old = {**new, NODEGROUP_TEMPLATE: json.loads(BEFORE_LAUNCH_TEMPLATE.read_text())}
+    in_place = copy.deepcopy(new)
+    resources = in_place[NODEGROUP_TEMPLATE]["Resources"]
+    resources["ClusterNodegroupSystemNodes9C3907F1"] = resources.pop("ClusterNodegroupSystemNodesV27445704A")
+    text, _, failing = rv.render(rv.review(old, in_place), {})
+    assert failing == ["eks-karpenter/ClusterNodegroupSystemNodes9C3907F1"]
+    assert (
+        "| ✗ FAILS | `ClusterNodegroupSystemNodes9C3907F1` | AWS::EKS::Nodegroup | ✗ **fails** | the deploy fails: "
+        "LaunchTemplate is added: EKS adds no launch template to a node group created without one; a node group "
+        "with a launch template must be a new node group (a new logical id) |" in text
+    )
+    # another launch template for a deployed group: refused as well; a new version of the same one is not
+    other = copy.deepcopy(new)
+    group = other[NODEGROUP_TEMPLATE]["Resources"]["ClusterNodegroupSystemNodesV27445704A"]["Properties"]
+    group["LaunchTemplate"]["Id"] = "lt-0123456789abcdef0"
+    _, _, failing = rv.render(rv.review(new, other), {})
+    assert failing == ["eks-karpenter/ClusterNodegroupSystemNodesV27445704A"]
+
+
+def test_a_launch_template_change_rolls_the_system_nodes():
+    """The node group reads the template's LatestVersionNumber: an update of the template gives it a new version,
+    and EKS replaces its nodes one at a time."""
+    new = rv.synthesized_templates(Path(synth(controllerHosting="nodegroup").app.outdir))
+    changed = copy.deepcopy(new)
+    template = changed[NODEGROUP_TEMPLATE]["Resources"]["ControllerHostingLaunchTemplateB4A0B290"]["Properties"]
+    template["LaunchTemplateData"]["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] = 40
+    reports = {r.name: r for r in rv.review(new, changed)}
+    changes = {c.logical_id: c for c in reports["eks-karpenter"].changes}
+    assert sorted(changes) == ["ClusterNodegroupSystemNodesV27445704A", "ControllerHostingLaunchTemplateB4A0B290"]
+    group = changes["ClusterNodegroupSystemNodesV27445704A"]
+    assert (group.action, group.why) == (
+        "updated",
+        "in place: LaunchTemplate.Version (a new version of ControllerHostingLaunchTemplateB4A0B290, which is updated)",
+    )
+    assert group.effects == [
+        "the node group's nodes are replaced one at a time (LaunchTemplate.Version): EKS drains each, its pods are "
+        "evicted and rescheduled"
+    ]

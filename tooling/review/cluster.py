@@ -202,9 +202,37 @@ def fargate_update(logical_id: str, stateful: str | None) -> Change:
     )
 
 
+def nodegroup_launch_template_refusal(
+    old: dict[str, Any], new: dict[str, Any], replaced: set[str] | None = None
+) -> str | None:
+    """Why EKS refuses a managed node group's update of its launch template (None: it does not). EKS changes only
+    the version of the launch template a group was created with: "You can update a node group using a launch
+    template only if the node group was originally deployed with a launch template" (EKS API Reference,
+    UpdateNodegroupVersion), and "After node group creation, you cannot use a different ID" (CloudFormation
+    reference, AWS::EKS::Nodegroup LaunchTemplateSpecification)."""
+    before, after = old.get("LaunchTemplate"), new.get("LaunchTemplate")
+    if after is None or before == after:
+        return None
+    fix = "; a node group with a launch template must be a new node group (a new logical id)"
+    if before is None:
+        return "LaunchTemplate is added: EKS adds no launch template to a node group created without one" + fix
+    for key in ("Id", "Name"):
+        if _differs(before.get(key), after.get(key), replaced or set()):
+            return f"LaunchTemplate.{key} changes: EKS keeps the launch template a node group was created with" + fix
+    return None
+
+
 # In-place updates that restart pods or replace nodes (EKS managed node groups and add-ons).
 _NODEGROUP_ROLLS = ("Version", "ReleaseVersion", "LaunchTemplate")
 _ADDON_ROLLS = ("AddonVersion", "ConfigurationValues")
+
+
+def nodegroup_roll(causes: list[str]) -> str:
+    """What a managed node group's update of ``causes`` (properties) does to its nodes."""
+    return (
+        f"the node group's nodes are replaced one at a time ({', '.join(causes)}): EKS drains each, its pods "
+        "are evicted and rescheduled"
+    )
 
 
 def _rolling_effects(kind: str, old: dict[str, Any], new: dict[str, Any], action: str) -> list[str]:
@@ -213,10 +241,7 @@ def _rolling_effects(kind: str, old: dict[str, Any], new: dict[str, Any], action
     if kind == "AWS::EKS::Nodegroup":
         rolls = [k for k in _NODEGROUP_ROLLS if old.get(k) != new.get(k)]
         if rolls:
-            return [
-                f"the node group's nodes are replaced one at a time ({', '.join(rolls)}): EKS drains each, its pods "
-                "are evicted and rescheduled"
-            ]
+            return [nodegroup_roll(rolls)]
     if kind == "AWS::EKS::Addon":
         rolls = [k for k in _ADDON_ROLLS if old.get(k) != new.get(k)]
         if rolls:

@@ -10,11 +10,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .cluster import FARGATE_PROFILES, _fargate_evicts, _rolling_effects, cluster_update, fargate_update
+from .cluster import (
+    FARGATE_PROFILES,
+    _fargate_evicts,
+    _rolling_effects,
+    cluster_update,
+    fargate_update,
+    nodegroup_launch_template_refusal,
+    nodegroup_roll,
+)
 from .kubernetes import _helm_effects, kubernetes_effects, manifest_update
 from .model import CLUSTER, CUSTOM_RESOURCE_RULES, FARGATE, HELM, MANIFEST, PATCH, Change, _stateful
 from .values import _MISSING, _at, _differs, _render
 
+NODEGROUP = "AWS::EKS::Nodegroup"
 _SCHEMAS: dict[str, list[tuple[str, ...]] | None] = {}
 _PROVIDER: list[tuple[Path, dict[str, str]]] = []  # (schemas folder, type -> schema file), read once
 
@@ -150,7 +159,34 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
                 grown = True
         if not grown:
             break
+    for logical_id in kept:
+        if logical_id not in changes and (rolled := _new_launch_template_version(after[logical_id], changes)):
+            changes[logical_id] = Change(
+                logical_id,
+                NODEGROUP,
+                "updated",
+                f"in place: LaunchTemplate.Version (a new version of {rolled}, which is updated)",
+                _stateful(logical_id, NODEGROUP),
+                [nodegroup_roll(["LaunchTemplate.Version"])],
+            )
     return [changes[k] for k in sorted(changes)]
+
+
+def _new_launch_template_version(resource: dict[str, Any], changes: dict[str, Change]) -> str | None:
+    """The launch template whose update gives a node group a new version to roll to (its ``LaunchTemplate.Version``
+    reads the template's latest or default version number, which CloudFormation's update of the template
+    changes, and the node group is updated with it), or None."""
+    if resource.get("Type") != NODEGROUP:
+        return None
+    version = (resource.get("Properties", {}).get("LaunchTemplate") or {}).get("Version")
+    target = version.get("Fn::GetAtt") if isinstance(version, dict) else None
+    if not isinstance(target, list) or len(target) != 2:
+        return None
+    name, attribute = target
+    change = changes.get(name)
+    if change is None or change.action != "updated" or change.type != "AWS::EC2::LaunchTemplate":
+        return None
+    return str(name) if attribute in ("LatestVersionNumber", "DefaultVersionNumber") else None
 
 
 def _kept_change(
@@ -183,6 +219,8 @@ def _kept_change(
         return Change(
             logical_id, kind, "updated", f"its handler decides (not modelled): {', '.join(changed)}", stateful
         )
+    if kind == NODEGROUP and (refused := nodegroup_launch_template_refusal(props_old, props_new, replaced)):
+        return Change(logical_id, kind, "fails", f"the deploy fails: {refused}", stateful)
     action, why = _aws_change(kind, props_old, props_new, replaced)
     return Change(logical_id, kind, action, why, stateful, _rolling_effects(kind, props_old, props_new, action))
 
