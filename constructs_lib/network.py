@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from aws_cdk import Aws, Tags
+from aws_cdk import Aws, Fn, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -23,9 +23,11 @@ LOGS_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:R
 
 
 def flow_log_group_name(cluster_name: str) -> str:
-    """The flow log group's name, written so that the key policy can name the group without referencing it (EKS
-    cluster names are unique in an account and Region, and so is this)."""
-    return f"/vpc-flow-logs/{cluster_name}"
+    """The flow log group's name, written so that the key policy can name the group without referencing it:
+    ``/vpc-flow-logs/<cluster>/<the stack's id>``. The stack's id (the UUID ending its AWS::StackId) keeps the name
+    unique to this stack: the production profile keeps the group when the stack is destroyed, and a stack created
+    again for the same cluster name must not find its name taken."""
+    return f"/vpc-flow-logs/{cluster_name}/" + Fn.select(2, Fn.split("/", Aws.STACK_ID))
 
 
 class ClusterVpc(Construct):

@@ -32,10 +32,15 @@ def _keys(synthesized) -> dict[str, list[dict]]:
     }
 
 
+# The UUID that ends the stack's id (arn:...:stack/<name>/<uuid>): unique to this stack.
+STACK_UUID = {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}
+
+
 def test_cloudwatch_logs_may_use_the_flow_log_key_only_for_the_flow_log_group(default):
     resources = default.template.to_json()["Resources"]
     group = resources["NetworkFlowLogGroup4F8CEEEF"]["Properties"]
-    assert group["LogGroupName"] == "/vpc-flow-logs/eks-karpenter" == flow_log_group_name("eks-karpenter")
+    assert group["LogGroupName"] == {"Fn::Join": ["", ["/vpc-flow-logs/eks-karpenter/", STACK_UUID]]}
+    assert default.stack.resolve(flow_log_group_name("eks-karpenter")) == group["LogGroupName"]
     assert group["KmsKeyId"] == {"Fn::GetAtt": ["NetworkFlowLogKeyF785E5F9", "Arn"]}
     assert _keys(default)["NetworkFlowLogKeyF785E5F9"] == [
         ROOT_STATEMENT,
@@ -53,7 +58,8 @@ def test_cloudwatch_logs_may_use_the_flow_log_key_only_for_the_flow_log_group(de
                                 {"Ref": "AWS::Region"},
                                 ":",
                                 {"Ref": "AWS::AccountId"},
-                                ":log-group:/vpc-flow-logs/eks-karpenter",
+                                ":log-group:/vpc-flow-logs/eks-karpenter/",
+                                STACK_UUID,
                             ],
                         ]
                     }
@@ -67,16 +73,18 @@ def test_cloudwatch_logs_may_use_the_flow_log_key_only_for_the_flow_log_group(de
     ]
 
 
-def test_the_flow_log_group_is_named_after_the_cluster():
+def test_the_flow_log_group_is_named_after_the_cluster_and_the_stack():
+    """The stack's UUID in the name: a production stack destroyed keeps its group (retainOnDestroy), and the stack
+    created again for the cluster must not find the name taken."""
     renamed = synth(clusterName="payments-dev").template.to_json()["Resources"]
     (group,) = [r for r in renamed.values() if r["Type"] == "AWS::Logs::LogGroup" and "KmsKeyId" in r["Properties"]]
-    assert group["Properties"]["LogGroupName"] == "/vpc-flow-logs/payments-dev"
+    assert group["Properties"]["LogGroupName"] == {"Fn::Join": ["", ["/vpc-flow-logs/payments-dev/", STACK_UUID]]}
     (key,) = [
         r for r in renamed.values() if r["Type"] == "AWS::KMS::Key" and "flow logs" in r["Properties"]["Description"]
     ]
     (logs,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if "Condition" in s and s["Effect"] == "Allow"]
     arn = logs["Condition"]["ArnEquals"]["kms:EncryptionContext:aws:logs:arn"]["Fn::Join"][1]
-    assert arn[-1] == ":log-group:/vpc-flow-logs/payments-dev"
+    assert arn[-2:] == [":log-group:/vpc-flow-logs/payments-dev/", STACK_UUID]
 
 
 def test_the_secrets_key_allows_only_grants_an_aws_service_makes_for_its_resources(default, production):
