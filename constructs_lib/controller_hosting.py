@@ -54,7 +54,7 @@ def system_node_role(scope: Construct) -> iam.Role:
     return role
 
 
-# The system node group's construct id. "SystemNodes" (logical id ClusterNodegroupSystemNodes9C3907F1) was created
+# The system node group's construct id. The group "SystemNodes" (at Cluster/NodegroupSystemNodes) was created
 # without a launch template, and EKS adds none to a node group later: "You can update a node group using a launch
 # template only if the node group was originally deployed with a launch template" (EKS API Reference,
 # UpdateNodegroupVersion, https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupVersion.html;

@@ -159,6 +159,12 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
                 grown = True
         if not grown:
             break
+    _add_launch_template_rolls(kept, after, changes)
+    return [changes[k] for k in sorted(changes)]
+
+
+def _add_launch_template_rolls(kept: list[str], after: dict[str, Any], changes: dict[str, Change]) -> None:
+    """The node groups left unchanged whose launch template is updated: they roll to its new version."""
     for logical_id in kept:
         if logical_id not in changes and (rolled := _new_launch_template_version(after[logical_id], changes)):
             changes[logical_id] = Change(
@@ -169,7 +175,6 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
                 _stateful(logical_id, NODEGROUP),
                 [nodegroup_roll(["LaunchTemplate.Version"])],
             )
-    return [changes[k] for k in sorted(changes)]
 
 
 def _new_launch_template_version(resource: dict[str, Any], changes: dict[str, Change]) -> str | None:
