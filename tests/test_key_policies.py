@@ -5,7 +5,6 @@ AWS service for one of its resources (EKS's grant of the secrets encryption)."""
 from __future__ import annotations
 
 from constructs_lib.network import flow_log_group_name
-from tests.conftest import synth
 
 ROOT_STATEMENT = {
     "Action": "kms:*",
@@ -73,18 +72,18 @@ def test_cloudwatch_logs_may_use_the_flow_log_key_only_for_the_flow_log_group(de
     ]
 
 
-def test_the_flow_log_group_is_named_after_the_cluster_and_the_stack():
+def test_the_flow_log_group_is_named_after_the_cluster_and_the_stack(alternative):
     """The stack's UUID in the name: a production stack destroyed keeps its group (retainOnDestroy), and the stack
     created again for the cluster must not find the name taken."""
-    renamed = synth(clusterName="payments-dev").template.to_json()["Resources"]
+    renamed = alternative.template.to_json()["Resources"]  # clusterName alt_cluster-1
     (group,) = [r for r in renamed.values() if r["Type"] == "AWS::Logs::LogGroup" and "KmsKeyId" in r["Properties"]]
-    assert group["Properties"]["LogGroupName"] == {"Fn::Join": ["", ["/vpc-flow-logs/payments-dev/", STACK_UUID]]}
+    assert group["Properties"]["LogGroupName"] == {"Fn::Join": ["", ["/vpc-flow-logs/alt_cluster-1/", STACK_UUID]]}
     (key,) = [
         r for r in renamed.values() if r["Type"] == "AWS::KMS::Key" and "flow logs" in r["Properties"]["Description"]
     ]
     (logs,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if "Condition" in s and s["Effect"] == "Allow"]
     arn = logs["Condition"]["ArnEquals"]["kms:EncryptionContext:aws:logs:arn"]["Fn::Join"][1]
-    assert arn[-2:] == [":log-group:/vpc-flow-logs/payments-dev/", STACK_UUID]
+    assert arn[-2:] == [":log-group:/vpc-flow-logs/alt_cluster-1/", STACK_UUID]
 
 
 def test_the_secrets_key_allows_only_grants_an_aws_service_makes_for_its_resources(default, production):
