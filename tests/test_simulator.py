@@ -238,7 +238,7 @@ def test_subnets_in_a_zone_the_cluster_was_not_created_in_are_refused_by_eks(def
 
 
 # The node-group hosting's root template as the code before the system node group's launch template wrote it
-# (synthesized from commit 3664778 with path metadata, as the tests synthesize): a baseline that has the old group.
+# (synthesized from main at 34d3851 with path metadata, as the tests synthesize): a baseline that has the old group.
 # That commit's nested templates are today's, byte for byte (checked when the fixture was made), so the old root
 # with today's nested templates is that commit's whole synth.
 BEFORE_LAUNCH_TEMPLATE = Path(__file__).parent / "fixtures" / "nodegroup-hosting-before-launch-template.template.json"
