@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from aws_cdk import Aws, Fn, Tags
+from aws_cdk import Aws, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -22,12 +22,12 @@ PLACEHOLDER_VPC_ID = "vpc-12345"
 LOGS_KEY_ACTIONS = ("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*")
 
 
-def flow_log_group_name(cluster_name: str) -> str:
-    """The flow log group's name, written so that the key policy can name the group without referencing it:
-    ``/vpc-flow-logs/<cluster>/<the stack's id>``. The stack's id (the UUID ending its AWS::StackId) keeps the name
-    unique to this stack: the production profile keeps the group when the stack is destroyed, and a stack created
-    again for the same cluster name must not find its name taken."""
-    return f"/vpc-flow-logs/{cluster_name}/" + Fn.select(2, Fn.split("/", Aws.STACK_ID))
+def flow_log_key_context() -> str:
+    """What the flow log key's CloudWatch Logs statement accepts as the log group's ARN (the encryption context
+    CloudWatch Logs sends): this account's log groups in this region. Not the flow log group's own ARN: its name is
+    CloudFormation's (a reference to it would make a cycle, the group naming the key), and giving it a written name
+    would replace every deployed stack's group and flow log -- and leave a kept production group unreadable."""
+    return f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:*"
 
 
 class ClusterVpc(Construct):
@@ -85,34 +85,22 @@ class ClusterVpc(Construct):
         self.flow_log_key = kms.Key(
             self, "FlowLogKey", description=f"VPC flow logs of EKS cluster {cluster_name}", enable_key_rotation=True
         )
-        name = flow_log_group_name(cluster_name)
-        # CloudWatch Logs may use the key for this log group only. It sends the log group's ARN as the encryption
-        # context kms:EncryptionContext:aws:logs:arn on every call (CloudWatch Logs User Guide, "Encrypt log data in
-        # CloudWatch Logs using AWS Key Management Service",
+        # CloudWatch Logs may use the key only for log groups of this account in this region. It sends the log
+        # group's ARN as the encryption context kms:EncryptionContext:aws:logs:arn on every call (CloudWatch Logs User
+        # Guide, "Encrypt log data in CloudWatch Logs using AWS Key Management Service",
         # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html: the key policy
-        # statement for logs.<region>.amazonaws.com with ArnEquals on that key). The ARN is written from the group's
-        # name: a reference to the group would make a cycle (the group names this key).
+        # statement for logs.<region>.amazonaws.com with a condition on that key).
         self.flow_log_key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal(f"logs.{Aws.REGION}.amazonaws.com")],
                 actions=list(LOGS_KEY_ACTIONS),
                 resources=["*"],
-                conditions={
-                    "ArnEquals": {
-                        "kms:EncryptionContext:aws:logs:arn": (
-                            f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:{name}"
-                        )
-                    }
-                },
+                conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": flow_log_key_context()}},
             )
         )
         deny_direct_grants(self.flow_log_key)
         self.flow_log_group = logs.LogGroup(
-            self,
-            "FlowLogGroup",
-            log_group_name=name,
-            retention=FLOW_LOG_RETENTION,
-            encryption_key=self.flow_log_key,
+            self, "FlowLogGroup", retention=FLOW_LOG_RETENTION, encryption_key=self.flow_log_key
         )
         self.flow_log = self.vpc.add_flow_log(
             "FlowLog",

@@ -1,10 +1,10 @@
 """The app's KMS keys allow their service only what it needs (issue 33, point 4): CloudWatch Logs uses the flow log
-key only for the flow log group (the encryption context it sends), and no grant on either key is made except by an
+key only for log groups of this account and region (the encryption context it sends), and no grant on either key is made except by an
 AWS service for one of its resources (EKS's grant of the secrets encryption)."""
 
 from __future__ import annotations
 
-from constructs_lib.network import flow_log_group_name
+from constructs_lib.network import flow_log_key_context
 
 ROOT_STATEMENT = {
     "Action": "kms:*",
@@ -31,59 +31,37 @@ def _keys(synthesized) -> dict[str, list[dict]]:
     }
 
 
-# The UUID that ends the stack's id (arn:...:stack/<name>/<uuid>): unique to this stack.
-STACK_UUID = {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}
-
-
-def test_cloudwatch_logs_may_use_the_flow_log_key_only_for_the_flow_log_group(default):
+def test_cloudwatch_logs_may_use_the_flow_log_key_only_for_this_accounts_log_groups_in_this_region(default):
     resources = default.template.to_json()["Resources"]
     group = resources["NetworkFlowLogGroup4F8CEEEF"]["Properties"]
-    assert group["LogGroupName"] == {"Fn::Join": ["", ["/vpc-flow-logs/eks-karpenter/", STACK_UUID]]}
-    assert default.stack.resolve(flow_log_group_name("eks-karpenter")) == group["LogGroupName"]
+    assert "LogGroupName" not in group  # CloudFormation's name, as deployed stacks have it (no replacement)
     assert group["KmsKeyId"] == {"Fn::GetAtt": ["NetworkFlowLogKeyF785E5F9", "Arn"]}
+    context = {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":logs:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":log-group:*",
+            ],
+        ]
+    }
+    assert default.stack.resolve(flow_log_key_context()) == context
     assert _keys(default)["NetworkFlowLogKeyF785E5F9"] == [
         ROOT_STATEMENT,
         {
             "Action": ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
-            "Condition": {
-                "ArnEquals": {
-                    "kms:EncryptionContext:aws:logs:arn": {
-                        "Fn::Join": [
-                            "",
-                            [
-                                "arn:",
-                                {"Ref": "AWS::Partition"},
-                                ":logs:",
-                                {"Ref": "AWS::Region"},
-                                ":",
-                                {"Ref": "AWS::AccountId"},
-                                ":log-group:/vpc-flow-logs/eks-karpenter/",
-                                STACK_UUID,
-                            ],
-                        ]
-                    }
-                }
-            },
+            "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": context}},
             "Effect": "Allow",
             "Principal": {"Service": {"Fn::Join": ["", ["logs.", {"Ref": "AWS::Region"}, ".amazonaws.com"]]}},
             "Resource": "*",
         },
         NO_DIRECT_GRANTS,
     ]
-
-
-def test_the_flow_log_group_is_named_after_the_cluster_and_the_stack(alternative):
-    """The stack's UUID in the name: a production stack destroyed keeps its group (retainOnDestroy), and the stack
-    created again for the cluster must not find the name taken."""
-    renamed = alternative.template.to_json()["Resources"]  # clusterName alt_cluster-1
-    (group,) = [r for r in renamed.values() if r["Type"] == "AWS::Logs::LogGroup" and "KmsKeyId" in r["Properties"]]
-    assert group["Properties"]["LogGroupName"] == {"Fn::Join": ["", ["/vpc-flow-logs/alt_cluster-1/", STACK_UUID]]}
-    (key,) = [
-        r for r in renamed.values() if r["Type"] == "AWS::KMS::Key" and "flow logs" in r["Properties"]["Description"]
-    ]
-    (logs,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if "Condition" in s and s["Effect"] == "Allow"]
-    arn = logs["Condition"]["ArnEquals"]["kms:EncryptionContext:aws:logs:arn"]["Fn::Join"][1]
-    assert arn[-2:] == [":log-group:/vpc-flow-logs/alt_cluster-1/", STACK_UUID]
 
 
 def test_the_secrets_key_allows_only_grants_an_aws_service_makes_for_its_resources(default, production):
