@@ -3,9 +3,10 @@
 #   make test    set up and run the whole test suite: the product's tests and the gate of your configuration
 # Everything is installed into this folder (.venv/, node_modules/) from the project's own files.
 #
-# Every target that synthesizes (synth, cdk, check, review, accept, test) takes the same two variables:
+# Every target that synthesizes (synth, cdk, check, review, accept, test) takes the same three variables:
 #   CONTEXT_FILE=<file.json>   a JSON object of settings (e.g. examples/gpu.json), given to the app as -c flags
-#   ARGS="-c key=value ..."    more arguments: settings as -c flags (for `make cdk`, the CDK command first)
+#   SET='{"key": value, ...}'  a JSON object of settings written out, quoted once (wins over CONTEXT_FILE)
+#   ARGS="-c key=value ..."    more arguments: settings as -c flags (for `make cdk`, the CDK command first; win over SET)
 # `make help` lists the targets.
 
 PYTHON ?= python3
@@ -18,9 +19,20 @@ unexport PYTHONDONTWRITEBYTECODE
 # The CLI's periodic notices and telemetry are noise in CI logs.
 export CDK_DISABLE_CLI_TELEMETRY := true
 
+# What you give make is data, never shell: ARGS, SET, CONTEXT_FILE, BASE, LIVE and PYTEST_ARGS are exported as
+# written (make expands nothing in them) and no recipe pastes them into a shell line. The tools get them from the
+# environment: RUN (tooling/make_args.py) appends SET's settings as -c flags and the words of ARGS or PYTEST_ARGS,
+# split as a shell splits them (quotes, backslashes) with nothing run; single values are quoted ("$$BASE").
+override ARGS := $(value ARGS)
+override SET := $(value SET)
+override CONTEXT_FILE := $(value CONTEXT_FILE)
+override BASE := $(value BASE)
+override LIVE := $(value LIVE)
+override PYTEST_ARGS := $(value PYTEST_ARGS)
+export ARGS SET CONTEXT_FILE BASE LIVE PYTEST_ARGS
+RUN := python -m tooling.make_args
 # The CDK CLI with CONTEXT_FILE's settings as -c flags (a missing or unreadable file stops here, exit 2).
 CDK := python -m tooling.cdk
-export CONTEXT_FILE
 ifdef CDK_ARGS
 $(error CDK_ARGS is no longer read: pass settings with ARGS, e.g. make synth ARGS="-c clusterName=payments-dev")
 endif
@@ -41,13 +53,13 @@ help:
 	@echo "Developing this project:"
 	@sed -n 's/^### /  /p' $(MAKEFILE_LIST)
 
-## synth: set up and synthesize your configuration into cdk.out/ (CONTEXT_FILE, ARGS)
+## synth: set up and synthesize your configuration into cdk.out/ (CONTEXT_FILE, SET='{"key": value}', ARGS="-c key=value")
 synth: $(RUNTIME_STAMP) $(NODE_STAMP)
-	@$(CDK) --check
+	@$(RUN) SET ARGS -- $(CDK) --check
 	@# The CLI never removes old templates: synthesize into a folder of its own, and replace cdk.out/ with it
 	@# only when the synth succeeds (a failed one keeps the last good cdk.out/).
 	rm -rf cdk.out.next
-	$(CDK) synth --quiet --output cdk.out.next $(ARGS)
+	$(RUN) SET ARGS -- $(CDK) synth --quiet --output cdk.out.next
 	rm -rf cdk.out && mv cdk.out.next cdk.out
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
@@ -56,26 +68,27 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 # scanners, the in-process tests, and the tests that run commands as a user types them. The in-process tests are
 # the longest chain (one process): the other jobs run niced (NICE), on the CPU time it leaves.
 test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
-	@$(CDK) --check-config $(ARGS)
+	@$(RUN) SET ARGS -- $(CDK) --check-config
 	@$(MAKE) --no-print-directory -j6 --output-sync=target pytest pytest-cli lint scan
 
 ## check: only the gate of your configuration: synth of every environment, cdk-nag, cfn-lint, CRD schema and CEL
 check: $(DEV_STAMP) $(NODE_STAMP)
-	@$(CDK) --check-config $(ARGS)
+	@$(RUN) SET ARGS -- $(CDK) --check-config
 	@$(MAKE) --no-print-directory gate
 	$(GATE_ENV) python -m pytest -q -p no:cacheprovider -p no:hypothesispytest tests/test_your_configuration.py
 	python -m tooling.scan cfn-lint $(GATE)/cdk.out/*.template.json
 
 ### gate: synthesize your configuration through the CLI into .gate/ (what the gate's tests and the scanners read)
-# The gate's synth: your configuration (cdk.json, CONTEXT_FILE, ARGS) through the CDK CLI as `make synth` runs it,
+# The gate's synth: your configuration (cdk.json, CONTEXT_FILE, SET, ARGS) through the CDK CLI as `make synth` runs it,
 # into .gate/ (your cdk.out/ is left alone); tests/test_your_configuration.py and the scanners read it.
 GATE := .gate
 # The jobs beside the in-process tests yield to them (`make test`); run alone, nice changes nothing.
 NICE := nice -n 10
-GATE_ENV = KARPENTER_GATE_ARGS='$(subst ','"'"',$(ARGS))' KARPENTER_GATE_OUT=$(GATE)
+# (tests/test_your_configuration.py reads CONTEXT_FILE, SET and ARGS from the environment, as RUN does)
+GATE_ENV = KARPENTER_GATE_OUT=$(GATE)
 gate: $(RUNTIME_STAMP) $(NODE_STAMP)
 	@rm -rf $(GATE) && mkdir -p $(GATE)
-	@$(CDK) synth --quiet --output $(GATE)/cdk.out $(ARGS) >$(GATE)/synth.out 2>$(GATE)/synth.err; \
+	@$(RUN) SET ARGS -- $(CDK) synth --quiet --output $(GATE)/cdk.out >$(GATE)/synth.out 2>$(GATE)/synth.err; \
 		status=$$?; echo $$status >$(GATE)/synth.status; \
 		if [ -s $(GATE)/synth.err ]; then cat $(GATE)/synth.err >&2; fi; \
 		if [ $$status -ne 0 ]; then echo "make synth of your configuration failed" >&2; fi; \
@@ -87,7 +100,7 @@ NO_TESTS_IS_FINE := || [ $$? -eq 5 ]
 
 ### pytest: the in-process tests (PYTEST_ARGS)
 pytest: $(DEV_STAMP) $(NODE_STAMP)
-	$(PYTEST) -m "not cli" $(PYTEST_ARGS) $(NO_TESTS_IS_FINE)
+	$(RUN) PYTEST_ARGS -- $(PYTEST) -m "not cli" $(NO_TESTS_IS_FINE)
 
 ### pytest-cli: the tests that run commands as a user types them (PYTEST_ARGS), as two jobs: examples, commands
 pytest-cli: pytest-examples pytest-commands
@@ -96,10 +109,10 @@ CLI_TESTS = $(shell grep -l '@pytest.mark.cli' tests/test_*.py)
 EXAMPLE_TESTS = $(shell grep -l '@pytest.mark.examples' tests/test_*.py)
 ### pytest-examples: every example of examples/ through the README's command
 pytest-examples: $(DEV_STAMP) $(NODE_STAMP) gate
-	$(GATE_ENV) $(PYTEST) -m "cli and examples" $(PYTEST_ARGS) $(EXAMPLE_TESTS) $(NO_TESTS_IS_FINE)
+	$(GATE_ENV) $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and examples" $(EXAMPLE_TESTS) $(NO_TESTS_IS_FINE)
 ### pytest-commands: the other tests that run commands (the gate of your configuration among them)
 pytest-commands: $(DEV_STAMP) $(NODE_STAMP) gate
-	$(GATE_ENV) $(PYTEST) -m "cli and not examples" $(PYTEST_ARGS) $(CLI_TESTS) $(NO_TESTS_IS_FINE)
+	$(GATE_ENV) $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and not examples" $(CLI_TESTS) $(NO_TESTS_IS_FINE)
 
 ### lint: ruff (lint and format) and strict mypy, as the pre-commit hooks run them
 lint: $(DEV_STAMP)
@@ -127,9 +140,9 @@ hooks: $(DEV_STAMP)
 	python -m pip install -q -r requirements-hooks.txt
 	pre-commit install
 
-## cdk: any CDK command with the project's toolchain, e.g. make cdk ARGS="deploy --all" (CONTEXT_FILE)
+## cdk: any CDK command with the project's toolchain, e.g. make cdk ARGS="deploy --all" (CONTEXT_FILE, SET)
 cdk: $(RUNTIME_STAMP) $(NODE_STAMP)
-	$(CDK) $(ARGS)
+	$(RUN) SET ARGS -- $(CDK)
 
 ### docs: regenerate what docs/ derives from the code
 # Regenerate docs/configuration-reference.md and docs/acknowledgments.md from the code.
@@ -155,7 +168,7 @@ transitions: $(DEV_STAMP) $(NODE_STAMP)
 
 ## upstream-examples: Karpenter's own examples/v1 through nodeManifests: accepted or refused, what differs (ARGS="--settings <file>": its typed settings)
 upstream-examples: $(DEV_STAMP) $(NODE_STAMP)
-	@python -m tooling.upstream_examples $(ARGS)
+	@$(RUN) ARGS -- python -m tooling.upstream_examples
 
 ## template-diff: what the project's Karpenter template changes from upstream's (templates/upstream/), and why
 template-diff: $(RUNTIME_STAMP)
@@ -170,16 +183,16 @@ release-ids: $(DEV_STAMP) $(NODE_STAMP)
 ### bench: synth time of this project against aws_eks + cdk-eks-karpenter
 # Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)
-	python -m tooling.bench.bench $(ARGS)
+	$(RUN) ARGS -- python -m tooling.bench.bench
 
-## review: what deploying your synth over your accepted baseline would do (CONTEXT_FILE, ARGS, BASE=<git rev>; LIVE=1: over the deployed stacks)
+## review: what deploying your synth over your accepted baseline would do (CONTEXT_FILE, SET, ARGS, BASE=<git rev>; LIVE=1: over the deployed stacks)
 # Exits 1 on an unacknowledged replacement or deletion of a stateful resource, or a deploy that would fail.
 review: $(DEV_STAMP) $(NODE_STAMP)
-	python -m tooling.review $(if $(BASE),--base $(BASE)) $(if $(LIVE),--live) $(ARGS)
+	$(RUN) SET ARGS -- python -m tooling.review $${BASE:+--base "$$BASE"} $${LIVE:+--live}
 
 ## accept: after a reviewed change, make your current synth the baseline (baseline/; commit it)
 accept: $(DEV_STAMP) $(NODE_STAMP)
-	python -m tooling.review --accept $(ARGS)
+	$(RUN) SET ARGS -- python -m tooling.review --accept
 
 ### newcomer: a copy of this repository made someone's own, the README's two commands, then an invalid edit
 newcomer: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
@@ -188,7 +201,7 @@ newcomer: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 ## security-report: cdk-nag, cfn-lint and checkov results of your configuration as tables
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
 security-report: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
-	python -m tooling.security_report $(ARGS)
+	$(RUN) SET ARGS -- python -m tooling.security_report
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

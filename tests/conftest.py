@@ -92,9 +92,9 @@ def check_your_configuration() -> None:
     """An invalid configuration of yours stops the run before any test, with the message `make synth` gives
     (`make test` asks tooling/cdk.py --check-config first; this covers pytest run by hand)."""
     from karpenter_stack.preflight import stop_reason
-    from tests.test_your_configuration import ARGS, CONTEXT_FILE
+    from tests.test_your_configuration import ARGS, ARGS_ERROR, CONTEXT_FILE
 
-    stop = stop_reason(CONTEXT_FILE, ARGS, ROOT)
+    stop = (ARGS_ERROR, "your configuration is invalid (above)") if ARGS_ERROR else stop_reason(CONTEXT_FILE, ARGS, ROOT)
     if stop is not None:
         print(f"\n{stop[0]}", file=sys.stderr)
         raise pytest.UsageError(f"{stop[1]}; nothing was tested")

@@ -212,6 +212,129 @@ def test_an_invalid_setting_stops_make_synth_before_it_removes_the_earlier_synth
     ]
     assert (result.outdir / "cdk.out" / "kept").read_text() == "an earlier synth"
     assert sorted(p.name for p in result.outdir.glob("cdk.out*")) == ["cdk.out", "cdk.out.next"]
+    # the refusal's line is the last the command prints: no "python3 app.py: Subprocess exited with error 1" after it
+    # (tooling/cdk.py leaves the CLI's line out), only make's own
+    assert re.fullmatch(r"make: \*\*\* \[Makefile:\d+: synth\] Error 1", result.stderr.splitlines()[2], re.ASCII)
+    assert len(result.stderr.splitlines()) == 3 and "Subprocess exited" not in result.stderr
+
+
+# A value with everything a shell would run: it must reach the app as characters of a setting.
+PAYLOAD = "x; touch PWNED1 $(touch PWNED2) `touch PWNED3` | touch PWNED4 && touch PWNED5"
+INJECTED_SYNTH = commands.command(
+    "synth-injected-args",
+    ["make", "--no-print-directory", "-s", "synth", f"ARGS=-c clusterName={PAYLOAD}"],
+    env=workspace.clean_env(),
+    in_project=True,
+)
+
+
+@pytest.mark.cli
+def test_args_are_data_a_shell_never_runs():
+    """Found by a newcomer trial: ARGS was pasted into the recipe's shell line, so a `;` in it ran a command. Now
+    `make synth ARGS='-c clusterName=x; touch PWNED ...'` runs nothing and the app refuses the value in its line."""
+    result = commands.result(INJECTED_SYNTH)
+    assert result.returncode == 2
+    assert sorted(p.name for p in [*result.outdir.rglob("PWNED*"), *ROOT.glob("PWNED*")]) == []
+    assert result.stderr.splitlines()[:2] == [
+        "Configuration error:",
+        "clusterName = \"x;\": must start with a letter or digit and contain only letters, digits, '-' and '_' "
+        "(from -c)",
+    ]
+    assert "Subprocess exited" not in result.stderr
+
+
+# Every target that takes a value, with every variable the Makefile exports.
+TAKES_VALUES = [
+    "synth",
+    "test",
+    "check",
+    "gate",
+    "pytest",
+    "pytest-examples",
+    "pytest-commands",
+    "cdk",
+    "review",
+    "accept",
+    "security-report",
+    "upstream-examples",
+    "bench",
+]
+VARIABLES = ("ARGS", "SET", "CONTEXT_FILE", "BASE", "LIVE", "PYTEST_ARGS")
+
+
+@pytest.mark.parametrize("target", TAKES_VALUES)
+def test_no_recipe_pastes_a_value_into_a_shell_line(target):
+    """`make -n` prints the shell lines a target would run: none holds a value given to make (they reach the
+    tools through the environment), whatever characters it has."""
+    values = [f"{name}=<{name}: '\";$(touch {name})`touch {name}`>" for name in VARIABLES]
+    result = subprocess.run(
+        ["make", "-n", "--no-print-directory", target, *values],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=workspace.clean_env(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert [name for name in VARIABLES if f"<{name}:" in result.stdout or f"touch {name}" in result.stdout] == []
+
+
+def test_values_reach_the_command_as_the_words_a_user_typed(tmp_path):
+    """What `make cdk` hands the CLI (stood in for: it prints its arguments): SET's settings as -c flags, then ARGS
+    split as a shell splits them -- quotes group and go, nothing is run -- so every README usage works as before,
+    and JSON needs no quoting art in SET."""
+    cli = tmp_path / "cli"
+    cli.write_text("#!/usr/bin/env python3\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    cli.chmod(0o755)
+
+    def handed(*variables: str) -> list[str]:
+        args = ["make", "-s", "--no-print-directory", "cdk", f"CDK={cli}", *variables]
+        done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, env=workspace.clean_env())
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    readme = """deploy --all -c endpointAccess=public-and-private -c publicAccessCidrs='["203.0.113.10/32"]'"""
+    assert handed(f"ARGS={readme}") == [
+        "deploy",
+        "--all",
+        "-c",
+        "endpointAccess=public-and-private",
+        "-c",
+        'publicAccessCidrs=["203.0.113.10/32"]',
+    ]
+    # SET's flags first (the CLI takes options before its command), so a -c of ARGS wins
+    assert handed('SET={"publicAccessCidrs": ["203.0.113.10/32"], "demoWorkload": true}', "ARGS=diff") == [
+        "-c",
+        'publicAccessCidrs=["203.0.113.10/32"]',
+        "-c",
+        "demoWorkload=true",
+        "diff",
+    ]
+    assert handed(f"ARGS=ls -c clusterName={PAYLOAD}") == [
+        "ls",
+        "-c",
+        *PAYLOAD.replace("x;", "clusterName=x;").split(" "),
+    ]
+    assert sorted(p.name for p in ROOT.glob("PWNED*")) == []
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        (['SET={"maxAzs": 3'], 'SET="{\\"maxAzs\\": 3": not valid JSON (Expecting \',\' delimiter at column 13)'),
+        (["SET=[1]"], 'SET="[1]": expected a JSON object of settings, e.g. {"clusterName": "payments-dev"}'),
+        (["ARGS=-c 'x=1"], 'ARGS="-c \'x=1": no closing quotation; quote each value once'),
+    ],
+)
+def test_a_value_that_cannot_be_read_stops_with_one_line(variables, message):
+    result = subprocess.run(
+        ["make", "-s", "--no-print-directory", "cdk", "CDK=false", *variables],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=workspace.clean_env(),
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == message
 
 
 def test_the_cdk_command_passes_the_context_file_as_flags_before_the_arguments(tmp_path):
@@ -357,3 +480,43 @@ def test_the_gate_shows_the_synths_warnings_also_when_it_passes(tmp_path):
     assert failing.stderr.startswith("Configuration error: x\nmake synth of your configuration failed\n"), (
         failing.stderr
     )
+
+
+def test_the_clis_trailing_subprocess_line_is_left_out_of_a_refusal_and_nothing_else():
+    """tooling/cdk.py's filter of the CLI's stderr: the app's refusal stays its last line; a prompt without a newline
+    passes at once (a deploy's approval question); only the exact line of the app's command goes, also in colour."""
+    from tooling.cdk import NoiseFilter
+
+    written: list[bytes] = []
+    noise = NoiseFilter(written.append, "python3 app.py")
+    noise.feed(b"Configuration error:\nmaxAzs = 9: ... (from -c)\n")
+    noise.feed(b"python3 app.py: Subproc")  # held: it may become the CLI's line
+    assert written == [b"Configuration error:\nmaxAzs = 9: ... (from -c)\n"]
+    noise.feed(b"ess exited with error 1\n\x1b[31mpython3 app.py: Subprocess exited with error 1\x1b[39m\r\n")
+    noise.feed(b"Do you wish to deploy these changes (y/n)? ")
+    assert written[1:] == [b"Do you wish to deploy these changes (y/n)? "]
+    noise.feed(b"\npython3 app.py: Subprocess exited with error 1 (not the CLI's)\npython3 app.py: Subprocess exited")
+    noise.close()  # the end of a line that never became the CLI's is kept
+    assert b"".join(written[2:]) == (
+        b"\npython3 app.py: Subprocess exited with error 1 (not the CLI's)\npython3 app.py: Subprocess exited"
+    )
+    other = NoiseFilter(written.append, "node app.js")
+    other.feed(b"python3 app.py: Subprocess exited with error 1\n")
+    assert written[-1] == b"python3 app.py: Subprocess exited with error 1\n"  # another app's command: kept
+
+
+def test_set_and_args_become_arguments_in_their_order():
+    from tooling.make_args import arguments
+
+    environ = {"SET": ' {"nodePools": [{"name": "a b"}], "maxAzs": 3} ', "ARGS": "-c 'x=a b' \"-c\" y=\\$HOME"}
+    assert arguments(["SET", "ARGS"], environ) == [
+        "-c",
+        'nodePools=[{"name":"a b"}]',
+        "-c",
+        "maxAzs=3",
+        "-c",
+        "x=a b",
+        "-c",
+        "y=$HOME",
+    ]
+    assert arguments(["SET", "ARGS", "PYTEST_ARGS"], {}) == []

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,17 +19,23 @@ import pytest
 from aws_cdk.assertions import Template
 
 from karpenter_stack.config import AppConfig
+from karpenter_stack.context_sources import ContextFileError
 from karpenter_stack.preflight import working_environments
 from tests import commands
 from tests.cfn import kubernetes_objects
-from tooling import workspace
+from tooling import make_args, workspace
 from tooling.cel_rules import KINDS, evaluate
 from tooling.kubernetes_schemas import object_violations
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTEXT_FILE = os.environ.get("CONTEXT_FILE") or None
-# ARGS of `make test` / `make check`: settings as -c flags (the Makefile hands them over in this variable).
-ARGS = shlex.split(os.environ.get("KARPENTER_GATE_ARGS", ""))
+# SET and ARGS of `make test` / `make check` (the Makefile exports them as given): SET's settings, then ARGS's, as -c
+# flags, read as tooling/make_args.py reads them for `make synth`. One it cannot read stops the run (conftest).
+try:
+    ARGS = make_args.arguments(["SET", "ARGS"], os.environ)
+    ARGS_ERROR: str | None = None
+except ContextFileError as err:
+    ARGS, ARGS_ERROR = [], str(err)
 SYNTH_DIR = "your-synth"
 
 _env = workspace.clean_env()

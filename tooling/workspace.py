@@ -92,7 +92,14 @@ def clean_env(**extra: str) -> dict[str, str]:
         "AWS_DEFAULT_REGION",
         "CDK_DEFAULT_ACCOUNT",
         "CDK_DEFAULT_REGION",
-        # a command of the suite's runs as a user types it, not as a sub-make of `make test`
+        # a command of the suite's runs as a user types it, not as a sub-make of `make test`, nor with the
+        # variables `make test` was given (the Makefile exports them)
+        "ARGS",
+        "SET",
+        "CONTEXT_FILE",
+        "BASE",
+        "LIVE",
+        "PYTEST_ARGS",
         "MAKEFLAGS",
         "MAKELEVEL",
         "MFLAGS",
