@@ -94,7 +94,9 @@ def check_your_configuration() -> None:
     from karpenter_stack.preflight import stop_reason
     from tests.test_your_configuration import ARGS, ARGS_ERROR, CONTEXT_FILE
 
-    stop = (ARGS_ERROR, "your configuration is invalid (above)") if ARGS_ERROR else stop_reason(CONTEXT_FILE, ARGS, ROOT)
+    stop = (
+        (ARGS_ERROR, "your configuration is invalid (above)") if ARGS_ERROR else stop_reason(CONTEXT_FILE, ARGS, ROOT)
+    )
     if stop is not None:
         print(f"\n{stop[0]}", file=sys.stderr)
         raise pytest.UsageError(f"{stop[1]}; nothing was tested")

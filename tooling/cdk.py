@@ -105,7 +105,6 @@ def run_filtered(args: list[str]) -> int:
     try:
         if sys.stderr.isatty():
             import pty
-
             import termios
 
             reader, writer = pty.openpty()
