@@ -137,3 +137,30 @@ def test_findings_are_kept_per_template_content_and_scanner_version(tmp_path):
         CheckovFinding("CKV_AWS_1", "n", str(b), "AWS::SQS::Queue.R", 1),
         CheckovFinding("CKV_AWS_1", "n", str(twin), "AWS::SQS::Queue.R", 1),
     ]
+
+
+def test_the_scan_and_the_security_report_say_what_their_checkov_counts_count():
+    """Found by a newcomer trial: `make test` said "168 findings", `make security-report` "51 findings", for the same
+    scanner. The scan counts the product's test snapshots too; its line splits the count, and the part that is your
+    configuration's synth and templates/ is the report's, named the same way in both."""
+    from pathlib import Path
+
+    from tooling.scan import checkov_summary
+    from tooling.security_report import ROOT, checkov_section
+
+    snapshot = ROOT / "tests" / "__snapshots__" / "test_snapshots" / "a.json"
+    yours = [Path(".gate/cdk.out/eks-karpenter.template.json"), ROOT / "templates" / "karpenter-1.14.1.yaml"]
+    found = [
+        CheckovFinding("CKV_AWS_116", "DLQ", str(path), "AWS::Lambda::Function.Handler", 5)
+        for path in [snapshot, snapshot, *yours, yours[0]]
+    ]
+    scan_line = checkov_summary([snapshot, *yours], found, 0)
+    assert scan_line == (
+        "checkov: 5 findings in 3 templates: 2 in the product's test snapshots (tests/__snapshots__/, 1 templates), "
+        "3 in your configuration's synth and templates/ (2 templates; `make security-report` lists these); 0 problems"
+    )
+    report_line = checkov_section([f for f in found if Path(f.file) != snapshot], len(yours))[0].splitlines()[0]
+    assert report_line == (
+        "checkov (your configuration's synth and templates/: 2 templates): 3 findings, 3 skipped with a reason, "
+        "0 unexplained"
+    )

@@ -177,6 +177,27 @@ def checkov_findings(files: Sequence[Path], cache: FindingsCache | None = None) 
     ]
 
 
+SNAPSHOTS = Path("tests") / "__snapshots__"
+
+
+def checkov_summary(files: Sequence[Path], findings: Sequence[CheckovFinding], problems: int) -> str:
+    """The scan's checkov line, its count split by what was scanned: the product's test snapshots, and your
+    configuration's synth with templates/ -- the part `make security-report` lists (its own checkov line names it)."""
+    root = Path(security_report.ROOT)
+
+    def snapshot(path: Path | str) -> bool:
+        full = Path(path) if Path(path).is_absolute() else root / path
+        return full.resolve().is_relative_to((root / SNAPSHOTS).resolve())
+
+    ours = sum(1 for f in findings if snapshot(f.file))
+    theirs = [f for f in files if not snapshot(f)]
+    return (
+        f"checkov: {len(findings)} findings in {len(files)} templates: {ours} in the product's test snapshots "
+        f"({SNAPSHOTS}/, {len(files) - len(theirs)} templates), {len(findings) - ours} in "
+        f"{security_report.YOURS} ({len(theirs)} templates; `make security-report` lists these); {problems} problems"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tooling.scan", description=__doc__.split("\n\n")[0])
     parser.add_argument("scanner", choices=("cfn-lint", "checkov"))
@@ -189,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         findings = checkov_findings(args.files)
         problems = skip_problems(findings, checkov_skips())
-        summary = f"checkov: {len(args.files)} templates, {len(findings)} findings, {len(problems)} problems"
+        summary = checkov_summary(args.files, findings, len(problems))
     print("\n".join([*problems, summary]))
     return 1 if problems else 0
 

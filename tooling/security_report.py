@@ -217,7 +217,11 @@ def skip_reason(finding: CheckovFinding, skips: list[dict[str, Any]]) -> str | N
     return None
 
 
-def checkov_section(findings: list[CheckovFinding]) -> tuple[str, int]:
+# What the report scans, as its checkov line says; `make scan` (tooling/scan.py) names the same part of its count.
+YOURS = "your configuration's synth and templates/"
+
+
+def checkov_section(findings: list[CheckovFinding], templates: int) -> tuple[str, int]:
     skips = checkov_skips()
     rows, unexplained = [], 0
     for f in sorted(findings, key=lambda f: (f.check, Path(f.file).name, f.resource)):
@@ -227,8 +231,8 @@ def checkov_section(findings: list[CheckovFinding]) -> tuple[str, int]:
             [f.check, Path(f.file).name, f.resource, "skipped (checkov_skips.yaml)" if reason else "UNEXPLAINED"]
         )
     header = (
-        f"checkov: {len(findings)} findings, {len(findings) - unexplained} skipped with a reason, "
-        f"{unexplained} unexplained"
+        f"checkov ({YOURS}: {templates} templates): {len(findings)} findings, "
+        f"{len(findings) - unexplained} skipped with a reason, {unexplained} unexplained"
     )
     return header + ("\n\n" + _table(["check", "template", "resource", "status"], rows) if rows else ""), unexplained
 
@@ -349,7 +353,7 @@ def _report(args: argparse.Namespace, context: dict[str, Any], outdir: str) -> i
     scan = CheckovRun(files)  # in the background while cfn-lint runs
     lint_text, lint_errors = lint_section(files)
     found = scan.findings()
-    checkov_text, unexplained = checkov_section(found)
+    checkov_text, unexplained = checkov_section(found, len(files))
     print(nag_text, checkov_text, lint_text, exceptions_section(app), sep="\n\n")
     if args.sarif_dir:
         args.sarif_dir.mkdir(parents=True, exist_ok=True)
