@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from karpenter_stack.config import AppConfig, load_config, load_environments
 from tests.conftest import ROOT, TODAY
-from tooling.configurations import PRODUCT_CONTEXT
+from tooling.configurations import PRODUCT, PRODUCT_CONTEXT
 
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -208,3 +210,226 @@ def test_gpu_recipe_describes_the_example_file():
     assert pool["capacityTypes"] == ["on-demand"] and pool["consolidationPolicy"] == "WhenEmpty"
     assert [t["key"] for t in pool["taints"]] == ["nvidia.com/gpu"] and "`nvidia.com/gpu:NoSchedule`" in section
     assert any(p["name"] == "default" for p in gpu["nodePools"]) and "keeps the default pool" in section
+
+
+# --- every snippet of the README, as a newcomer runs it on a fresh clone -------------------------------------------
+# Each fenced block is a set of commands or of settings. A command either runs offline (`make synth ...`: the suite
+# runs it) or needs AWS (credentials, a deployed cluster, the network): then the block marks it so (an `export
+# AWS_PROFILE=...` before it, or a comment naming credentials) and its arguments are checked as far as they can be
+# offline. Settings are checked where the README says to put them. Anything else fails: a new block is classified
+# here first.
+
+OFFLINE_VARIABLES = ("CONTEXT_FILE", "SET", "ARGS")
+AWS_COMMANDS = ("bootstrap", "deploy", "destroy", "diff")
+# The README's placeholder for "your values" (the prose: copy the example and fill it in), and the deploy's IP.
+YOUR_VALUES = {"my-cluster.json": "examples/existing-cluster.json", "$MY_IP": "203.0.113.10"}
+
+
+def _snippets() -> list[tuple[str, str, str]]:
+    """(the heading it is under, language, text) of every fenced block of the README, indented ones too."""
+    snippets, heading, lines = [], "", README.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^([ \t]*)```(\w*)$", lines[i], re.ASCII)
+        if fence:
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+            snippets.append((heading, fence.group(2), textwrap.dedent("\n".join(lines[i + 1 : end]))))
+            i = end
+        elif lines[i].startswith("#"):
+            heading = lines[i]
+        i += 1
+    return snippets
+
+
+def _command(line: str) -> tuple[list[str], str]:
+    """A line of a bash block: its words (the README's placeholders filled in), and its comment."""
+    code, _, comment = line.partition(" # ")
+    for placeholder, value in YOUR_VALUES.items():
+        code = code.replace(placeholder, value)
+    return shlex.split(code.replace("$(curl", "\\$(curl")), comment.strip()
+
+
+def _kind(words: list[str]) -> str:
+    """offline: the suite runs it; aws: it needs AWS (or the network) and is checked offline."""
+    if words[:2] == ["make", "synth"] and all(w.split("=", 1)[0] in OFFLINE_VARIABLES for w in words[2:]):
+        return "offline"
+    if words[:2] == ["make", "cdk"] and shlex.split(_variables(words)["ARGS"])[0] in AWS_COMMANDS:
+        return "aws"
+    if words[0] in ("kubectl", "aws") or (words[0] == "export" and all(w.startswith("AWS_") for w in words[1:])):
+        return "aws"
+    if len(words) == 3 and words[0].startswith("MY_IP=$(curl"):  # the address the deploy opens the endpoint to
+        return "aws"
+    raise AssertionError(f"a README command the suite does not know: {' '.join(words)!r}; classify it here")
+
+
+def _variables(words: list[str]) -> dict[str, str]:
+    return dict(w.split("=", 1) for w in words[2:])
+
+
+def _classified() -> list[tuple[str, str, list[str], str]]:
+    """(heading, kind, words or settings, comment) of every README snippet: commands one by one, settings whole."""
+    out: list[tuple[str, str, list[str], str]] = []
+    for heading, language, text in _snippets():
+        if language == "json":
+            out.append(
+                (heading, "environments" if text.lstrip().startswith('"environments"') else "settings", [text], "")
+            )
+            continue
+        assert language == "bash", f"a README block of another language: {language!r} under {heading!r}"
+        marked = False
+        for line in text.splitlines():
+            if line.startswith("#"):
+                marked |= "credentials" in line
+                continue
+            words, comment = _command(line)
+            kind = _kind(words)
+            marked |= words[0] == "export" or "credentials" in comment
+            assert kind == "offline" or marked, f"{line!r} needs AWS and its block does not say so"
+            out.append((heading, kind, words, comment))
+    return out
+
+
+def _project(tmp: Path, environments: dict[str, Any] | None = None) -> Path:
+    """A fresh clone's cdk.json and cdk.context.json (the product's), with ``environments`` added."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    shutil.copy(PRODUCT / "cdk.context.json", tmp / "cdk.context.json")
+    cdk_json = json.loads((PRODUCT / "cdk.json").read_text())
+    if environments is not None:
+        cdk_json["context"]["environments"] = environments
+    (tmp / "cdk.json").write_text(json.dumps(cdk_json))
+    return tmp
+
+
+def _stacks(root: Path, context_file: str | None, args: list[str]) -> list[str]:
+    """What --check-config (the fast path of `make test`) says of this run, and the stacks it would build."""
+    from karpenter_stack.config import stack_name_for
+    from karpenter_stack.preflight import stop_reason, working_environments
+
+    file = str(ROOT / context_file) if context_file else None
+    assert stop_reason(file, args, root) is None
+    return sorted(stack_name_for(c.cluster_name) for c in working_environments(file, args, root).values())
+
+
+def _readme_environments() -> dict[str, Any]:
+    ((text,),) = [words for _, kind, words, _ in _classified() if kind == "environments"]
+    return json.loads("{" + text + "}")["environments"]
+
+
+def _one_run(words: list[str]) -> tuple[str | None, list[str]]:
+    """A make command's CONTEXT_FILE, and its SET and ARGS as the arguments tooling/make_args.py makes of them."""
+    from tooling.make_args import arguments
+
+    variables = _variables(words)
+    return variables.get("CONTEXT_FILE"), arguments(["SET", "ARGS"], variables)
+
+
+def test_every_readme_snippet_is_a_command_or_settings_the_suite_knows():
+    """The README's blocks, counted: a new one is classified (and so checked) here first."""
+    kinds = [kind for _, kind, _, _ in _classified()]
+    assert len(_snippets()) == 8
+    assert {k: kinds.count(k) for k in sorted(set(kinds))} == {
+        "aws": 11,
+        "environments": 1,
+        "offline": 5,
+        "settings": 1,
+    }
+
+
+def test_the_readme_commands_that_need_aws_are_valid_offline_as_far_as_they_can_be(tmp_path):
+    """The deploys' and destroys' settings pass --check-config on a fresh clone, and the stacks they name exist."""
+    fresh = _project(tmp_path / "fresh")
+    checked = []
+    for _, kind, words, _ in _classified():
+        if kind != "aws" or words[:2] != ["make", "cdk"]:
+            continue
+        context_file, args = _one_run(words)
+        command = args[0 if "SET" not in _variables(words) else -1]
+        stacks = _stacks(fresh, context_file, args)
+        named = [w for w in args[1:] if not w.startswith("-") and "=" not in w]
+        if command in ("deploy", "destroy", "diff"):
+            assert named in (["--all"], []) or set(named) <= set(stacks), (words, stacks)
+            assert "--all" in args or named, words
+        checked.append((command, stacks))
+    assert checked == [
+        ("bootstrap", ["eks-karpenter"]),
+        ("deploy", ["eks-karpenter"]),
+        ("destroy", ["eks-karpenter"]),
+        ("deploy", ["shared-prod"]),
+    ]
+
+
+def test_the_readme_settings_work_alone_and_on_the_readmes_environments(tmp_path):
+    """The environments of "Make it yours" synthesize offline from the shipped cdk.context.json (found by a newcomer
+    trial: "Need to perform AWS calls for account 111122223333"); the production recipe works as a CONTEXT_FILE and
+    as the keys of environments.prod, as the README says."""
+    environments = _readme_environments()
+    assert _stacks(_project(tmp_path / "envs", environments), None, []) == ["eks-karpenter-dev", "eks-karpenter-prod"]
+    ((recipe,),) = [words for _, kind, words, _ in _classified() if kind == "settings"]
+    (tmp_path / "recipe.json").write_text(recipe)
+    assert _stacks(_project(tmp_path / "fresh"), str(tmp_path / "recipe.json"), []) == ["eks-karpenter"]
+    prod = {**environments, "prod": {**environments["prod"], **json.loads(recipe)}}
+    assert _stacks(_project(tmp_path / "prod", prod), None, []) == ["eks-karpenter-dev", "eks-karpenter-prod"]
+
+
+def test_the_readme_recipes_work_on_a_cdk_json_with_environments_as_the_readme_says(tmp_path):
+    """Found by a newcomer trial: on a cdk.json with environments, a recipe's -c settings applied to each one (the
+    production profile refused the GPU recipe; the existing-cluster recipe built two stacks, one with another
+    account's ARNs). The README says what to add; with it, each recipe builds the one stack it builds alone."""
+    section = _section(README.read_text(), "## Recipes")
+    (advice,) = re.findall(r"`(make synth CONTEXT_FILE=examples/gpu\.json [^`]+)`", section, re.ASCII)
+    _, instead = _one_run(shlex.split(advice))
+    fresh, with_environments = _project(tmp_path / "fresh"), _project(tmp_path / "envs", _readme_environments())
+    recipes = [(w, c) for h, kind, w, c in _classified() if kind == "offline" and h.startswith("### ")]
+    assert [_variables(w)["CONTEXT_FILE"] for w, _ in recipes] == [
+        "examples/gpu.json",
+        "examples/golden-image.json",
+        "examples/own-manifests.json",
+        "examples/existing-cluster.json",
+    ]
+    for words, comment in recipes:
+        context_file, args = _one_run(words)
+        alone = _stacks(fresh, context_file, args)
+        assert _stacks(with_environments, context_file, [*args, *instead]) == alone
+        said = re.search(r"stack (\S+),", comment, re.ASCII)
+        assert alone == ([said.group(1)] if said else ["eks-karpenter"])
+    # without the advice, the recipes' settings reach every environment: prod (us-east-1) refuses the cluster's ARNs
+    from karpenter_stack.preflight import stop_reason
+
+    stop = stop_reason(str(ROOT / "examples/existing-cluster.json"), [], with_environments)
+    assert stop is not None and stop[0].endswith("(from -c; environment prod)"), stop
+
+
+def _readme_synth(words: list[str]):
+    from tests import commands
+    from tests.test_commands import EXAMPLE_SYNTH
+    from tooling import workspace
+
+    shared = [c for c in EXAMPLE_SYNTH.values() if list(c.args) == words]
+    if shared:  # the same command as the examples' test: run once for both
+        return commands.result(shared[0])
+    name = "readme-" + "-".join(re.sub(r"[^\w.-]", "_", w, flags=re.ASCII) for w in words)
+    return commands.result(commands.command(name, words, env=workspace.clean_env(), in_project=True))
+
+
+@pytest.mark.cli
+@pytest.mark.examples
+def test_every_offline_readme_command_runs_as_written_on_a_fresh_clone():
+    """`make synth` and every recipe's `make synth CONTEXT_FILE=...`, without AWS credentials, in a project folder
+    of the product's files and cdk.json: exit 0, and the stacks the README names (the examples' synths are shared
+    with tests/test_commands.py)."""
+    ran = []
+    for _, kind, words, comment in _classified():
+        if kind != "offline":
+            continue
+        result = _readme_synth(words)
+        assert result.returncode == 0, result.stderr
+        top = sorted(
+            p.name.removesuffix(".template.json")
+            for p in (result.outdir / "cdk.out").glob("*.template.json")
+            if not p.name.endswith(".nested.template.json")
+        )
+        said = re.search(r"stack (\S+),", comment, re.ASCII)
+        assert top == [said.group(1) if said else "eks-karpenter"]
+        assert result.stdout.splitlines()[-1].startswith(f"Synthesized: {top[0]}.template.json ")
+        ran.append(" ".join(words))
+    assert len(ran) == 5
