@@ -50,6 +50,8 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 help:
 	@echo "Your cluster:"
 	@sed -n 's/^## /  /p' $(MAKEFILE_LIST)
+	@echo "Settings for one run: CONTEXT_FILE=<file.json>, SET='<JSON object, quoted once>', ARGS=\"-c key=value\" (each"
+	@echo "wins over the one before); what you give make is data: nothing in it runs as a shell command"
 	@echo "Developing this project:"
 	@sed -n 's/^### /  /p' $(MAKEFILE_LIST)
 
