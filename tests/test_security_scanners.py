@@ -145,7 +145,7 @@ def test_the_scan_and_the_security_report_say_what_their_checkov_counts_count():
     configuration's synth and templates/ is the report's, named the same way in both."""
     from pathlib import Path
 
-    from tooling.scan import checkov_summary
+    from tooling.scan import checkov_summary, lint_summary
     from tooling.security_report import ROOT, checkov_section
 
     snapshot = ROOT / "tests" / "__snapshots__" / "test_snapshots" / "a.json"
@@ -163,4 +163,8 @@ def test_the_scan_and_the_security_report_say_what_their_checkov_counts_count():
     assert report_line == (
         "checkov (your configuration's synth and templates/: 2 templates): 3 findings, 3 skipped with a reason, "
         "0 unexplained"
+    )
+    assert lint_summary([snapshot, *yours], 0) == (
+        "cfn-lint: 0 findings in 3 templates: 1 of the product's test snapshots (tests/__snapshots__/), 2 of your "
+        "configuration's synth and templates/ (`make security-report` lints these)"
     )

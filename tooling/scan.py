@@ -180,17 +180,27 @@ def checkov_findings(files: Sequence[Path], cache: FindingsCache | None = None) 
 SNAPSHOTS = Path("tests") / "__snapshots__"
 
 
+def _snapshot(path: Path | str) -> bool:
+    """Whether a scanned template is one of the product's test snapshots (else: your configuration's or templates/)."""
+    root = Path(security_report.ROOT)
+    full = Path(path) if Path(path).is_absolute() else root / path
+    return full.resolve().is_relative_to((root / SNAPSHOTS).resolve())
+
+
+def lint_summary(files: Sequence[Path], problems: int) -> str:
+    """The scan's cfn-lint line, its templates split as :func:`checkov_summary` splits them."""
+    ours = sum(1 for f in files if _snapshot(f))
+    return (
+        f"cfn-lint: {problems} findings in {len(files)} templates: {ours} of the product's test snapshots "
+        f"({SNAPSHOTS}/), {len(files) - ours} of {security_report.YOURS} (`make security-report` lints these)"
+    )
+
+
 def checkov_summary(files: Sequence[Path], findings: Sequence[CheckovFinding], problems: int) -> str:
     """The scan's checkov line, its count split by what was scanned: the product's test snapshots, and your
     configuration's synth with templates/ -- the part `make security-report` lists (its own checkov line names it)."""
-    root = Path(security_report.ROOT)
-
-    def snapshot(path: Path | str) -> bool:
-        full = Path(path) if Path(path).is_absolute() else root / path
-        return full.resolve().is_relative_to((root / SNAPSHOTS).resolve())
-
-    ours = sum(1 for f in findings if snapshot(f.file))
-    theirs = [f for f in files if not snapshot(f)]
+    ours = sum(1 for f in findings if _snapshot(f.file))
+    theirs = [f for f in files if not _snapshot(f)]
     return (
         f"checkov: {len(findings)} findings in {len(files)} templates: {ours} in the product's test snapshots "
         f"({SNAPSHOTS}/, {len(files) - len(theirs)} templates), {len(findings) - ours} in "
@@ -205,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)
     if args.scanner == "cfn-lint":
-        problems, count = lint_problems(args.files, args.expect_findings)
-        summary = f"cfn-lint: {count} templates, {len(problems)} findings"
+        problems, _ = lint_problems(args.files, args.expect_findings)
+        summary = lint_summary(args.files, len(problems))
     else:
         findings = checkov_findings(args.files)
         problems = skip_problems(findings, checkov_skips())
