@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What a new user does, end to end (`make newcomer`): a copy of this repository made their own -- another
 cluster name, their own pools, two environments with accounts and a filled cdk.context.json, the production
-profile -- then the README's two commands and nothing else (green), then an invalid edit (red, with the
-configuration error's one line). Prints each command's time; exits 1 if anything differs.
+profile -- then the README's two commands and nothing else (green), a README recipe with what the README says to
+add on a cdk.json with environments (one stack), then an invalid edit (red, with the configuration error's one
+line). Prints each command's time; exits 1 if anything differs.
 
 The copy links this checkout's toolchain (.venv/, node_modules/, .venv-checkov/: `make setup` first) and keeps
 the files' times, so neither command installs anything again.
@@ -89,6 +90,16 @@ def main() -> int:
             stacks
         ):
             problems.append(f"make synth: {synth.stderr[-2000:]}")
+        # a README recipe on their cdk.json with environments, with what the README says to add: one stack
+        recipe, seconds = run(
+            project, "make", "synth", "CONTEXT_FILE=examples/existing-cluster.json", 'SET={"environments": {}}'
+        )
+        print(f"make synth of the existing-cluster recipe: exit {recipe.returncode} in {seconds:.1f} s")
+        recipe_stacks = sorted(
+            p.name for p in (project / "cdk.out").glob("*.template.json") if ".nested." not in p.name
+        )
+        if recipe.returncode != 0 or recipe_stacks != ["shared-prod.template.json"]:
+            problems.append(f"the existing-cluster recipe: {recipe_stacks} {recipe.stderr[-2000:]}")
         test, seconds = run(project, "make", "test")
         print(f"make test: exit {test.returncode} in {seconds:.1f} s ({test.stdout.strip().splitlines()[-1]})")
         if test.returncode != 0:
