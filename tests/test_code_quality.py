@@ -28,7 +28,8 @@ def test_make_lint_runs_ruff_format_and_strict_mypy():
 
 def test_make_test_runs_lint_and_the_scanners_beside_the_tests():
     (check, jobs) = _recipe("test")
-    assert check == ["@$(CDK)", "--check-config", "$(ARGS)"]
+    # the configuration check first, with SET's and ARGS's settings (tooling/make_args.py reads them)
+    assert check == ["@$(RUN)", "SET", "ARGS", "--", "$(CDK)", "--check-config"]
     assert jobs[:4] == ["@$(MAKE)", "--no-print-directory", "-j6", "--output-sync=target"]
     assert jobs[4:] == ["pytest", "pytest-cli", "lint", "scan"]
     assert re.search(r"^scan: cfn-lint checkov$", (ROOT / "Makefile").read_text(), re.M)
