@@ -253,7 +253,9 @@ def _kind(words: list[str]) -> str:
     """offline: the suite runs it; aws: it needs AWS (or the network) and is checked offline."""
     if words[:2] == ["make", "synth"] and all(w.split("=", 1)[0] in OFFLINE_VARIABLES for w in words[2:]):
         return "offline"
-    if words[:2] == ["make", "cdk"] and shlex.split(_variables(words)["ARGS"])[0] in AWS_COMMANDS:
+    if words[:2] == ["make", "cdk"] and shlex.split(_variables(words).get("ARGS", ""))[:1] in [
+        [c] for c in AWS_COMMANDS
+    ]:
         return "aws"
     if words[0] in ("kubectl", "aws") or (words[0] == "export" and all(w.startswith("AWS_") for w in words[1:])):
         return "aws"
@@ -343,7 +345,7 @@ def test_the_readme_commands_that_need_aws_are_valid_offline_as_far_as_they_can_
         if kind != "aws" or words[:2] != ["make", "cdk"]:
             continue
         context_file, args = _one_run(words)
-        command = args[0 if "SET" not in _variables(words) else -1]
+        command = shlex.split(_variables(words)["ARGS"])[0]
         stacks = _stacks(fresh, context_file, args)
         named = [w for w in args[1:] if not w.startswith("-") and "=" not in w]
         if command in ("deploy", "destroy", "diff"):
