@@ -394,11 +394,13 @@ def test_the_readme_recipes_work_on_a_cdk_json_with_environments_as_the_readme_s
         assert _stacks(with_environments, context_file, [*args, *instead]) == alone
         said = re.search(r"stack (\S+),", comment, re.ASCII)
         assert alone == ([said.group(1)] if said else ["eks-karpenter"])
-    # without the advice, the recipes' settings reach every environment: prod (us-east-1) refuses the cluster's ARNs
+    # without the advice, the recipes' settings reach every environment, and the production one refuses them
     from karpenter_stack.preflight import stop_reason
 
-    stop = stop_reason(str(ROOT / "examples/existing-cluster.json"), [], with_environments)
-    assert stop is not None and stop[0].endswith("(from -c; environment prod)"), stop
+    for recipe in ("examples/gpu.json", "examples/existing-cluster.json"):
+        stop = stop_reason(str(ROOT / recipe), [], with_environments)
+        assert stop is not None and stop[0].startswith("Configuration error:\n"), (recipe, stop)
+        assert re.search(r"\b(environment prod\)|environments\.prod\.)", stop[0], re.ASCII), (recipe, stop)
 
 
 def _readme_synth(words: list[str]):
