@@ -1,16 +1,27 @@
 """Check Kubernetes objects and Helm values against the schemas in tooling/schemas/<karpenter-version>/,
-with failure messages that name the object, the field path and the rule."""
+with failure messages that name the object, the field path and the rule.
+
+The CRD mirrors' patterns are Go RE2 expressions, which the API server searches unanchored (apiextensions'
+OpenAPI validation, Go's regexp.MatchString). jsonschema's own ``pattern`` searches with Python's ``re``, which
+differs from RE2 on values a user can write: ``$`` also matches before a final newline (``100Gi`` and a newline
+would pass ``^...$``), ``\\d`` takes any Unicode digit (U+0663), ``\\s`` also takes a vertical tab and Unicode
+spaces. So ``pattern`` is matched with RE2 itself here (google-re2), and the one format the API server checks in
+these CRDs, ``date-time``, with an RFC 3339 checker (``date_time``).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
-from jsonschema import Draft202012Validator
+import re2
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 BY_KIND = {"NodePool": "nodepool", "EC2NodeClass": "ec2nodeclass", "NodeOverlay": "nodeoverlay"}
@@ -29,11 +40,49 @@ def schema(karpenter_version: str, name: str) -> dict[str, Any]:
 
 
 @cache
-def _validator(karpenter_version: str, name: str) -> Draft202012Validator:
-    return Draft202012Validator(schema(karpenter_version, name))
+def _re2(pattern: str) -> Any:
+    return re2.compile(pattern)
 
 
-def _violations(document: Any, validator: Draft202012Validator, subject: str) -> list[str]:
+def re2_search(pattern: str, value: str) -> bool:
+    """Whether the API server's pattern check accepts ``value``: an unanchored RE2 search."""
+    return _re2(pattern).search(value) is not None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not re2_search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_DATE_TIME = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt]([0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})", re.ASCII
+)
+FORMATS = FormatChecker(formats=())
+
+
+@FORMATS.checks("date-time")
+def date_time(value: object) -> bool:
+    """An RFC 3339 date-time (2026-11-26T11:00:00Z), as the API server's "date-time" format takes it."""
+    match = _DATE_TIME.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        return not isinstance(value, str)
+    try:
+        datetime.fromisoformat(f"{match.group(1)}T{match.group(2)}")
+    except ValueError:
+        return False
+    return True
+
+
+# Draft 2020-12 with RE2 patterns and the API server's formats.
+KubernetesValidator: Any = validators.extend(Draft202012Validator, {"pattern": _pattern})  # type: ignore[no-untyped-call]
+
+
+@cache
+def _validator(karpenter_version: str, name: str) -> Any:
+    return KubernetesValidator(schema(karpenter_version, name), format_checker=FORMATS)
+
+
+def _violations(document: Any, validator: Any, subject: str) -> list[str]:
     problems = []
     for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):
         problems.append(f"{subject}: {_path(error.absolute_path)}: {error.validator} rule: {error.message}")
