@@ -849,6 +849,22 @@ MORE_CASES = {
         {"nodePools": [{"budgets": [{"nodes": "0", "schedule": "daily", "duration": "1h"}]}]},
         "nodePools[0].budgets[0].schedule = \"daily\": must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or @hourly, @daily, @weekly, @monthly, @yearly (from -c)",
     ),
+    "budget schedule apart by a vertical tab (Python's \\s, not RE2's)": (
+        {"nodePools": [{"budgets": [{"nodes": "0", "schedule": "0\v9 * * mon-fri", "duration": "1h"}]}]},
+        "nodePools[0].budgets[0].schedule = \"0\\u000b9 * * mon-fri\": must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or @hourly, @daily, @weekly, @monthly, @yearly (from -c)",
+    ),
+    "taint value with a slash (the CRD takes it, the node does not)": (
+        {"nodePools": [{"taints": [{"key": "dedicated", "value": "team/data", "effect": "NoSchedule"}]}]},
+        "nodePools[0].taints[0].value = \"team/data\": must be 1 to 63 characters of a-z, A-Z, 0-9, '-', '_', '.', beginning and ending with a letter or digit (leave value out for none) (from -c)",
+    ),
+    "empty taint value": (
+        {"nodePools": [{"startupTaints": [{"key": "agent", "value": "", "effect": "NoExecute"}]}]},
+        "nodePools[0].startupTaints[0].value = \"\": must be 1 to 63 characters of a-z, A-Z, 0-9, '-', '_', '.', beginning and ending with a letter or digit (leave value out for none) (from -c)",
+    ),
+    "requirement value with a space": (
+        {"nodePools": [{"requirements": [{"key": "example.com/team", "operator": "In", "values": ["data team"]}]}]},
+        "nodePools[0].requirements[0]: requirement 'example.com/team': value 'data team' is not a label value (at most 63 characters of a-z, A-Z, 0-9, '-', '_', '.', beginning and ending with a letter or digit) (from -c)",
+    ),
     "budget duration in days": (
         {"nodePools": [{"budgets": [{"nodes": "0", "schedule": "@daily", "duration": "1d"}]}]},
         'nodePools[0].budgets[0].duration = "1d": must be hours and/or minutes like 8h, 30m or 1h30m (from -c)',

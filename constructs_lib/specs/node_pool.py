@@ -38,9 +38,14 @@ from .change import (
     change,
     manifest_keys,
 )
+from .crd import BUDGET_SCHEDULE, TAINT, accepts
 from .ec2 import INSTANCE_CATEGORIES, INSTANCE_FAMILY, INSTANCE_TYPE, unknown_instance_type
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
 
+# A taint's value on a node (k8s.io/api core validation: a label value), not empty (the CRD's pattern).
+_TAINT_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", re.ASCII)
+# A requirement's value (a label value: empty, or as a taint's value).
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?", re.ASCII)
 _BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
 _CRON = re.compile(r"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\S+\s+){4}\S+)$", re.ASCII)
 # The requirement keys the shortcut fields write (key -> field, as in the configuration). The one rule: a requirement
@@ -65,6 +70,9 @@ _GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
 # The default: EKS Auto Mode's built-in NodePools bound every drain at 24h. A destroy does not depend on
 # it: the teardown safety net's drain bound terminates what is left of this stack's nodes after 8 minutes.
 DEFAULT_TERMINATION_GRACE_PERIOD = "24h"
+# The CRD's bounds on spec.template.metadata.labels (maxProperties) and spec.template.spec.requirements (maxItems).
+MAX_LABELS = 100
+MAX_REQUIREMENTS = 100
 
 
 CapacityType = Literal["spot", "on-demand", "reserved"]
@@ -91,12 +99,12 @@ class DisruptionBudgetSpec(CamelModel):
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, value: str | None) -> str | None:
-        return optional_match(
-            value,
-            _CRON,
-            "must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or "
-            "@hourly, @daily, @weekly, @monthly, @yearly",
-        )
+        if value is not None and not (_CRON.fullmatch(value) and accepts(BUDGET_SCHEDULE, value)):
+            raise ValueError(
+                "must be a cron expression of 5 fields (e.g. '0 9 * * mon-fri') or "
+                "@hourly, @daily, @weekly, @monthly, @yearly"
+            )
+        return value
 
     @field_validator("duration")
     @classmethod
@@ -138,6 +146,15 @@ class RequirementSpec(CamelModel):
     @model_validator(mode="after")
     def _values_fit_operator(self) -> RequirementSpec:
         operator_values(self.key, self.operator, self.values)
+        # Upstream's CRD puts the label-value pattern on the values list, where the API server does not apply it;
+        # Karpenter's own validation of the pool's requirements refuses such a value (the pool then launches
+        # nothing), and no node label could have it.
+        for value in self.values:
+            if not _LABEL_VALUE.fullmatch(value):
+                raise ValueError(
+                    f"requirement {quoted(self.key)}: value {quoted(value)} is not a label value (at most 63 "
+                    "characters of a-z, A-Z, 0-9, '-', '_', '.', beginning and ending with a letter or digit)"
+                )
         if self.operator == "In" and self.min_values is not None and len(self.values) < self.min_values:
             raise ValueError(
                 f"requirement {quoted(self.key)} has minValues {self.min_values} but only {len(self.values)} "
@@ -186,8 +203,20 @@ class TaintSpec(CamelModel):
     @field_validator("key")
     @classmethod
     def _key(cls, value: str) -> str:
-        if not QUALIFIED_NAME.fullmatch(value):
+        if not (QUALIFIED_NAME.fullmatch(value) and accepts(TAINT, value)):
             raise ValueError("must be a Kubernetes qualified name like example.com/dedicated")
+        return value
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, value: str | None) -> str | None:
+        # The CRD's pattern (the key's) refuses an empty value; the node the taint goes on takes a label value only
+        # (at most 63 characters, no '/').
+        if value is not None and not (accepts(TAINT, value) and _TAINT_VALUE.fullmatch(value)):
+            raise ValueError(
+                "must be 1 to 63 characters of a-z, A-Z, 0-9, '-', '_', '.', beginning and ending with a letter "
+                "or digit (leave value out for none)"
+            )
         return value
 
     def manifest(self) -> dict[str, Any]:
@@ -435,6 +464,8 @@ class NodePoolSpec(CamelModel):
     @field_validator("labels")
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_LABELS:
+            raise ValueError(f"{len(value)} labels: a NodePool's template takes at most {MAX_LABELS} (the CRD's bound)")
         for key, label in value.items():
             label_key(key)
             label_value(label)
@@ -450,6 +481,17 @@ class NodePoolSpec(CamelModel):
     def _fits_with_kubectls_copy(self) -> NodePoolSpec:
         if self.object_annotations:
             annotations_fit(self.object_annotations, applied_size(self.manifest()), "objectAnnotations")
+        return self
+
+    @model_validator(mode="after")
+    def _requirements_fit(self) -> NodePoolSpec:
+        written = len(self._requirements("linux"))
+        if written > MAX_REQUIREMENTS:
+            raise ValueError(
+                f"requirements: {len(self.requirements)} of your own and {written - len(self.requirements)} the app "
+                f"writes (the shortcut fields, kubernetes.io/os) make {written}; a NodePool takes at most "
+                f"{MAX_REQUIREMENTS} (the CRD's bound)"
+            )
         return self
 
     @model_validator(mode="after")
