@@ -6,6 +6,7 @@ mirrors' patterns are matched with RE2, as the API server matches them."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -16,8 +17,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from karpenter_stack.config import ConfigError, load_config
+from tests.conftest import TODAY
 from tooling import mirror_crd_rules
-from tooling.kubernetes_schemas import SCHEMAS, KubernetesValidator, date_time
+from tooling.kubernetes_schemas import SCHEMAS, KubernetesValidator, config_objects, date_time, object_violations
 from tooling.mirror_crd_schema import CRD_FILES, json_schema, mirrors, served_spec, upstream_crds
 
 VERSION = "1.14.1"
@@ -99,10 +102,15 @@ def test_a_format_the_mirror_does_not_know_stops_the_generator():
         json_schema({"type": "string", "format": "ipv4"})
 
 
+@functools.cache
+def _generated() -> dict[str, str]:
+    return mirrors(VERSION)
+
+
 @pytest.mark.parametrize("name", sorted(CRD_FILES))
 def test_the_committed_mirror_is_what_the_generator_writes_from_the_vendored_crds(name):
     committed = (SCHEMAS / f"karpenter-{VERSION}" / f"{name}.schema.json").read_text()
-    assert committed == mirrors(VERSION)[name], (
+    assert committed == _generated()[name], (
         f"{name}.schema.json drifted from tooling/upstream/karpenter-{VERSION}/crds/: "
         f"run python -m tooling.mirror_crd_schema --all {VERSION}"
     )
@@ -292,3 +300,117 @@ def test_the_anchored_upstream_patterns_refuse_a_final_newline():
 def test_date_time_is_rfc_3339():
     assert [date_time(v) for v in ("2026-11-26T11:00:00Z", "2026-11-26t11:00:00.5+01:00", 7)] == [True, True, True]
     assert [date_time(v) for v in ("2026-11-26 11:00:00Z", "2026-02-30T11:00:00Z", "yesterday")] == [False] * 3
+
+
+# --- what the hand-kept mirrors refused beyond upstream's schema --------------------------------------------------
+
+# Each restriction the hand-kept NodePool and EC2NodeClass mirrors had that upstream's structural schema has not:
+# the setting that now refuses it (the typed settings, what the synth checks) and, where it is one, upstream's CEL
+# rule saying the same (cel-rules.json, evaluated on every applied object by tests/test_cel_rules.py).
+HAND_KEPT_EXTRAS = [
+    # NodePool: requirement key not karpenter.sh/nodepool or kubernetes.io/hostname (the mirror's "not enum")
+    (
+        {"nodePools": [{"requirements": [{"key": "karpenter.sh/nodepool", "operator": "Exists"}]}]},
+        "nodePools[0].requirements[0].key = \"karpenter.sh/nodepool\": 'karpenter.sh/nodepool' is a label key "
+        "Karpenter sets itself",
+        'label "karpenter.sh/nodepool" is restricted',
+    ),
+    (
+        {"nodePools": [{"requirements": [{"key": "kubernetes.io/hostname", "operator": "Exists"}]}]},
+        "nodePools[0].requirements[0].key = \"kubernetes.io/hostname\": 'kubernetes.io/hostname' is a label key "
+        "Karpenter sets itself",
+        'label "kubernetes.io/hostname" is restricted',
+    ),
+    # NodePool: nodeClassRef group, kind and name not empty (minLength 1; the app writes group and kind)
+    (
+        {"nodePools": [{"nodeClass": ""}]},
+        'nodePools[0].nodeClass = "": must be a lowercase DNS subdomain',
+        "name may not be empty",
+    ),
+    # NodePool: a budget's schedule and duration together (dependentRequired)
+    (
+        {"nodePools": [{"budgets": [{"nodes": "1", "schedule": "@daily"}]}]},
+        "nodePools[0].budgets[0]: a disruption budget needs schedule and duration together, or neither",
+        "'schedule' must be set with 'duration'",
+    ),
+    # EC2NodeClass: every selector term selects by something (minProperties 1)
+    (
+        {"nodeClasses": [{"amiSelectorTerms": [{}], "amiFamily": "AL2023"}]},
+        "nodeClasses[0].amiSelectorTerms[0]: an AMI selector term selects by alias, id, name, tags or ssmParameter",
+        "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",
+    ),
+    (
+        {"nodeClasses": [{"extraSubnetSelectorTerms": [{"tags": {}}]}]},
+        "nodeClasses[0].extraSubnetSelectorTerms[0]: a subnet selector term selects by exactly one of id, tags",
+        None,  # an empty tags map: upstream's schema and rules take it (and it selects every subnet)
+    ),
+    (
+        {"nodeClasses": [{"extraSecurityGroupSelectorTerms": [{}]}]},
+        "nodeClasses[0].extraSecurityGroupSelectorTerms[0]: a security group selector term selects by exactly one",
+        "expected at least one, got none, ['tags', 'id', 'name']",
+    ),
+    (
+        {"nodeClasses": [{"capacityReservationSelectorTerms": [{}]}]},
+        "nodeClasses[0].capacityReservationSelectorTerms[0]: a capacity reservation selector term needs an id, tags",
+        "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']",
+    ),
+    # EC2NodeClass: the alias pattern with a version (the project's), and ids matched in full (upstream searches)
+    (
+        {"nodeClasses": [{"amiAlias": "al2023@20260801"}]},
+        'nodeClasses[0].amiAlias = "al2023@20260801": must be family@version',
+        None,
+    ),
+    (
+        {"nodeClasses": [{"amiSelectorTerms": [{"id": "my ami-0123456789abcdef0"}], "amiFamily": "AL2023"}]},
+        'nodeClasses[0].amiSelectorTerms[0].id = "my ami-0123456789abcdef0": must look like ami-0123456789abcdef0',
+        None,
+    ),
+    (
+        {"nodeClasses": [{"extraSubnetSelectorTerms": [{"id": "xsubnet-0123456789abcdef0"}]}]},
+        'nodeClasses[0].extraSubnetSelectorTerms[0].id = "xsubnet-0123456789abcdef0": must look like subnet-',
+        None,
+    ),
+    (
+        {"nodeClasses": [{"extraSecurityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0 "}]}]},
+        'nodeClasses[0].extraSecurityGroupSelectorTerms[0].id = "sg-0123456789abcdef0 ": must look like sg-',
+        None,
+    ),
+    # EC2NodeClass: tag keys Karpenter sets (the mirror's propertyNames)
+    *(
+        (
+            {"nodeClasses": [{"tags": {key: "x"}}]},
+            f"nodeClasses[0].tags: tag {key!r} is one Karpenter sets itself",
+            f"tag contains a restricted tag matching {rule}",
+        )
+        for key, rule in (
+            ("eks:eks-cluster-name", "eks:eks-cluster-name"),
+            ("kubernetes.io/cluster/other", "kubernetes.io/cluster/"),
+            ("karpenter.sh/nodepool", "karpenter.sh/nodepool"),
+            ("karpenter.sh/nodeclaim", "karpenter.sh/nodeclaim"),
+            ("karpenter.k8s.aws/ec2nodeclass", "karpenter.k8s.aws/ec2nodeclass"),
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize(("settings_", "refusal", "cel_message"), HAND_KEPT_EXTRAS)
+def test_what_the_hand_kept_mirrors_refused_beyond_upstreams_schema_the_typed_settings_refuse(
+    settings_, refusal, cel_message
+):
+    with pytest.raises(ConfigError) as refused:
+        load_config(settings_, today=TODAY)
+    assert str(refused.value).startswith(refusal), str(refused.value)
+    if cel_message is not None:
+        rules = json.loads((SCHEMAS / f"karpenter-{VERSION}" / "cel-rules.json").read_text())["kinds"]
+        assert any(r["message"] == cel_message for kind in rules.values() for r in kind["rules"] if "message" in r)
+
+
+def test_requirement_values_are_not_limited_to_50_as_the_hand_kept_mirror_had_it():
+    """The hand-kept NodePool mirror allowed 50 values per requirement; neither upstream's schema nor its rules
+    limit them (minValues is at most 50, not the values), so a pool listing 60 instance types is applied."""
+    values = [f"m{i}.large" for i in range(60)]
+    pool = {"requirements": [{"key": "example.com/size", "operator": "In", "values": values}]}
+    config = load_config({"nodePools": [pool]}, today=TODAY)
+    (obj,) = [o for o in config_objects(config) if o["kind"] == "NodePool"]
+    assert obj["spec"]["template"]["spec"]["requirements"][-1]["values"] == values
+    assert object_violations(obj, VERSION, config.kubernetes_version) == []
