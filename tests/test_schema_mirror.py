@@ -414,3 +414,22 @@ def test_requirement_values_are_not_limited_to_50_as_the_hand_kept_mirror_had_it
     (obj,) = [o for o in config_objects(config) if o["kind"] == "NodePool"]
     assert obj["spec"]["template"]["spec"]["requirements"][-1]["values"] == values
     assert object_violations(obj, VERSION, config.kubernetes_version) == []
+
+
+def test_one_command_writes_the_three_mirrors(tmp_path, monkeypatch, capsys):
+    """python -m tooling.mirror_crd_schema --all 1.14.1, in a copy of the repository's two folders it reads and
+    writes: the committed mirrors, byte for byte."""
+    from tooling import mirror_crd_schema
+
+    shutil.copytree(CRDS, tmp_path / "tooling" / "upstream" / f"karpenter-{VERSION}" / "crds")
+    (tmp_path / "tooling" / "schemas" / f"karpenter-{VERSION}").mkdir(parents=True)
+    monkeypatch.setattr(mirror_crd_schema, "ROOT", tmp_path)
+    mirror_crd_schema.main(["--all", VERSION])
+    for name in CRD_FILES:
+        written = tmp_path / "tooling" / "schemas" / f"karpenter-{VERSION}" / f"{name}.schema.json"
+        assert written.read_text() == (SCHEMAS / f"karpenter-{VERSION}" / f"{name}.schema.json").read_text()
+    assert capsys.readouterr().out.splitlines() == [
+        f"wrote tooling/schemas/karpenter-{VERSION}/{name}.schema.json" for name in CRD_FILES
+    ]
+    with pytest.raises(SystemExit, match="usage: python -m tooling.mirror_crd_schema --all <version>"):
+        mirror_crd_schema.main(["--all"])
