@@ -141,7 +141,7 @@ def near(pattern_: str, regex: bool = False) -> st.SearchStrategy[str]:
 
 
 @pytest.mark.parametrize("pattern_", ALL_PATTERNS)
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_the_python_spelling_of_each_upstream_pattern_agrees_with_re2(pattern_, data):
     value = data.draw(near(pattern_, regex=True))
@@ -401,7 +401,7 @@ def refusal(spec: type[BaseModel], settings_: dict[str, Any], prefix: str) -> li
     ("kind", "path", "setting", "build", "spec", "allowed"), FIELDS, ids=[f[0] + ":" + f[1] for f in FIELDS]
 )
 @settings(
-    max_examples=40,
+    max_examples=15,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -491,7 +491,7 @@ def _pool() -> dict[str, Any]:
 
 @pytest.mark.parametrize(("path", "where", "put"), MANIFEST_FIELDS, ids=[f[0] for f in MANIFEST_FIELDS])
 @settings(
-    max_examples=25,
+    max_examples=10,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -529,7 +529,7 @@ def test_the_crds_bounds_on_labels_and_requirements_are_the_typed_settings():
     assert _at(POOL, "spec.template.spec.requirements")["maxItems"] == 100
 
 
-@settings(max_examples=80, deadline=None, derandomize=True)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(
     fields=st.lists(st.sampled_from(["0", "9", "*", "*/5", "1-5", "mon-fri", "1,15"]), min_size=5, max_size=5),
     separators=st.lists(
