@@ -4,13 +4,18 @@ what a change of mode does to a cluster that is already running (checked against
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from karpenter_stack.cluster_updates import ONE_KIND, UpdateRefused, update
+from karpenter_stack.config import load_config
 from tests.cfn import depends_on, kubernetes_objects, only, render, resources, template_change
-from tests.conftest import synth
+from tests.conftest import TODAY, synth
 from tooling.configurations import ACCESS_ENTRIES, ADMINISTRATOR
 
 ADMIN = ADMINISTRATOR
@@ -194,3 +199,23 @@ def test_administrators_that_drop_the_deployed_default_admin_role_say_so(tmp_pat
     (warning,) = [m.data for m in stack.node.metadata if m.type == "aws:cdk:warning"]
     assert str(warning).startswith("administrators replaces the deployed stack's ClusterAdminRole")
     assert "baseline.say_dropped_admin(stack)" in inspect.getsource(application.build_deferred)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True), min_size=1, max_size=5, unique=True))
+def test_every_administrators_list_over_the_default_admin_role_says_how_many_roles_remain(names):
+    from karpenter_stack import baseline
+
+    old = {"ClusterAdminRole047D4FCA": {"Type": "AWS::IAM::Role"}, "Other": {"Type": "AWS::SQS::Queue"}}
+    root = Path(tempfile.mkdtemp(prefix="dropped-admin-"))
+    (root / "baseline").mkdir()
+    (root / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": old}))
+    arns = [f"arn:aws:iam::111122223333:role/{n}" for n in names]
+    config = load_config({"administrators": arns}, today=TODAY)
+    said = baseline.dropped_admin(config, "eks-karpenter", root)
+    roles = "1 role" if len(names) == 1 else f"{len(names)} roles"
+    assert said is not None and f"then only the {roles} listed can use kubectl" in said
+    del old["ClusterAdminRole047D4FCA"]  # a baseline without the default role: nothing is dropped
+    (root / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": old}))
+    assert baseline.dropped_admin(config, "eks-karpenter", root) is None
+    shutil.rmtree(root)
