@@ -136,12 +136,29 @@ def _changes(path: Path) -> dict[str, Any]:
     return loaded or {}
 
 
+WIDENING_KEYS = ("policy", "sid", "action", "resource", "why")
+MIN_REASON = 20
+
+
+def _widening_entries(template: Path) -> tuple[list[dict[str, str]], list[str]]:
+    """The changes file's ``widenings:`` entries, and one line per entry that is not {policy, sid, action, resource,
+    why} with a reason a reviewer can check."""
+    entries, problems = [], []
+    where = f"templates/changes/{template.name}"
+    for i, entry in enumerate(_changes(changes_file(template)).get("widenings") or []):
+        if not isinstance(entry, dict) or set(entry) != set(WIDENING_KEYS):
+            keys = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
+            problems.append(f"{where}: widenings[{i}] has {keys}: each needs exactly {', '.join(WIDENING_KEYS)}")
+        elif len(str(entry["why"]).strip()) < MIN_REASON:
+            problems.append(f"{where}: widenings[{i}].why: a reason a reviewer can check, at least {MIN_REASON} characters")
+        else:
+            entries.append({k: str(entry[k]) for k in WIDENING_KEYS})
+    return entries, problems
+
+
 def acknowledged_widenings(template: Path) -> dict[tuple[str, str, str, str], str]:
     """The widenings acknowledged in the changes file: (policy, sid, action, resource) -> reason."""
-    return {
-        (str(w["policy"]), str(w.get("sid", "")), str(w["action"]), str(w["resource"])): str(w["why"])
-        for w in _changes(changes_file(template)).get("widenings") or []
-    }
+    return {(w["policy"], w["sid"], w["action"], w["resource"]): w["why"] for w in _widening_entries(template)[0]}
 
 
 @functools.cache
@@ -152,15 +169,34 @@ def parsed_template(path: Path) -> dict[str, Any]:
 
 @functools.cache
 def widening_problems(template: Path) -> tuple[str, ...]:
-    """The synth's check: one line per widening without a reason (empty: the template grants no more than
-    upstream's, or says why)."""
+    """The synth's check (empty: the template grants no more than upstream's, or says why): one line for the grants
+    without a reason (grouped by statement and action), one per malformed acknowledgment, one per acknowledgment of
+    a grant the template does not make (it would approve that grant in advance)."""
     reference = upstream_template(template)
+    where = f"templates/{template.name}"
     if not reference.exists():
-        return (f"{template.name}: upstream's template of the release is missing (templates/upstream/{template.name})",)
+        return (f"{where}: upstream's template of the release is missing (templates/upstream/{template.name})",)
+    entries, problems = _widening_entries(template)
     acknowledged = acknowledged_widenings(template)
-    return tuple(
-        f"{template.name} grants more than upstream's template of the release: {w.grant.describe()} (acknowledge it "
-        f"with a reason under widenings: in templates/changes/{template.name}, or remove it)"
-        for w in widenings(parsed_template(template), parsed_template(reference))
-        if w.key not in acknowledged
-    )
+    found = widenings(parsed_template(template), parsed_template(reference))
+    open_: dict[tuple[str, str, str], list[str]] = {}
+    for w in found:
+        if w.key not in acknowledged:
+            open_.setdefault(w.key[:3], []).append(w.grant.resource)
+    if open_:
+        said = "; ".join(
+            f"{policy} statement {sid!r}: Allow {action} on {', '.join(resources)}"
+            for (policy, sid, action), resources in open_.items()
+        )
+        problems.append(
+            f"{where} grants more than upstream's template of the release: {said} (acknowledge each grant with a "
+            f"reason under widenings: in templates/changes/{template.name}, or remove it)"
+        )
+    made = {w.key for w in found}
+    problems += [
+        f"templates/changes/{template.name}: widenings acknowledges {e['action']} on {e['resource']} "
+        f"({e['policy']} statement {e['sid']!r}), which the template does not grant beyond upstream's; remove it"
+        for e in entries
+        if (e["policy"], e["sid"], e["action"], e["resource"]) not in made
+    ]
+    return tuple(problems)

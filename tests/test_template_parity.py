@@ -74,7 +74,7 @@ def test_the_shipped_template_grants_exactly_what_upstreams_does():
         ),
         (  # a widened resource
             lambda d: d["Statement"][0].update(Resource="*"),
-            "statement 'LaunchFromSharedResources': Allow ec2:RunInstances on * ",
+            "statement 'LaunchFromSharedResources': Allow ec2:RunInstances on *;",
         ),
         (  # a dropped condition: the cluster's tag no longer required to terminate
             lambda d: d["Statement"][-1].pop("Condition"),
@@ -86,15 +86,11 @@ def test_the_shipped_template_grants_exactly_what_upstreams_does():
 def test_a_fork_that_widens_a_controller_policy_is_refused_naming_policy_and_statement(tmp_path, edit, named):
     path = _fork(tmp_path, "KarpenterControllerNodeLifecyclePolicy", edit)
     problems = widening_problems(path)
-    assert problems and all(
-        p.startswith("karpenter-1.14.1.yaml grants more than upstream's template") for p in problems
-    )
-    assert any(named in p for p in problems), problems
-    assert all(
-        p.endswith(
-            "(acknowledge it with a reason under widenings: in templates/changes/karpenter-1.14.1.yaml, or remove it)"
-        )
-        for p in problems
+    (problem,) = problems  # one line, however many grants
+    assert problem.startswith("templates/karpenter-1.14.1.yaml grants more than upstream's template of the release: ")
+    assert named in problem, problem
+    assert problem.endswith(
+        "(acknowledge each grant with a reason under widenings: in templates/changes/karpenter-1.14.1.yaml, or remove it)"
     )
     # the diff command says the same and fails
     lines, failures = template_parity.report(path)
@@ -286,10 +282,10 @@ def test_the_synth_refuses_a_widened_fork_in_one_line_and_builds_nothing(tmp_pat
     with pytest.raises(ConfigError) as info:
         build(app, today=TODAY)
     assert str(info.value) == (
-        "karpenterVersion = '1.14.1': karpenter-1.14.1.yaml grants more than upstream's template of the release: "
+        "templates/karpenter-1.14.1.yaml grants more than upstream's template of the release: "
         "KarpenterControllerInterruptionPolicy statement 'ConsumeInterruptionQueue': Allow sqs:* on "
-        "${KarpenterInterruptionQueue.Arn} (acknowledge it with a reason under widenings: in "
-        "templates/changes/karpenter-1.14.1.yaml, or remove it) (from cdk.json)"
+        "${KarpenterInterruptionQueue.Arn} (acknowledge each grant with a reason under widenings: in "
+        "templates/changes/karpenter-1.14.1.yaml, or remove it)"
     )
     assert app.node.children == [] and list(out.iterdir()) == []
 
@@ -302,3 +298,28 @@ def test_a_dropped_deny_is_a_widening_and_a_narrower_deny_too():
     assert uncovered([deny], [deny]) == []
     narrower = Grant("P", "NoTls", "Deny", "sqs:SendMessage", "*", deny.conditions)
     assert uncovered([narrower], [deny]) == [deny]  # denies less than upstream's
+
+
+def test_a_malformed_or_stale_widening_acknowledgment_is_refused_in_one_line(tmp_path):
+    root = tmp_path / "templates"
+    shutil.copytree(TEMPLATE.parent, root)
+    changes = root / "changes" / TEMPLATE.name
+    loaded = yaml.safe_load(changes.read_text())
+    grant = {"policy": "KarpenterControllerInterruptionPolicy", "sid": "ConsumeInterruptionQueue", "action": "sqs:*"}
+    loaded["widenings"] = [
+        {**grant, "resource": "*"},  # no why
+        {**grant, "resource": "*", "why": "short"},
+        {**grant, "resource": "*", "why": "Approved in advance, for a grant nobody made yet."},
+    ]
+    changes.write_text(yaml.safe_dump(loaded))
+    widening_problems.cache_clear()
+    assert widening_problems(root / TEMPLATE.name) == (
+        "templates/changes/karpenter-1.14.1.yaml: widenings[0] has ['action', 'policy', 'resource', 'sid']: each "
+        "needs exactly policy, sid, action, resource, why",
+        "templates/changes/karpenter-1.14.1.yaml: widenings[1].why: a reason a reviewer can check, at least 20 "
+        "characters",
+        "templates/changes/karpenter-1.14.1.yaml: widenings acknowledges sqs:* on * (KarpenterControllerInterruptionPolicy "
+        "statement 'ConsumeInterruptionQueue'), which the template does not grant beyond upstream's; remove it",
+    )
+    _, failures = template_parity.report(root / TEMPLATE.name)
+    assert len(failures) == 3

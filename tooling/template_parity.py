@@ -35,6 +35,7 @@ from constructs_lib.template_parity import (
     narrowings,
     template_grants,
     upstream_template,
+    widening_problems,
     widenings,
 )
 from karpenter_stack import versions
@@ -170,6 +171,8 @@ def report(template: Path) -> tuple[list[str], list[str]]:
             problems.append(
                 f"{template.name}: {difference.subject}: no reason in templates/changes/{reasons_path.name}"
             )
+    # the widenings: entries themselves (malformed, or acknowledging a grant the template does not make)
+    problems.extend(p for p in widening_problems(template) if p.startswith("templates/changes/"))
     problems.extend(
         f"templates/changes/{reasons_path.name}: {pattern!r} matches no difference any more; remove it"
         for pattern in reasons

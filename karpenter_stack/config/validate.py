@@ -125,10 +125,8 @@ def _check_versions(config: AppConfig, today: date | None) -> str | None:
     versions.eks_kubernetes_version(config.kubernetes_version)
     warning = versions.check_eks_support(config.kubernetes_version, today or date.today())
     widened = template_parity.widening_problems(versions.karpenter_template(config.karpenter_version))
-    if widened:
-        raise versions.VersionError(
-            "\n".join(f"karpenterVersion = {quoted(config.karpenter_version)}: {w}" for w in widened)
-        )
+    if widened:  # the template's own problems, not a setting's: one line
+        raise versions.VersionError("; ".join(widened))
     versions.check_compatibility(config.karpenter_version, config.kubernetes_version)
     versions.KubectlLayer.for_version(config.kubernetes_version).load()
     versions.addon_versions(config.kubernetes_version, config.pinned_addon_versions)
