@@ -150,7 +150,9 @@ def _widening_entries(template: Path) -> tuple[list[dict[str, str]], list[str]]:
             keys = sorted(entry) if isinstance(entry, dict) else type(entry).__name__
             problems.append(f"{where}: widenings[{i}] has {keys}: each needs exactly {', '.join(WIDENING_KEYS)}")
         elif len(str(entry["why"]).strip()) < MIN_REASON:
-            problems.append(f"{where}: widenings[{i}].why: a reason a reviewer can check, at least {MIN_REASON} characters")
+            problems.append(
+                f"{where}: widenings[{i}].why: a reason a reviewer can check, at least {MIN_REASON} characters"
+            )
         else:
             entries.append({k: str(entry[k]) for k in WIDENING_KEYS})
     return entries, problems
