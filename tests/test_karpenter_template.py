@@ -6,35 +6,15 @@ import json
 import re
 
 import pytest
-import yaml
 
+from constructs_lib import template_parity
 from constructs_lib.karpenter_infra import CONTROLLER_POLICIES, INTERRUPTION_QUEUE, NODE_ROLE
 from karpenter_stack import versions
 from tests.cfn import each
 
 
-class _CfnLoader(yaml.SafeLoader):
-    """YAML loader that keeps CloudFormation short-form tags as {'Fn::X': value}."""
-
-
-def _intrinsic(loader, tag_suffix, node):
-    name = "Ref" if tag_suffix == "Ref" else f"Fn::{tag_suffix}"
-    if isinstance(node, yaml.ScalarNode):
-        value = loader.construct_scalar(node)
-        if name == "Fn::GetAtt":
-            value = value.split(".", 1)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return {name: value}
-
-
-_CfnLoader.add_multi_constructor("!", _intrinsic)
-
-
 def load_template(version: str) -> dict:
-    return yaml.load(versions.karpenter_template(version).read_text(), Loader=_CfnLoader)
+    return template_parity.load_template(versions.karpenter_template(version))
 
 
 def policy_document(template: dict, logical_id: str) -> dict:
