@@ -2,17 +2,23 @@
 """CDK app: an EKS cluster autoscaled by Karpenter. Configuration comes from CDK context
 (cdk.json, overridable with ``cdk synth -c key=value``) and is validated before anything is built."""
 
+import os
 import sys
 
 import aws_cdk as cdk
 
-from karpenter_stack.application import build, missing_lookups, new_app
+from karpenter_stack.application import build, failed_lookups, missing_lookups, new_app
 from karpenter_stack.config import ConfigError
 
 
 def main(app: cdk.App | None = None) -> None:
     """Build and synthesize ``app`` (by default the one the CDK CLI's context describes)."""
     app = app or new_app()
+    # A lookup the CDK CLI could not make (its second run of the app): say what to do, in one line each, and stop.
+    failed = failed_lookups(app.node.get_all_context())
+    if failed:
+        print("\n".join(failed), file=sys.stderr)
+        sys.exit(1)
     try:
         build(app)
     except ConfigError as err:
@@ -31,9 +37,11 @@ def main(app: cdk.App | None = None) -> None:
             file=sys.stderr,
         )
         sys.exit(1)
-    # Lookups not cached: the CLI makes them now with credentials for their account (offline it stops).
-    for line in missing_lookups(assembly):
-        print(f"Note: {line}", file=sys.stderr)
+    # Lookups not cached: run by the CDK CLI (CDK_OUTDIR set), it makes them now with credentials for their account
+    # and, when it cannot, runs the app again, which says so above; run on its own, the app says so here.
+    if "CDK_OUTDIR" not in os.environ:
+        for line in missing_lookups(assembly):
+            print(f"Note: {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
@@ -101,6 +102,21 @@ def _stacks(app: cdk.App, resolved: ResolvedApp) -> list[KarpenterClusterStack |
         flags=resolved.flags,
     )
     return [stage.stack for stage in stages.values()]
+
+
+_LOOKUP_FIELD = re.compile(r"(account|region)=([^:]+)", re.ASCII)
+
+
+def failed_lookups(context: Mapping[str, Any]) -> list[str]:
+    """One line per lookup the CDK CLI tried and could not make (no credentials for that account): the CLI runs the
+    app again with the key set to its error (``$providerError``), and the app stops there, saying what to do,
+    instead of building with placeholder values that the CLI then refuses in several lines."""
+    lines = []
+    for key, value in context.items():
+        if isinstance(value, dict) and "$providerError" in value:
+            fields = dict(_LOOKUP_FIELD.findall(key))
+            lines.append(lookup_note(key, fields.get("account", "?"), fields.get("region", "?")))
+    return lines
 
 
 def missing_lookups(assembly: cx_api.CloudAssembly) -> list[str]:

@@ -117,3 +117,25 @@ def test_the_cloud_assembly_lists_one_deployable_stack_per_environment(stacks):
     assembly = stack.node.root.synth()
     assert [s.hierarchical_id for s in assembly.stacks] == ["eks-karpenter-dev", "eks-karpenter-prod"]
     assert [s.stack_name for s in assembly.stacks] == ["eks-karpenter-dev", "eks-karpenter-prod"]
+
+
+def test_a_lookup_the_cli_could_not_make_stops_the_app_in_one_line(capsys):
+    """Without credentials for an environment's account, the CDK CLI runs the app a second time with the lookup's key
+    set to its error: the app says what to do in one line and stops (before: the note twice, then the CLI's
+    error annotation in four more lines)."""
+    import app as cdk_app
+    from karpenter_stack.application import new_app
+    from tooling.configurations import PRODUCT_CONTEXT
+
+    key = "availability-zones:account=999988887777:region=eu-west-1"
+    failed = {"$providerError": "Need to perform AWS calls for account 999988887777", "$dontSaveContext": True}
+    with pytest.raises(SystemExit) as info:
+        cdk_app.main(new_app(context={**PRODUCT_CONTEXT, key: failed}))
+    assert info.value.code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        'cdk.context.json has no availability zones for account 999988887777, region eu-west-1 (key "'
+        + key
+        + '"): run `make synth` once with credentials for account 999988887777 (the CDK CLI caches the answer there) '
+        "or add the key by hand with the zone names of `aws ec2 describe-availability-zones --region eu-west-1`, then "
+        "commit cdk.context.json"
+    ]
