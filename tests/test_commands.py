@@ -505,6 +505,23 @@ def test_the_clis_trailing_subprocess_line_is_left_out_of_a_refusal_and_nothing_
     assert written[-1] == b"python3 app.py: Subprocess exited with error 1\n"  # another app's command: kept
 
 
+def test_a_quiet_synth_of_several_stacks_says_nothing_of_its_own():
+    """`make synth` of a cdk.json with environments: the CLI's "Successfully synthesized to <the folder make then
+    renames>" and "Supply a stack id" lines are left out (make says what it synthesized); anything else stays."""
+    from tooling.cdk import QUIET_SYNTH, NoiseFilter
+
+    written: list[bytes] = []
+    noise = NoiseFilter(written.append, "python3 app.py", QUIET_SYNTH)
+    noise.feed(b"Successfully synthesized to /p/cdk.out.next\nSupply a stack id (a, b) to dis")
+    noise.feed(b"play its template.\nWARNING something the app said\n")
+    noise.close()
+    assert written == [b"WARNING something the app said\n"]
+    kept: list[bytes] = []
+    plain = NoiseFilter(kept.append, "python3 app.py")  # any other command: kept
+    plain.feed(b"Successfully synthesized to /p/cdk.out\n")
+    assert kept == [b"Successfully synthesized to /p/cdk.out\n"]
+
+
 def test_set_and_args_become_arguments_in_their_order():
     from tooling.make_args import arguments
 

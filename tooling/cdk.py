@@ -32,6 +32,9 @@ def command(argv: list[str], context_file: str | None) -> list[str]:
     return ["cdk", "--no-notices", *as_flags(settings), *argv]
 
 
+# What a quiet synth of several stacks still says (the folder it wrote, which `make synth` then renames, and how to
+# print one stack's template): `make synth` says what it synthesized itself.
+QUIET_SYNTH = ("Successfully synthesized to ", "Supply a stack id (")
 # What the CLI adds after the app's own message when the app exits non-zero ("python3 app.py: Subprocess exited with
 # error 1"): the app has said why, this says nothing more. Matched without the terminal's colour codes.
 NOISE = ": Subprocess exited with error "
@@ -52,22 +55,24 @@ class NoiseFilter:
     """The CLI's stderr without its ``<app>: Subprocess exited with error N`` line, passed on as it comes: a line is
     held back only while it may still become that line (so a prompt without a newline shows at once)."""
 
-    def __init__(self, write: Callable[[bytes], object], app: str) -> None:
+    def __init__(self, write: Callable[[bytes], object], app: str, lines: tuple[str, ...] = ()) -> None:
         self.write, self.pending = write, b""
         self.mark = (app + NOISE).encode()
+        # whole lines left out too, by their start (a quiet synth's QUIET_SYNTH)
+        self.lines = tuple(line.encode() for line in lines)
 
     def _plain(self, text: bytes) -> bytes:
         return UNFINISHED_ANSI.sub(b"", ANSI.sub(b"", text)).rstrip(b"\r\n")
 
     def _is_noise(self, line: bytes) -> bool:
         plain = self._plain(line)
-        return plain.startswith(self.mark) and plain[len(self.mark) :].isdigit()
+        return (plain.startswith(self.mark) and plain[len(self.mark) :].isdigit()) or plain.startswith(self.lines)
 
     def _may_be_noise(self, partial: bytes) -> bool:
         plain = self._plain(partial)
-        if len(plain) <= len(self.mark):
-            return self.mark.startswith(plain)
-        return self._is_noise(partial)
+        return any(len(plain) <= len(m) and m.startswith(plain) for m in (self.mark, *self.lines)) or self._is_noise(
+            partial
+        )
 
     def feed(self, chunk: bytes) -> None:
         self.pending += chunk
@@ -99,7 +104,8 @@ def run_filtered(args: list[str]) -> int:
         out.write(data)
         out.flush()
 
-    noise = NoiseFilter(write, app_command(Path.cwd()))
+    quiet_synth = "synth" in args and "--quiet" in args
+    noise = NoiseFilter(write, app_command(Path.cwd()), QUIET_SYNTH if quiet_synth else ())
     # Ctrl-C reaches the CLI (same process group); this process waits for it to finish.
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
