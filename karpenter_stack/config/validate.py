@@ -158,13 +158,20 @@ def api_endpoint(config: AppConfig) -> list[str]:
     return []
 
 
+def _beyond_production_bound(config: AppConfig) -> int | None:
+    """The public addresses a production endpoint reaches when they are more than PRODUCTION_MAX_PUBLIC (judged on
+    what the CIDRs cover together: overlaps once, private ranges not counted), else None."""
+    if config.profile != "production" or not config.public_access_cidrs:
+        return None
+    covered = public_addresses(config.public_access_cidrs)
+    return covered if covered > PRODUCTION_MAX_PUBLIC else None
+
+
 def production_endpoint(config: AppConfig) -> list[str]:
     """The production profile opens the public endpoint to at most PRODUCTION_MAX_PUBLIC public addresses, judged
-    on what the CIDRs cover together (overlaps once, private ranges not counted), not on how they are written."""
-    if config.profile != "production" or not config.public_access_cidrs:
-        return []
-    covered = public_addresses(config.public_access_cidrs)
-    if covered <= PRODUCTION_MAX_PUBLIC or config.wide_public_access_reason:
+    on what the CIDRs cover, not on how they are written; more only with widePublicAccessReason."""
+    covered = _beyond_production_bound(config)
+    if covered is None or config.wide_public_access_reason:
         return []
     return [
         f"publicAccessCidrs {json.dumps(config.public_access_cidrs)}: the production profile opens the public endpoint "
@@ -177,10 +184,8 @@ def production_endpoint(config: AppConfig) -> list[str]:
 def wide_public_access(config: AppConfig) -> str | None:
     """What widePublicAccessReason acknowledges (the public addresses the endpoint reaches beyond the production
     profile's bound), or None when it acknowledges nothing."""
-    if config.profile != "production" or not config.public_access_cidrs:
-        return None
-    covered = public_addresses(config.public_access_cidrs)
-    if covered <= PRODUCTION_MAX_PUBLIC:
+    covered = _beyond_production_bound(config)
+    if covered is None:
         return None
     return f"the public endpoint reaches {covered:,} public addresses (production's bound: {PRODUCTION_MAX_PUBLIC:,})"
 
