@@ -306,7 +306,7 @@ def manifest_files(patterns: Iterable[str], root: Path | None, problems: list[st
     return found
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(yaml.SafeLoader):  # the pure-Python loader: its error messages are the ones users read
     """YAML as kubectl reads it: a key given twice in one mapping is an error, not the last one winning."""
 
 

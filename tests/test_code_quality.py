@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-import yaml
-
+from constructs_lib import yaml_load
 from tests.conftest import ROOT
 
 
@@ -48,7 +47,7 @@ def test_make_test_runs_lint_and_the_scanners_beside_the_tests():
 
 def test_the_pre_commit_hooks_run_the_same_checks():
     """.pre-commit-config.yaml runs these very commands, with the project's pinned tools."""
-    (repo,) = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
+    (repo,) = yaml_load.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
     assert repo["repo"] == "local"
     hooks = {hook["id"]: hook["entry"].split() for hook in repo["hooks"]}
     # (--force-exclude: pre-commit names the files, and pyproject's excludes must hold for them too)

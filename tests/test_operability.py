@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
+from constructs_lib import yaml_load
 from tests.cfn import controller_values, kubernetes_objects, render, resources
 from tests.conftest import ROOT, synth
 from tests.test_lifecycle import dependency_graph, depends_transitively
@@ -127,7 +127,7 @@ def test_alarm_topic_needs_the_alarms():
 
 
 def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():
-    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    workflow = yaml_load.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
     assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as True
     steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
     runs = [s["run"].strip() for s in steps if "run" in s]
@@ -160,7 +160,7 @@ def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():
 
 def test_ci_example_pins_actions_by_commit_and_caches_by_lock_file_hash():
     text = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
-    workflow = yaml.safe_load(text)
+    workflow = yaml_load.safe_load(text)
     assert workflow["permissions"] == {"contents": "read"}
     assert workflow["jobs"]["check"]["permissions"] == {"contents": "read", "security-events": "write"}
     steps = [s for job in workflow["jobs"].values() for s in job["steps"]]

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from constructs_lib import yaml_load
 from karpenter_stack import pipeline_tools
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
@@ -158,7 +158,7 @@ def test_codebuild_installs_the_pinned_cdk_cli_and_cdk_assets_never_latest(deliv
     assert mutate["phases"]["install"]["runtime-versions"] == {"python": "3.11", "nodejs": "22"}
     # one publisher per asset type, whose buildspec travels in the cloud assembly
     (assets,) = Path(delivery.app.outdir).glob("buildspec-*-FileAsset.yaml")
-    spec = yaml.safe_load(assets.read_text())
+    spec = yaml_load.safe_load(assets.read_text())
     assert spec["phases"]["install"]["commands"] == [f"npm install -g cdk-assets@{pipeline_tools.CDK_ASSETS_VERSION}"]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from constructs_lib import yaml_load
 from constructs_lib.iam_grants import Grant, covers, grants, structured_document, wildcard_acknowledgments
 from constructs_lib.karpenter_infra import CONTROLLER_POLICIES
 from constructs_lib.template_parity import (
@@ -105,7 +106,7 @@ def test_a_widening_acknowledged_with_a_reason_passes_and_the_diff_shows_the_rea
         lambda d: d["Statement"][-1]["Action"].append("ec2:DeleteVolume"),
     )
     changes = path.parent / "changes" / path.name
-    loaded = yaml.safe_load(changes.read_text())
+    loaded = yaml_load.safe_load(changes.read_text())
     reason = "Our volumes outlive their instances; the cluster tag condition still applies."
     loaded["widenings"] = [
         {
@@ -231,7 +232,7 @@ def test_a_stale_reason_fails_the_diff(tmp_path):
     root = tmp_path / "templates"
     shutil.copytree(TEMPLATE.parent, root)
     changes = root / "changes" / TEMPLATE.name
-    loaded = yaml.safe_load(changes.read_text())
+    loaded = yaml_load.safe_load(changes.read_text())
     loaded["changes"]["Resources.KarpenterNodeRole.Properties.Path"] = "We never wrote it."
     changes.write_text(yaml.safe_dump(loaded))
     _, failures = template_parity.report(root / TEMPLATE.name)
@@ -304,7 +305,7 @@ def test_a_malformed_or_stale_widening_acknowledgment_is_refused_in_one_line(tmp
     root = tmp_path / "templates"
     shutil.copytree(TEMPLATE.parent, root)
     changes = root / "changes" / TEMPLATE.name
-    loaded = yaml.safe_load(changes.read_text())
+    loaded = yaml_load.safe_load(changes.read_text())
     grant = {"policy": "KarpenterControllerInterruptionPolicy", "sid": "ConsumeInterruptionQueue", "action": "sqs:*"}
     loaded["widenings"] = [
         {**grant, "resource": "*"},  # no why

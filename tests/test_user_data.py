@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
+from constructs_lib import yaml_load
 from constructs_lib.specs import ami, user_data
 from constructs_lib.specs.kubelet import KubeletSpec
 from constructs_lib.specs.node_class import NodeClassSpec
@@ -29,7 +29,7 @@ NODE_CONFIG = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n"
 def _classes_with_user_data() -> dict[str, dict]:
     found = {}
     for path in sorted(UPSTREAM.glob("*.yaml")):
-        for document in yaml.safe_load_all(path.read_text()):
+        for document in yaml_load.safe_load_all(path.read_text()):
             if document and document["kind"] == "EC2NodeClass" and "userData" in document["spec"]:
                 found[path.name] = document["spec"]
     return found

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
+from constructs_lib import yaml_load
 
 ROOT = Path(__file__).resolve().parent.parent
 KEPT = ("rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf")
@@ -48,7 +48,7 @@ def _walk(node: dict[str, Any], path: str) -> Iterator[tuple[str, str, Any]]:
 def mirror(crds: Path, version: str) -> dict[str, Any]:
     kinds: dict[str, Any] = {}
     for path in sorted(crds.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml_load.safe_load(path.read_text())
         for served in (v for v in crd["spec"]["versions"] if v.get("served")):
             rules, defaults = [], []
             for what, where, value in _walk(served["schema"]["openAPIV3Schema"], ""):

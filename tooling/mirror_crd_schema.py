@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
+from constructs_lib import yaml_load
 
 ROOT = Path(__file__).resolve().parent.parent
 KEPT = (
@@ -88,7 +88,7 @@ def json_schema(node: dict[str, Any]) -> dict[str, Any]:
 
 def served_spec(crd_file: Path) -> tuple[dict[str, Any], str, str, str]:
     """The OpenAPI schema of the served version's spec, the kind, the apiVersion and the CRD's name."""
-    crd = yaml.safe_load(crd_file.read_text())
+    crd = yaml_load.safe_load(crd_file.read_text())
     (served,) = [v for v in crd["spec"]["versions"] if v.get("served")]
     kind, group = crd["spec"]["names"]["kind"], crd["spec"]["group"]
     spec = served["schema"]["openAPIV3Schema"]["properties"]["spec"]

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-import yaml
 
+from constructs_lib import yaml_load
 from karpenter_stack.application import build_deferred, new_app
 from karpenter_stack.config import ConfigError
 from karpenter_stack.security import acknowledgments, covers, findings
@@ -206,7 +206,7 @@ class CheckovRun:
 
 
 def checkov_skips(path: Path = CHECKOV_SKIPS) -> list[dict[str, Any]]:
-    return list(yaml.safe_load(path.read_text()))
+    return list(yaml_load.safe_load(path.read_text()))
 
 
 def skip_reason(finding: CheckovFinding, skips: list[dict[str, Any]]) -> str | None:

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from constructs_lib import yaml_load
 from constructs_lib.iam_grants import render
 from constructs_lib.template_parity import (
     acknowledged_widenings,
@@ -133,7 +132,7 @@ def report(template: Path) -> tuple[list[str], list[str]]:
     project, upstream = load_template(template), load_template(reference)
     reasons_path = changes_file(template)
     reasons: dict[str, str] = (
-        (yaml.safe_load(reasons_path.read_text()) or {}).get("changes") or {} if reasons_path.exists() else {}
+        (yaml_load.safe_load(reasons_path.read_text()) or {}).get("changes") or {} if reasons_path.exists() else {}
     )
     lines = [
         f"{template.name} against upstream's template of the release ({reference.relative_to(template.parent.parent)})",

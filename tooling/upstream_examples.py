@@ -21,8 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from constructs_lib import yaml_load
 from constructs_lib.node_manifests import CLUSTER_NAME_PLACEHOLDER, read_node_manifests
 from karpenter_stack.config import ConfigError, load_config
 
@@ -106,7 +105,7 @@ def _violations(obj: dict[str, Any], kubernetes_version: str) -> list[str]:
 def upstream_objects(path: Path) -> dict[str, dict[str, Any]]:
     """Upstream's objects of a file, ${CLUSTER_NAME} filled in, by Kind/name."""
     text = path.read_text().replace(CLUSTER_NAME_PLACEHOLDER, CLUSTER)
-    return _keyed([d for d in yaml.safe_load_all(text) if d])
+    return _keyed([d for d in yaml_load.safe_load_all(text) if d])
 
 
 def differences(upstream: dict[str, Any] | None, ours: dict[str, Any]) -> list[str]:

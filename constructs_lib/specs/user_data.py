@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from .. import yaml_load
 from .base import quoted
 
 # EC2 refuses user data over 16 KB, counted before base64 (EC2 User Guide, "Instance user data").
@@ -205,14 +206,14 @@ def _al2023(text: str) -> None:
 
 def _yaml_map(text: str) -> bool:
     try:
-        return isinstance(yaml.safe_load(text), dict)
+        return isinstance(yaml_load.safe_load(text), dict)
     except yaml.YAMLError:
         return False
 
 
 def _yaml_documents(text: str, where: str) -> list[Any]:
     try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
+        return [d for d in yaml_load.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
         raise ValueError(f"user data {where}: not YAML ({' '.join(str(err).split())[:120]})") from None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from constructs_lib import yaml_load
 
 from .baseline import ROOT
 from .model import ReviewError
@@ -17,7 +17,7 @@ def acknowledgments(path: Path = ACKNOWLEDGMENTS) -> dict[str, str]:
     """`<stack>/<logical id>` -> reason, from the change's acknowledgment file (none when it is absent)."""
     if not path.is_file():
         return {}
-    entries = yaml.safe_load(path.read_text()) or []
+    entries = yaml_load.safe_load(path.read_text()) or []
     out = {}
     for entry in entries:
         if not isinstance(entry, dict) or not entry.get("resource") or not str(entry.get("reason", "")).strip():
