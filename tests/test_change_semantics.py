@@ -20,6 +20,7 @@ from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC, NodePo
 from karpenter_stack.config import AppConfig, ExistingClusterConfig, PipelineConfig, WaveSpec, tree
 from tooling import review as rv
 from tooling import transitions as tr
+from tooling.chart_render import kept_versions, unknown_values
 from tooling.kubernetes_schemas import schema
 
 SPECS = (NodePoolSpec, NodeClassSpec, KubeletSpec, NodeOverlaySpec)
@@ -114,20 +115,21 @@ def _chart_path(declared) -> list[str] | None:
 
 
 def test_each_declared_chart_value_is_one_the_chart_has():
-    """Settings that write a value of Karpenter's chart name it; it is in the mirrored values schema (1.14.1)."""
-    values = schema("1.14.1", "controller-values")
+    """Settings that write a value of Karpenter's chart name it; it is in the chart's own values.yaml, of each kept
+    release (tooling/chart_render.py)."""
     declared = [(m, n, change_of(m, n)) for m in SETTINGS for n in m.model_fields]
     paths = {f"{m.__name__}.{n}": path for m, n, d in declared if (path := _chart_path(d)) is not None}
     assert len(paths) == 10  # the controller's seven, serviceAccount.name, serviceMonitor, podAnnotations
-    unknown = []
-    for name, path in paths.items():
-        node = values
-        for part in path:
-            node = node.get("properties", {}).get(part)
-            if node is None:
-                unknown.append(f"{name}: {'.'.join(path)}")
-                break
-    assert unknown == []
+    for version in kept_versions():
+        unknown = []
+        for name, path in paths.items():
+            value: dict = {}
+            node = value
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+            node[path[-1]] = {}  # a leaf of the chart or one of its maps: only the path is checked
+            unknown += [f"{name}: {problem}" for problem in unknown_values(value, version)]
+        assert unknown == [], version
 
 
 @pytest.mark.parametrize("name", list(ControllerSpec.model_fields))

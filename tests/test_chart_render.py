@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
@@ -398,3 +399,68 @@ def test_renders_are_kept_for_the_session(default):
     assert again["Deployment/karpenter"]["spec"]["replicas"] == 2
     assert chart_render._render_text.cache_info().misses == calls
     assert by_kind(render("1.14.1", values=release_values(default.json))) == again
+
+
+# --- the review's rule of what rolls the controller's pods, against the chart -------------------------------
+
+
+def _leaves(values: dict, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    return [
+        leaf
+        for key, value in values.items()
+        for leaf in (_leaves(value, (*path, key)) if isinstance(value, dict) else [(*path, key)])
+    ]
+
+
+def _changed(values: dict, path: tuple[str, ...]) -> dict:
+    changed = copy.deepcopy(values)
+    *parents, leaf = path
+    node = changed
+    for key in parents:
+        node = node[key]
+    value = node[leaf]
+    if isinstance(value, bool):
+        node[leaf] = not value
+    elif isinstance(value, int):
+        node[leaf] = value + 1
+    elif isinstance(value, str):
+        node[leaf] = f"{value}-changed"
+    else:
+        node[leaf] = [*value, {"key": "probe.example.com", "operator": "Exists"}]
+    return changed
+
+
+def test_the_values_the_review_says_roll_the_pods_change_the_rendered_pod_template(operability, alternative):
+    """tooling/review's mirrored rule (a changed value rolls the controller's pods unless it is one of
+    _OUTSIDE_POD_TEMPLATE) against the chart the app installs (1.14.1; 1.13.1's templates differ from it only in
+    the FEATURE_GATES line): each value the app writes (the operability configuration's and the node-group
+    hosting's toleration), changed alone, changes the rendered Deployment's pod template exactly when the rule says
+    so -- but for serviceAccount.create, which the rule counts as rolling the pods and the chart does not (with a
+    name set, the pods' serviceAccountName is that name either way): the review errs on the safe side, and the app
+    always writes create: true."""
+    version = "1.14.1"
+    from tooling.review.kubernetes import _pod_template_changes
+
+    values = {**release_values(operability.json), "tolerations": release_values(alternative.json)["tolerations"]}
+    template = render(version, values=values)
+    pods = by_kind(template)["Deployment/karpenter"]["spec"]["template"]
+    kept, mismatches = [], []
+    variants = {path: _changed(values, path) for path in each(_leaves(values))}
+    with ThreadPoolExecutor(max_workers=4) as pool:  # one helm process each, side by side
+        renders = dict(zip(variants, pool.map(lambda v: render(version, values=v), variants.values()), strict=True))
+    for path, changed in variants.items():
+        rendered = by_kind(renders[path])["Deployment/karpenter"]["spec"]["template"]
+        rule = _pod_template_changes({"Values": json.dumps(values)}, {"Values": json.dumps(changed)})
+        if (rendered != pods) != bool(rule):
+            mismatches.append(f"{'.'.join(path)}: chart {rendered != pods}, review {bool(rule)}")
+        if rendered == pods:
+            kept.append(".".join(path))
+    assert mismatches == ["serviceAccount.create: chart False, review True"]
+    assert kept == [
+        "serviceAccount.create",
+        "serviceAccount.annotations.eks.amazonaws.com/role-arn",
+        "replicas",
+        "podDisruptionBudget.name",
+        "podDisruptionBudget.maxUnavailable",
+        "serviceMonitor.enabled",
+    ]

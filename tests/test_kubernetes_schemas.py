@@ -11,6 +11,7 @@ import pytest
 from karpenter_stack import versions
 from tests.cfn import controller_values, each, kubernetes_objects
 from tests.conftest import EXAMPLE_FIXTURES
+from tooling.chart_render import unknown_values
 from tooling.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
 
 # configuration -> kinds of the objects it applies (aws-auth is a ConfigMap; an existing cluster's nodes
@@ -51,8 +52,12 @@ def test_every_applied_object_matches_its_schema(configuration, request):
 
 @pytest.mark.parametrize("configuration", sorted(CONFIGURATIONS))
 def test_controller_values_use_only_keys_the_chart_reads(configuration, request):
+    """Against the chart's own values.yaml of the configuration's version (tooling/chart_render.py), and the types of
+    the mirrored values schema."""
     synthesized = request.getfixturevalue(configuration)
-    assert values_violations(controller_values(synthesized.template), synthesized.config.karpenter_version) == []
+    values, version = controller_values(synthesized.template), synthesized.config.karpenter_version
+    assert unknown_values(values, version) == []
+    assert values_violations(values, version) == []
 
 
 def test_unknown_field_is_reported_with_object_path_and_rule(default):
