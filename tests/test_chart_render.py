@@ -15,8 +15,8 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import yaml
 
+from constructs_lib import yaml_load
 from constructs_lib.names import CONTROLLER_POD_LABELS, CREDENTIALS_POD_ANNOTATION, KUBERNETES_VERSION_POD_ANNOTATION
 from tests.cfn import controller_values, each, only, resources
 from tests.conftest import synth
@@ -339,7 +339,7 @@ def test_the_rendered_crds_are_the_ones_the_mirrors_were_taken_from():
         folder = UPSTREAM / f"karpenter-{version}" / "crds"
         files = {p.name: p.read_text() for p in sorted(folder.glob("*.yaml"))}
         rendered = render_crds(version)
-        parsed = {(doc := yaml.safe_load(text))["metadata"]["name"]: doc for text in files.values()}
+        parsed = {(doc := yaml_load.safe_load(text))["metadata"]["name"]: doc for text in files.values()}
         assert sorted(parsed) == sorted(rendered) == CRDS[version]
         for name, crd in parsed.items():
             assert rendered[name] == crd, f"{version}: {name} differs from {folder.name}/"

@@ -28,14 +28,13 @@ from typing import Any
 
 import yaml
 
+from constructs_lib import yaml_load
 from constructs_lib.names import CONTROLLER_CHART, CRD_CHART
 from tooling import helm
 
 ROOT = Path(__file__).resolve().parent.parent
 UPSTREAM = ROOT / "tooling" / "upstream"
 HELM_CHART_RESOURCE = "Custom::AWSCDK-EKS-HelmChart"
-# libyaml's loader where PyYAML has it: the CRDs are ~7,000 lines.
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # Values of the controller chart that the chart hands to Kubernetes whole (``toYaml``), so the keys below them
 # are Kubernetes' or the user's, not the chart's: the key walk stops at them. Read from the chart's templates
@@ -98,7 +97,7 @@ def chart_dir(version: str, chart: str) -> Path:
 def _chart_defaults(version: str, chart: str) -> str:
     path = chart_dir(version, chart) / "values.yaml"
     try:
-        values = yaml.safe_load(path.read_text()) or {}
+        values = yaml_load.safe_load(path.read_text()) or {}
     except yaml.YAMLError as error:
         raise ChartError(f"{path.relative_to(ROOT)}: not YAML: {str(error).splitlines()[0]}") from None
     return json.dumps(values)
@@ -243,7 +242,7 @@ def _render(
 ) -> str:
     output = _render_text(version, chart, values, namespace, kubernetes_version, api_versions)
     try:
-        objects = [doc for doc in yaml.load_all(output, Loader=_LOADER) if doc is not None]
+        objects = [doc for doc in yaml_load.safe_load_all(output) if doc is not None]
     except yaml.YAMLError as error:
         raise ChartError(f"the {chart} chart {version} rendered no YAML: {str(error).splitlines()[0]}") from None
     return json.dumps(objects)
