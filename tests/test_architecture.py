@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.sources import walked
 
 # Lowest first: each imports only those before it.
 LAYERS = ("constructs_lib", "karpenter_stack", "tooling", "tests")
@@ -37,7 +38,7 @@ def _imports(name: str, path: Path) -> set[str]:
     """The app's own modules that ``name`` imports (absolute or relative)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in walked(path.read_text()):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -100,7 +101,7 @@ def test_nothing_patches_the_import_path():
     patched = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in [*_modules().values(), ROOT / "app.py"]
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in walked(path.read_text())
         if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys"
     ]
     assert patched == []
@@ -164,7 +165,7 @@ def _long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
     decorators not counted: ``<path>:<line> <name> is <n> lines``, longest first."""
     found = []
     for path in _modules((*PACKAGES, "tooling")).values():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in walked(path.read_text()):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > limit:
@@ -195,7 +196,7 @@ def _aws_cdk_modules(packages: tuple[str, ...]) -> set[str]:
     """The aws_cdk modules the code imports (``from aws_cdk import aws_eks`` is a module; ``Duration`` is not)."""
     found = set()
     for path in _modules(packages).values():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in walked(path.read_text()):
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names if a.name.split(".")[0] == "aws_cdk"}
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "aws_cdk" and not node.level:

@@ -13,6 +13,7 @@ import pytest
 from constructs_lib.specs import ec2
 from karpenter_stack.config import ConfigError, load_config
 from tests.conftest import ROOT, TODAY
+from tests.sources import walked
 
 PACKAGES = ("constructs_lib", "karpenter_stack")
 # Modules whose messages echo configuration values (README: one line per problem).
@@ -44,7 +45,7 @@ def unicode_semantics(source: str, name: str = "<source>") -> list[str]:
     """Every regex with a class escape (\\d \\w \\s \\b) but no ASCII semantics, every pydantic
     Field(pattern=...) with one (pydantic's Rust regex is Unicode-aware too), every str.isdigit-like call."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walked(source):
         if not isinstance(node, ast.Call):
             continue
         func = node.func
@@ -80,7 +81,7 @@ def unicode_semantics(source: str, name: str = "<source>") -> list[str]:
 def hand_quoted(source: str, name: str = "<source>") -> list[str]:
     """f-strings that quote an interpolated value by hand ('{x}') or with !r, instead of base.quoted."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in walked(source):
         if not isinstance(node, ast.JoinedStr):
             continue
         parts = node.values

@@ -21,6 +21,7 @@ from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import NodePoolSpec
 from karpenter_stack import versions
 from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
+from tests.sources import walked
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERAL = NodeClassSpec(name="general")
@@ -202,7 +203,7 @@ def _node_functions(source: str) -> dict[str, ast.FunctionDef]:
     """The functions of a module that read the node specs (or the feature gates)."""
     return {
         node.name: node
-        for node in ast.walk(ast.parse(source))
+        for node in walked(source)
         if isinstance(node, ast.FunctionDef)
         and {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)} & _NODE_FIELDS
     }
