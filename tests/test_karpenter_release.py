@@ -288,17 +288,19 @@ def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():
 
 
 def test_the_feature_gate_table_is_every_gate_of_the_chart():
-    """One table of gates and defaults (specs.controller): its gates are the FeatureGate type's and the 1.14.1 chart
-    values schema's; the defaults are the chart's (values.yaml: all off but reservedCapacity)."""
-    import json as json_
+    """One table of gates and defaults (specs.controller): its gates are the FeatureGate type's, and it equals the
+    gates and defaults the import took from the 1.14.1 chart's values.yaml (constructs_lib/releases/), which the
+    generated values schema lists too; all off but reservedCapacity. 1.13.1's chart has no capacityBuffer gate."""
     import typing
 
+    from constructs_lib import releases
     from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS, FeatureGate
-    from tests.conftest import ROOT
+    from tooling.kubernetes_schemas import schema
 
-    schema = json_.loads(
-        (ROOT / "tooling" / "schemas" / "karpenter-1.14.1" / "controller-values.schema.json").read_text()
-    )
-    chart_gates = set(schema["properties"]["settings"]["properties"]["featureGates"]["properties"])
-    assert set(FEATURE_GATE_DEFAULTS) == set(typing.get_args(FeatureGate)) == chart_gates
+    values = schema("1.14.1", "controller-values")
+    chart_gates = values["properties"]["settings"]["properties"]["featureGates"]["properties"]
+    assert FEATURE_GATE_DEFAULTS == releases.feature_gates("1.14.1")
+    assert set(FEATURE_GATE_DEFAULTS) == set(typing.get_args(FeatureGate)) == set(chart_gates)
+    assert {gate: node["default"] for gate, node in chart_gates.items()} == FEATURE_GATE_DEFAULTS
     assert [g for g, on in FEATURE_GATE_DEFAULTS.items() if on] == ["reservedCapacity"]
+    assert set(FEATURE_GATE_DEFAULTS) - set(releases.feature_gates("1.13.1")) == {"capacityBuffer"}

@@ -75,6 +75,7 @@ class ImportFailure(Exception):
 class Artifacts:
     charts: Path  # holds karpenter/ and karpenter-crd/, unpacked
     template: str  # upstream's CloudFormation template, as fetched
+    template_source: str  # where it was read from (for messages)
 
 
 def _one_line(text: str) -> str:
@@ -106,7 +107,9 @@ def _unpack(archive: Path, into: Path) -> Path:
         with tarfile.open(archive) as tar:
             tar.extractall(into, filter="data")
     except (tarfile.TarError, OSError) as err:
-        raise ImportFailure(f"{archive}: not a chart archive ({_one_line(str(err))})") from None
+        raise ImportFailure(
+            f"{archive}: not a chart archive (a gzipped tar, as helm pull writes it): {type(err).__name__}"
+        ) from None
     tops = [p for p in into.iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise ImportFailure(f"{archive}: expected one chart folder in the archive, found {len(tops)}")
@@ -135,7 +138,7 @@ def from_folder(folder: Path, version: str, scratch: Path) -> Artifacts:
     charts.mkdir()
     for name in CHARTS:
         shutil.copytree(_local_chart(folder / "charts", name, version, scratch), charts / name)
-    return Artifacts(charts, template.read_text())
+    return Artifacts(charts, template.read_text(), str(template))
 
 
 def _download(url: str) -> str | None:
@@ -165,35 +168,40 @@ def online(version: str, scratch: Path) -> Artifacts:
     for url in urls:
         text = _download(url)
         if text is not None:
-            return Artifacts(charts, text)
+            return Artifacts(charts, text, url)
     raise ImportFailure(f"Karpenter {version}: no getting-started CloudFormation template at {' nor '.join(urls)}")
 
 
 # --- checking and deriving -------------------------------------------------------------------------------------
 
 
-def _yaml(path: Path) -> Any:
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    where = getattr(err, "problem_mark", None)
+    at = f" at line {where.line + 1}" if where is not None else ""
+    return f"not YAML{at} ({_one_line(str(getattr(err, 'problem', None) or err))})"
+
+
+def _yaml(path: Path, shown: str) -> Any:
+    """``path`` parsed (``shown``: how messages name it)."""
     try:
         return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        where = getattr(err, "problem_mark", None)
-        at = f" at line {where.line + 1}" if where is not None else ""
-        raise ImportFailure(f"{path}: not YAML{at} ({_one_line(str(getattr(err, 'problem', err)))})") from None
-    except OSError as err:
-        raise ImportFailure(f"{path}: {err.strerror}") from None
+        raise ImportFailure(f"{shown}: {_yaml_problem(err)}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ImportFailure(f"{shown}: not readable ({_one_line(str(err))})") from None
 
 
 def check_chart(chart: Path, name: str, version: str, shown: str) -> dict[str, Any]:
     """The chart's parsed values.yaml, after checking it is the chart ``name`` of ``version`` (``shown``: its
     folder as the user gave it, for messages)."""
-    meta = _yaml(chart / "Chart.yaml") if (chart / "Chart.yaml").is_file() else None
+    meta = _yaml(chart / "Chart.yaml", f"{shown}/Chart.yaml") if (chart / "Chart.yaml").is_file() else None
     if not isinstance(meta, dict):
         raise ImportFailure(f"{shown}/Chart.yaml: missing or not a chart's metadata")
     if meta.get("name") != name or str(meta.get("version")) != version:
         raise ImportFailure(
             f"{shown}/Chart.yaml: chart {meta.get('name')} {meta.get('version')}, expected {name} {version}"
         )
-    values = _yaml(chart / "values.yaml") if (chart / "values.yaml").is_file() else None
+    values = _yaml(chart / "values.yaml", f"{shown}/values.yaml") if (chart / "values.yaml").is_file() else None
     if not isinstance(values, dict):
         raise ImportFailure(f"{shown}/values.yaml: missing or not a mapping of values")
     return values
@@ -211,7 +219,7 @@ def render_crds(chart: Path, shown: str) -> dict[str, str]:
     crds = {name: "---\n" + body.rstrip("\n") + "\n" for name, body in zip(parts[1::2], parts[2::2], strict=True)}
     for name, text in crds.items():
         try:
-            kind = (yaml.safe_load(text) or {}).get("kind")
+            kind = (yaml.load(text, Loader=mirror_crd_schema.LOADER) or {}).get("kind")
         except yaml.YAMLError:
             kind = None
         if kind != "CustomResourceDefinition":
@@ -396,6 +404,17 @@ def _write(tree: Path, relative: str, text: str) -> None:
     path.write_text(text)
 
 
+def _check_template(path: Path, shown: str) -> None:
+    try:
+        resources = load_template(path).get("Resources")
+    except yaml.YAMLError as err:
+        raise ImportFailure(f"{shown}: {_yaml_problem(err)}") from None
+    except ValueError:
+        raise ImportFailure(f"{shown}: not a CloudFormation template (not a mapping)") from None
+    if not isinstance(resources, dict) or not resources:
+        raise ImportFailure(f"{shown}: not a CloudFormation template (no Resources)")
+
+
 def stage(root: Path, version: str, artifacts: Artifacts, shown: str, scratch: Path) -> tuple[Path, Merged]:
     """Everything the release writes, in ``scratch/tree`` laid out as the project is."""
     tree, names = scratch / "tree", layout(version)
@@ -407,10 +426,7 @@ def stage(root: Path, version: str, artifacts: Artifacts, shown: str, scratch: P
         _write(tree, f"{names['upstream']}/crds/{name}", text)
     _write(tree, f"{names['upstream']}/README.md", _readme(version, _stubs(charts / "karpenter")))
     _write(tree, names["upstream template"], artifacts.template)
-    try:
-        load_template(tree / names["upstream template"])
-    except (yaml.YAMLError, ValueError) as err:
-        raise ImportFailure(f"{shown}: the CloudFormation template is not a template ({_one_line(str(err))})") from None
+    _check_template(tree / names["upstream template"], artifacts.template_source)
     merged = merge_template(root, version, artifacts.template, scratch)
     _write(tree, names["template"], merged.text)
     base_changes = root / layout(merged.base)["changes"]
@@ -434,6 +450,7 @@ def move_in(root: Path, tree: Path, version: str, aside: Path) -> list[str]:
     """Move the staged release into the project, replacing what it had of that version; on a failure midway, put
     back what was there. The files written, relative to the root."""
     moved: list[tuple[Path, Path | None]] = []
+    relative = ""
     try:
         for relative in layout(version).values():
             target, old = root / relative, None
@@ -452,7 +469,7 @@ def move_in(root: Path, tree: Path, version: str, aside: Path) -> list[str]:
                 target.unlink()
             if old is not None:
                 os.replace(old, target)
-        raise ImportFailure(f"{root}: could not move the import in ({err.strerror}: {err.filename})") from None
+        raise ImportFailure(f"{root}: could not move {relative} in ({err.strerror}); nothing was changed") from None
     return _files(root, version)
 
 
