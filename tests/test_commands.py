@@ -390,6 +390,7 @@ def test_make_help_lists_every_target():
         "snapshots",
         "rehearsal",
         "transitions",
+        "karpenter-import",
         "release-ids",
         "bench",
         "newcomer",

@@ -208,9 +208,11 @@ def check_chart(chart: Path, name: str, version: str, shown: str) -> dict[str, A
 
 
 def render_crds(chart: Path, shown: str) -> dict[str, str]:
-    """The CRDs the karpenter-crd chart installs (``helm template`` with its default values), by file name: each
-    document as the chart renders it, without the ``# Source:`` line Helm adds and the blank line between documents.
-    """
+    """The CRDs the karpenter-crd chart installs (``helm template`` with its default values: the app installs it with
+    none, constructs_lib/karpenter_release.py), by file name: each document as the chart renders it, without the
+    ``# Source:`` line Helm adds and the blank line between documents. (1.14.1's are then byte for byte the
+    ``pkg/apis/crds/`` files of the release, which the chart's templates hold with an ``additionalAnnotations``
+    hook that renders nothing by default.)"""
     try:
         out = helm.run("template", "karpenter-crd", str(chart))
     except helm.HelmError as err:
@@ -365,8 +367,8 @@ def _readme(version: str, stubs: bool) -> str:
         f"`helm pull {REGISTRY}/<chart> --version {version}` gives them (the registry the app installs from), or as "
         "a folder given to `--from` holds them.",
         "- `crds/`: the CustomResourceDefinitions the `karpenter-crd` chart installs, rendered by the project's Helm "
-        "(`helm template` with the chart's default values), one file per document, without the `# Source:` line "
-        "Helm adds. The schema and CEL mirrors of `tooling/schemas/karpenter-"
+        "(`helm template` with the chart's default values: the app installs it with none), one file per "
+        "document, without the `# Source:` line Helm adds. The schema and CEL mirrors of `tooling/schemas/karpenter-"
         f"{version}/` are generated from them.",
         f"- Upstream's getting-started CloudFormation template is `templates/upstream/karpenter-{version}.yaml`, "
         f"from `{TEMPLATE_URL.format(version=version, docs=f'v{major}.{minor}')}` (or the `preview/` docs folder "
