@@ -265,8 +265,37 @@ def test_a_conflict_with_the_projects_hardening_stops_the_import_naming_the_hunk
     assert _fails(["1.13.1", "--from", str(folder)], root, capsys) == (
         "karpenter-import: templates/karpenter-1.14.1.yaml: the project's hardening (carried from Karpenter 1.14.1) "
         "conflicts with upstream's change 1.14.1 -> 1.13.1 at line 2 (1 conflicting hunk): the project's "
-        "'Description: >-' against upstream's 'Description: X'; merge it by hand"
+        "'Description: >-' against upstream's 'Description: X'; merge it by hand: upstream's template as "
+        "templates/upstream/karpenter-1.13.1.yaml, the project's as templates/karpenter-1.13.1.yaml and its reasons "
+        "as templates/changes/karpenter-1.13.1.yaml, then import again"
     )
+
+
+def test_a_difference_the_carried_reasons_do_not_explain_stops_the_import(root, tmp_path, capsys, monkeypatch):
+    """What make template-diff refuses on the merged template (stood in for: its check runs in the imports above)."""
+    problems = ["templates/karpenter-1.13.1.yaml: Resources.X.Properties.Y: no reason in templates/changes/x", "2nd"]
+    monkeypatch.setattr(karpenter_import.template_parity, "report", lambda template: ([], problems))
+    assert _fails(["1.13.1", "--from", str(_artifacts(tmp_path))], root, capsys) == (
+        "karpenter-import: templates/karpenter-1.13.1.yaml: Resources.X.Properties.Y: no reason in "
+        "templates/changes/x (and 1 more); merge it by hand: upstream's template as "
+        "templates/upstream/karpenter-1.13.1.yaml, the project's as templates/karpenter-1.13.1.yaml and its reasons "
+        "as templates/changes/karpenter-1.13.1.yaml, then import again"
+    )
+
+
+def test_a_release_with_its_own_files_is_its_own_base(tmp_path):
+    """After a conflict merged by hand: the release's own template is carried (it is the nearest), not another's."""
+    root = scratch_root(tmp_path, "1.13.1")
+    assert karpenter_import.nearest(root, "1.13.1") == "1.14.1"
+    assert karpenter_import.nearest(root, "1.12.0") == "1.14.1"
+    assert karpenter_import.nearest(ROOT, "1.13.1") == "1.13.1"
+    assert karpenter_import.nearest(ROOT, "1.13.9") == "1.13.1"
+    assert karpenter_import.nearest(ROOT, "1.14.0") == "1.14.1"
+    assert karpenter_import.nearest(ROOT, "1.15.0") == "1.14.1"
+    shutil.rmtree(root / "templates")
+    (root / "templates").mkdir()
+    with pytest.raises(karpenter_import.ImportFailure, match="no imported version to carry the project's hardening"):
+        karpenter_import.nearest(root, "1.13.1")
 
 
 def test_a_failure_while_moving_in_puts_back_what_was_there(tmp_path, monkeypatch):

@@ -13,7 +13,8 @@ template of the release's documentation -- and writes everything the project pin
 - ``templates/karpenter-<V>.yaml``: the project's hardened template, re-applied by a 3-way merge (base: the nearest
   imported version's upstream template, ours: its project template, theirs: the new upstream template) and printed
   as a diff to review; ``templates/changes/karpenter-<V>.yaml``: the reasons, carried over. A conflict, or a
-  difference the carried reasons do not cover (``make template-diff``'s check), stops the import;
+  difference the carried reasons do not cover (``make template-diff``'s check), stops the import: merge by hand into
+  those three files of <V> and import again (a release that has them is its own base, so the merge keeps them);
 - ``tooling/schemas/karpenter-<V>/``: the NodePool, EC2NodeClass and NodeOverlay schema mirrors and ``cel-rules.json``
   (tooling/mirror_crd_schema.py, tooling/mirror_crd_rules.py) and ``controller-values.schema.json``, generated from
   the chart (tooling/chart_values_schema.py);
@@ -273,6 +274,15 @@ def nearest(root: Path, version: str) -> str:
     )
 
 
+def resolve(version: str) -> str:
+    """What to do when the hardening cannot be carried over by itself: the import carries a release's own files."""
+    names = layout(version)
+    return (
+        f"merge it by hand: upstream's template as {names['upstream template']}, the project's as "
+        f"{names['template']} and its reasons as {names['changes']}, then import again"
+    )
+
+
 def with_version(text: str, old: str, new: str) -> str:
     """``text`` with the release it names (``Karpenter 1.14.1``) changed to ``new``."""
     return re.sub(rf"(?<![0-9.]){re.escape(old)}(?!\.?[0-9])", new, text, flags=re.ASCII)
@@ -294,7 +304,7 @@ def _conflict(merged: str, ours: str, version: str, base: str, count: int) -> Im
     return ImportFailure(
         f"{ours}: the project's hardening (carried from Karpenter {base}) conflicts with upstream's change "
         f"{base} -> {version} at line {start + 1} ({count} conflicting hunk{'s' if count > 1 else ''}): "
-        f"the project's {mine.strip()!r} against upstream's {theirs.strip()!r}; merge it by hand"
+        f"the project's {mine.strip()!r} against upstream's {theirs.strip()!r}; {resolve(version)}"
     )
 
 
@@ -444,7 +454,8 @@ def stage(root: Path, version: str, artifacts: Artifacts, shown: str, scratch: P
     _write(tree, names["release"], _json(release))
     problems = template_parity.report(tree / names["template"])[1]
     if problems:
-        raise ImportFailure(f"{names['template']}: {problems[0]} ({len(problems)} problem(s): make template-diff)")
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ImportFailure(f"{problems[0]}{more}; {resolve(version)}")
     return tree, merged
 
 
