@@ -141,7 +141,7 @@ def test_the_hardening_reapplied_on_1_13_1_is_the_committed_template_and_the_dif
     assert committed == (ROOT / "templates" / "karpenter-1.14.1.yaml").read_text().replace("1.14.1", "1.13.1")
 
 
-def test_a_release_the_values_schema_does_not_know_is_refused_per_version():
+def test_each_releases_values_schema_takes_the_keys_its_chart_reads_and_refuses_the_others():
     """The generated values schema takes the keys each chart reads and refuses the others: 1.13.1's chart has no
     capacityBuffer gate; a key below an object the chart passes through whole (affinity) is Kubernetes's."""
     gates = {"settings": {"clusterName": "c", "featureGates": {"capacityBuffer": True}}}
@@ -160,6 +160,45 @@ def test_a_release_the_values_schema_does_not_know_is_refused_per_version():
         assert list(accepted.iter_errors(values)) != [], values
     passed_through = {"settings": {"clusterName": "c"}, "affinity": {"podAffinity": {"x": 1}}, "strategy": {"y": 2}}
     assert list(accepted.iter_errors({**passed_through, "podDisruptionBudget": {"maxUnavailable": "50%"}})) == []
+
+
+def test_the_values_schema_is_read_from_values_yaml_and_the_templates(tmp_path):
+    """Keys: values.yaml's and the templates' .Values paths; an object read whole is not expanded; a value wrapped in
+    `required` is required (and a required string non-empty); types and defaults are values.yaml's."""
+    from tooling.chart_values_schema import values_schema
+
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "deployment.yaml").write_text(
+        "{{ toYaml .Values.affinity }} {{ .Values.affinity.podAffinity }} {{ .Values.pdb.maxUnavailable }}\n"
+        '{{ required "name it" (tpl .Values.settings.name .) }} {{ .Values.settings.extra }} {{ .Values.grace }}\n'
+    )
+    values = {
+        "affinity": {"nodeAffinity": {"x": 1}},
+        "pdb": {"maxUnavailable": 1},
+        "settings": {"name": ""},
+        "grace": None,
+    }
+    generated = values_schema(tmp_path, values, "9.9.9")
+    assert {k: v for k, v in generated.items() if k not in ("$schema", "title", "x-upstream")} == {
+        "type": "object",
+        "properties": {
+            "affinity": {"type": "object", "default": {"nodeAffinity": {"x": 1}}},
+            "pdb": {
+                "type": "object",
+                "properties": {"maxUnavailable": {"type": ["integer", "string"], "default": 1}},
+                "additionalProperties": False,
+            },
+            "settings": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "minLength": 1, "default": ""}, "extra": {}},
+                "additionalProperties": False,
+                "required": ["name"],
+            },
+            "grace": {},
+        },
+        "additionalProperties": False,
+        "required": ["settings"],
+    }
 
 
 # --- bad input: one line, exit 1, nothing written ---------------------------------------------------------------
@@ -231,6 +270,13 @@ def test_artifacts_that_cannot_be_parsed(root, tmp_path, capsys):
     assert _fails(["1.13.1", "--from", str(folder)], root, capsys) == (
         f"karpenter-import: {folder}/charts/karpenter/values.yaml: not YAML at line 51 (expected ',' or ']', but got "
         "'?')"
+    )
+    values.write_text(
+        values.read_text().replace("replicas: [2", "replicas: 2").replace("nodeRepair: false", 'nodeRepair: "no"')
+    )
+    assert _fails(["1.13.1", "--from", str(folder)], root, capsys) == (
+        f"karpenter-import: {folder}/charts/karpenter/values.yaml: settings.featureGates is not a mapping of gates "
+        "to true or false"
     )
     shutil.rmtree(folder / "charts")
     shutil.copytree(ROOT / layout("1.13.1")["upstream"] / "charts", folder / "charts")

@@ -139,7 +139,11 @@ def from_folder(folder: Path, version: str, scratch: Path) -> Artifacts:
     charts.mkdir()
     for name in CHARTS:
         shutil.copytree(_local_chart(folder / "charts", name, version, scratch), charts / name)
-    return Artifacts(charts, template.read_text(), str(template))
+    try:
+        text = template.read_text()
+    except UnicodeDecodeError:
+        raise ImportFailure(f"{template}: not a CloudFormation template (not UTF-8 text)") from None
+    return Artifacts(charts, text, str(template))
 
 
 def _download(url: str) -> str | None:
@@ -153,6 +157,8 @@ def _download(url: str) -> str | None:
         raise ImportFailure(f"{url}: HTTP {err.code} {err.reason}") from None
     except (urllib.error.URLError, OSError) as err:
         raise ImportFailure(f"{url}: {_one_line(str(getattr(err, 'reason', err)))}") from None
+    except UnicodeDecodeError:
+        raise ImportFailure(f"{url}: not a CloudFormation template (not UTF-8 text)") from None
 
 
 def online(version: str, scratch: Path) -> Artifacts:
@@ -222,10 +228,10 @@ def render_crds(chart: Path, shown: str) -> dict[str, str]:
     crds = {name: "---\n" + body.rstrip("\n") + "\n" for name, body in zip(parts[1::2], parts[2::2], strict=True)}
     for name, text in crds.items():
         try:
-            kind = (yaml.load(text, Loader=mirror_crd_schema.LOADER) or {}).get("kind")
+            loaded = yaml.load(text, Loader=mirror_crd_schema.LOADER)
         except yaml.YAMLError:
-            kind = None
-        if kind != "CustomResourceDefinition":
+            loaded = None
+        if not isinstance(loaded, dict) or loaded.get("kind") != "CustomResourceDefinition":
             raise ImportFailure(f"{shown}/templates/{name}: does not render a CustomResourceDefinition")
     missing = sorted(set(mirror_crd_schema.CRD_FILES.values()) - set(crds))
     if missing:
@@ -234,7 +240,8 @@ def render_crds(chart: Path, shown: str) -> dict[str, str]:
 
 
 def feature_gates(values: dict[str, Any], shown: str) -> dict[str, bool]:
-    gates = (values.get("settings") or {}).get("featureGates")
+    settings = values.get("settings")
+    gates = settings.get("featureGates") if isinstance(settings, dict) else None
     if not isinstance(gates, dict) or not all(isinstance(v, bool) for v in gates.values()):
         raise ImportFailure(f"{shown}/values.yaml: settings.featureGates is not a mapping of gates to true or false")
     return dict(gates)
