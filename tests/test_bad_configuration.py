@@ -43,7 +43,7 @@ CASES = {
     "karpenter version without template": (
         {"karpenterVersion": "1.15.0"},
         "karpenterVersion '1.15.0' has no CloudFormation template "
-        "(templates/karpenter-1.15.0.yaml); versions with a template: 1.14.1 (from -c)",
+        "(templates/karpenter-1.15.0.yaml); versions with a template: 1.13.1, 1.14.1 (from -c)",
     ),
     "drain bound that is not a duration": (
         {"nodePools": [{"terminationGracePeriod": "Never"}]},

@@ -258,8 +258,9 @@ TAKES_VALUES = [
     "security-report",
     "upstream-examples",
     "bench",
+    "karpenter-import",
 ]
-VARIABLES = ("ARGS", "SET", "CONTEXT_FILE", "BASE", "LIVE", "PYTEST_ARGS")
+VARIABLES = ("ARGS", "SET", "CONTEXT_FILE", "BASE", "LIVE", "PYTEST_ARGS", "VERSION", "FROM")
 
 
 def test_no_recipe_pastes_a_value_into_a_shell_line():
@@ -389,6 +390,7 @@ def test_make_help_lists_every_target():
         "snapshots",
         "rehearsal",
         "transitions",
+        "karpenter-import",
         "release-ids",
         "bench",
         "newcomer",

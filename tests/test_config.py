@@ -275,7 +275,7 @@ def test_versions_in_extended_support_warn_with_the_cost():
 def test_unknown_karpenter_version_lists_the_templates():
     assert error_of(karpenterVersion="1.13.0") == (
         "karpenterVersion '1.13.0' has no CloudFormation template (templates/karpenter-1.13.0.yaml); "
-        "versions with a template: 1.14.1"
+        "versions with a template: 1.13.1, 1.14.1"
     )
 
 

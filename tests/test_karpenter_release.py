@@ -288,17 +288,29 @@ def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():
 
 
 def test_the_feature_gate_table_is_every_gate_of_the_chart():
-    """One table of gates and defaults (specs.controller): its gates are the FeatureGate type's and its defaults
-    the chart's own (values.yaml of the release the app pins: all off but reservedCapacity); 1.13.1's chart has
+    """One table of gates and defaults (specs.controller): its gates are the FeatureGate type's, and it equals the
+    gates and defaults the import took from the 1.14.1 chart's values.yaml (constructs_lib/releases/), which the
+    generated values schema lists too and the chart itself holds; all off but reservedCapacity. 1.13.1's chart has
     all of them but capacityBuffer, which 1.14 added."""
     import typing
 
+    from constructs_lib import releases
     from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS, FeatureGate
     from tooling.chart_render import chart_defaults
+    from tooling.kubernetes_schemas import schema
 
-    assert chart_defaults("1.14.1")["settings"]["featureGates"] == FEATURE_GATE_DEFAULTS
-    assert set(FEATURE_GATE_DEFAULTS) == set(typing.get_args(FeatureGate))
+    values = schema("1.14.1", "controller-values")
+    chart_gates = values["properties"]["settings"]["properties"]["featureGates"]["properties"]
+    assert (
+        FEATURE_GATE_DEFAULTS
+        == releases.feature_gates("1.14.1")
+        == chart_defaults("1.14.1")["settings"]["featureGates"]
+    )
+    assert set(FEATURE_GATE_DEFAULTS) == set(typing.get_args(FeatureGate)) == set(chart_gates)
+    assert {gate: node["default"] for gate, node in chart_gates.items()} == FEATURE_GATE_DEFAULTS
     assert [g for g, on in FEATURE_GATE_DEFAULTS.items() if on] == ["reservedCapacity"]
-    assert chart_defaults("1.13.1")["settings"]["featureGates"] == {
-        g: on for g, on in FEATURE_GATE_DEFAULTS.items() if g != "capacityBuffer"
-    }
+    assert (
+        releases.feature_gates("1.13.1")
+        == chart_defaults("1.13.1")["settings"]["featureGates"]
+        == {g: on for g, on in FEATURE_GATE_DEFAULTS.items() if g != "capacityBuffer"}
+    )

@@ -149,21 +149,22 @@ def test_security_report_command(capsys, monkeypatch, tmp_path):
     assert assemblies_in_tmp() == before  # its cloud assembly is removed, not left in /tmp
     ok = capsys.readouterr().out
     assert (
-        f"checkov (your configuration's synth and templates/: 5 templates): {len(scanned)} findings, "
+        f"checkov (your configuration's synth and templates/: 6 templates): {len(scanned)} findings, "
         f"{len(scanned)} skipped with a reason, 0 unexplained"
     ) in ok  # what it counts, as `make scan` names this part of its own count (tests/test_security_scanners.py)
-    # the four templates of the default configuration and templates/'s one
-    assert sorted(p.name for p in linted)[-1] == "karpenter-1.14.1.yaml" and len(linted) == len(scanned) == 5
+    # the four templates of the default configuration and templates/'s two (1.13.1 and 1.14.1, both imported)
+    assert sorted(p.name for p in linted)[-2:] == ["karpenter-1.13.1.yaml", "karpenter-1.14.1.yaml"]
+    assert len(linted) == len(scanned) == 6
     logs = {p.name: json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.sarif"))}
     assert sorted(logs) == ["cdk-nag.sarif", "checkov.sarif"]
-    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [61, 5]
+    assert [len(log["runs"][0]["results"]) for log in logs.values()] == [61, 6]
     assert all("suppressions" in r for log in logs.values() for r in log["runs"][0]["results"])
     assert "cdk-nag (AwsSolutions): 61 findings before acknowledgments, 61 acknowledged, 0 unacknowledged" in ok
     assert "\nAcknowledged beyond the product's bounds: nothing\n" in ok
     assert re.search(
         r"AwsSolutions-SQS3 +eks-karpenter/Default/Karpenter/Template/KarpenterInterruptionQueue +acknowledged", ok
     )
-    assert "cfn-lint (5 templates, rules ignored in .cfnlintrc): 0 errors, 0 other findings" in ok
+    assert "cfn-lint (6 templates, rules ignored in .cfnlintrc): 0 errors, 0 other findings" in ok
     assert ok.rstrip().endswith("Security gate: passed")
     # The lint half is proven above; the failing case is about cdk-nag (saves a 3.5 s cfn-lint run).
     monkeypatch.setattr(security_report, "lint_section", lambda files: ("cfn-lint: not run", 0))

@@ -249,6 +249,8 @@ def test_upstreams_template_is_kept_unmodified():
 
     digest = hashlib.sha256(upstream_template(TEMPLATE).read_bytes()).hexdigest()
     assert digest == UPSTREAM_1_14_1_SHA256
+    # 1.13.1's getting-started template is the same file (upstream changed the CRDs and the chart, not it)
+    assert hashlib.sha256(upstream_template(versions.karpenter_template("1.13.1")).read_bytes()).hexdigest() == digest
 
 
 UPSTREAM_1_14_1_SHA256 = "7ffeb01f04b5da482ef43087830de00a476098416e3b4576c38239ef1b0bef4b"

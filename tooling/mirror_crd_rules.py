@@ -2,8 +2,8 @@
 """Mirror the CEL rules (``x-kubernetes-validations``) and the defaults of Karpenter's CRDs into
 ``tooling/schemas/karpenter-<version>/cel-rules.json``, the project's own record of them.
 
-Run when bumping Karpenter, against the release's CRDs (``pkg/apis/crds/`` of
-aws/karpenter-provider-aws at the release tag)::
+``python -m tooling.karpenter_import <version>`` (``make karpenter-import``) calls this with the CRDs the release's
+``karpenter-crd`` chart installs (``tooling/upstream/karpenter-<version>/crds/``); by hand::
 
     python -m tooling.mirror_crd_rules <path to that crds/ folder> <version>
 
@@ -67,7 +67,8 @@ def mirror(crds: Path, version: str) -> dict[str, Any]:
         "x-upstream": {
             "project": "aws/karpenter-provider-aws",
             "tag": f"v{version}",
-            "source": "pkg/apis/crds/*.yaml: x-kubernetes-validations and default of every served version",
+            "source": "the CRDs the karpenter-crd chart installs (tooling/upstream/karpenter-<version>/crds/): "
+            "x-kubernetes-validations and default of every served version",
             "generated-by": "tooling/mirror_crd_rules.py",
         },
         "kinds": kinds,
