@@ -672,7 +672,7 @@ def _gate_changes(old: Release, new: Release) -> Iterator[Change]:
     from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS
 
     before, after = _gates(old.values), _gates(new.values)
-    table: dict[str, bool] = dict(FEATURE_GATE_DEFAULTS)
+    table = {str(gate): on for gate, on in FEATURE_GATE_DEFAULTS.items()}
     setting = "setting `controller.featureGates`"
     for gate in sorted(set(before) | set(after)):
         a, b = before.get(gate, ...), after.get(gate, ...)
