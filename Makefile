@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # The CLI's periodic notices and telemetry are noise in CI logs.
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-# What you give make is data, never shell: ARGS, SET, CONTEXT_FILE, BASE, LIVE and PYTEST_ARGS are exported as
+# What you give make is data, never shell: ARGS, SET, CONTEXT_FILE, BASE, LIVE, FROM, TO and PYTEST_ARGS are exported as
 # written (make expands nothing in them) and no recipe pastes them into a shell line. The tools get them from the
 # environment: RUN (tooling/make_args.py) appends SET's settings as -c flags and the words of ARGS or PYTEST_ARGS,
 # split as a shell splits them (quotes, backslashes) with nothing run; single values are quoted ("$$BASE").
@@ -29,7 +29,9 @@ override CONTEXT_FILE := $(value CONTEXT_FILE)
 override BASE := $(value BASE)
 override LIVE := $(value LIVE)
 override PYTEST_ARGS := $(value PYTEST_ARGS)
-export ARGS SET CONTEXT_FILE BASE LIVE PYTEST_ARGS
+override FROM := $(value FROM)
+override TO := $(value TO)
+export ARGS SET CONTEXT_FILE BASE LIVE FROM TO PYTEST_ARGS
 RUN := python -m tooling.make_args
 # The CDK CLI with CONTEXT_FILE's settings as -c flags (a missing or unreadable file stops here, exit 2).
 CDK := python -m tooling.cdk
@@ -44,7 +46,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal transitions \
-	upstream-examples template-diff release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
+	upstream-examples template-diff release-report release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
 
 ## help: list the targets
 help:
@@ -175,6 +177,12 @@ upstream-examples: $(DEV_STAMP) $(NODE_STAMP)
 ## template-diff: what the project's Karpenter template changes from upstream's (templates/upstream/), and why
 template-diff: $(RUNTIME_STAMP)
 	@python -m tooling.template_parity
+
+## release-report: what moving between two kept Karpenter releases changes, FROM=1.13.1 TO=1.14.1 (exit 1: a decision)
+# CRD fields and CEL rules, chart values, feature gates and IAM grants added, removed or changed, each with the
+# settings it touches (tooling/release_report.py); exits 1 when a change needs a decision, listed one per line.
+release-report: $(RUNTIME_STAMP)
+	@python -m tooling.release_report "$$FROM" "$$TO"
 
 ### release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must

@@ -258,8 +258,9 @@ TAKES_VALUES = [
     "security-report",
     "upstream-examples",
     "bench",
+    "release-report",
 ]
-VARIABLES = ("ARGS", "SET", "CONTEXT_FILE", "BASE", "LIVE", "PYTEST_ARGS")
+VARIABLES = ("ARGS", "SET", "CONTEXT_FILE", "BASE", "LIVE", "FROM", "TO", "PYTEST_ARGS")
 
 
 def test_no_recipe_pastes_a_value_into_a_shell_line():
