@@ -49,8 +49,9 @@ def test_forward_report_names_the_changes_of_1_14(forward):
         "15 fields, 2 CEL rules); the app writes no object of it"
     ) in text
     assert (
-        "- NodePool `spec.disruption.consolidationPolicy`: enum + `Balanced` — setting "
-        "`nodePools[].consolidationPolicy`; the app writes it"
+        "- NodePool `spec.disruption.consolidationPolicy`: enum + `Balanced` (setting "
+        "`nodePools[].consolidationPolicy` offers `Balanced` already) — setting `nodePools[].consolidationPolicy`; "
+        "the app writes it"
     ) in text
     assert (
         "- `capacityBuffer`: added, default false — setting `controller.featureGates` offers it (the app's table: "
@@ -138,6 +139,12 @@ def scratch(tmp_path_factory) -> Path:
         "                weight:\n",
         "                zone:\n                  type: string\n                weight:\n",
     )
+    # ... and the consolidation policy a value the app's setting does not offer (no decision: a wider enum)
+    _edit(
+        charts / "karpenter-crd" / "templates" / "karpenter.sh_nodepools.yaml",
+        "                        - Balanced\n",
+        "                        - Balanced\n                        - Aggressive\n",
+    )
     # 1.14.3: the chart drops priorityClassName, which the app always writes
     charts = _release(root, "1.14.3")
     _edit(charts / "karpenter" / "values.yaml", "priorityClassName: system-cluster-critical\n", "")
@@ -165,7 +172,13 @@ def test_iam_no_change_when_both_releases_have_templates(scratch):
 def test_a_new_required_field_is_a_decision(scratch):
     report = compare(scratch, "1.14.1", "1.14.2")
     assert report.decisions == ["NodePool spec.zone: a new required field in 1.14.2; the app's objects do not write it"]
-    assert "- NodePool `spec.zone`: field added (required)" in report.markdown().splitlines()
+    text = report.markdown().splitlines()
+    assert "- NodePool `spec.zone`: field added (required)" in text
+    assert (
+        "- NodePool `spec.disruption.consolidationPolicy`: enum + `Aggressive` (setting "
+        "`nodePools[].consolidationPolicy` does not offer `Aggressive` yet) — setting "
+        "`nodePools[].consolidationPolicy`; the app writes it"
+    ) in text
 
 
 def test_a_removed_value_key_the_app_writes_is_a_decision(scratch):

@@ -557,6 +557,14 @@ def _facet_changes(kind: str, path: str, old: _Field, new: _Field, version: str)
             lost = [v for v in (a or []) if v not in (b or [])] if b is not None else []
             parts = [f"+ `{v}`" for v in gained] + [f"− `{v}`" for v in lost]
             text = "enum " + (", ".join(parts) if parts else f"{_show(a)} → {_show(b)}")
+            for setting in (s for s in touched if s.path == path and gained):
+                allowed = setting.allowed or ()
+                if not allowed:
+                    continue
+                offered = [f"`{v}`" for v in gained if v in allowed]
+                missing = [f"`{v}`" for v in gained if v not in allowed]
+                text += f" (setting `{setting.key}` offers {', '.join(offered)} already)" if offered else ""
+                text += f" (setting `{setting.key}` does not offer {', '.join(missing)} yet)" if missing else ""
             values, free = _producible(kind, path)
             refused = [f"{v} ({why})" for v, why in values.items() if json.loads(v) in lost]
             if refused or lost and free:
@@ -576,6 +584,8 @@ def _facet_changes(kind: str, path: str, old: _Field, new: _Field, version: str)
                 decision = f"{kind} {where}: its type changes in {version} ({a} → {b}), and the app writes it"
         else:
             text = f"{facet} {_show(a) if a is not None else '(none)'} → {_show(b) if b is not None else '(none)'}"
+            if facet == "default" and touched:
+                text += " (upstream's default of the settings: the reference's differing defaults, make docs)"
         yield Change("CRD", kind, where, text, names, decision)
     if old.required != new.required:
         decision = (
@@ -588,6 +598,11 @@ def _rule_changes(
     kind: str, path: str, old: tuple[dict[str, Any], ...], new: tuple[dict[str, Any], ...]
 ) -> Iterator[Change]:
     where = path or "(the object)"
+    if kind in SETTING_KINDS.values():
+        # the synth checks the app's objects against the mirrored rules of the release it deploys
+        checked = " (the synth's CEL check of the app's objects: tooling/schemas/karpenter-<version>/cel-rules.json)"
+    else:
+        checked = ""
     by_rule_old = {r.get("rule"): r for r in old}
     by_rule_new = {r.get("rule"): r for r in new}
     gone = [r for r in old if r.get("rule") not in by_rule_new]
@@ -600,7 +615,11 @@ def _rule_changes(
             came.remove(after)
             touched = _names(_settings_at(kind, path, rule=f"{before.get('rule')} {after.get('rule')}"))
             yield Change(
-                "CRD", kind, where, f"CEL rule changed: `{before.get('rule')}` → `{after.get('rule')}`", tuple(touched)
+                "CRD",
+                kind,
+                where,
+                f"CEL rule changed: `{before.get('rule')}` → `{after.get('rule')}`{checked}",
+                tuple(touched),
             )
     for rule in sorted(set(by_rule_old) & set(by_rule_new), key=str):
         a, b = by_rule_old[rule], by_rule_new[rule]
@@ -617,11 +636,15 @@ def _rule_changes(
     for rule in came:
         touched = _names(_settings_at(kind, path, rule=str(rule.get("rule"))))
         yield Change(
-            "CRD", kind, where, f"CEL rule added: `{rule.get('rule')}` ({rule.get('message', '')})", tuple(touched)
+            "CRD",
+            kind,
+            where,
+            f"CEL rule added: `{rule.get('rule')}` ({rule.get('message', '')}){checked}",
+            tuple(touched),
         )
     for rule in gone:
         touched = _names(_settings_at(kind, path, rule=str(rule.get("rule"))))
-        yield Change("CRD", kind, where, f"CEL rule removed: `{rule.get('rule')}`", tuple(touched))
+        yield Change("CRD", kind, where, f"CEL rule removed: `{rule.get('rule')}`{checked}", tuple(touched))
 
 
 # --- chart values and feature gates ---
