@@ -145,6 +145,18 @@ def scratch(tmp_path_factory) -> Path:
         "                        - Balanced\n",
         "                        - Balanced\n                        - Aggressive\n",
     )
+    # ... a budgets rule rewritten (same message), and a rule on the spec that names weight
+    _edit(
+        charts / "karpenter-crd" / "templates" / "karpenter.sh_nodepools.yaml",
+        "rule: self.all(x, has(x.schedule) == has(x.duration))",
+        "rule: self.all(x, has(x.schedule) == has(x.duration) && x.nodes != '')",
+    )
+    _edit(
+        charts / "karpenter-crd" / "templates" / "karpenter.sh_nodepools.yaml",
+        "                  rule: '!has(self.replicas) || !has(self.weight)'\n",
+        "                  rule: '!has(self.replicas) || !has(self.weight)'\n"
+        "                - message: weight at most 50\n                  rule: '!has(self.weight) || self.weight <= 50'\n",
+    )
     # 1.14.3: the chart drops priorityClassName, which the app always writes
     charts = _release(root, "1.14.3")
     _edit(charts / "karpenter" / "values.yaml", "priorityClassName: system-cluster-critical\n", "")
@@ -178,6 +190,16 @@ def test_a_new_required_field_is_a_decision(scratch):
         "- NodePool `spec.disruption.consolidationPolicy`: enum + `Aggressive` (setting "
         "`nodePools[].consolidationPolicy` does not offer `Aggressive` yet) — setting "
         "`nodePools[].consolidationPolicy`; the app writes it"
+    ) in text
+    # CEL: by field path, with the settings the rule's field (or a field it names) belongs to; not decisions
+    cel = " (the synth's CEL check of the app's objects: tooling/schemas/karpenter-<version>/cel-rules.json)"
+    assert (
+        "- NodePool `spec.disruption.budgets`: CEL rule changed: `self.all(x, has(x.schedule) == has(x.duration))` → "
+        f"`self.all(x, has(x.schedule) == has(x.duration) && x.nodes != '')`{cel} — setting `nodePools[].budgets`"
+    ) in text
+    assert (
+        f"- NodePool `spec`: CEL rule added: `!has(self.weight) || self.weight <= 50` (weight at most 50){cel} — "
+        "setting `nodePools[].weight`"
     ) in text
 
 

@@ -314,17 +314,19 @@ def _under(path: str, top: str) -> bool:
 
 def _settings_at(target: str, path: str, *, below: bool = False, rule: str | None = None) -> list[Setting]:
     """The settings a change at ``path`` of ``target`` touches: those that write it or a field above it; with
-    ``below`` (a removal, a type change) those that write a field below it too; with ``rule`` (a CEL rule at it)
-    those below whose field the rule names."""
+    ``below`` (a removal, a type change) those that write a field below it too (not below the whole object or
+    spec); with ``rule`` (a CEL rule at it) those below it whose field the rule names (``self.weight``)."""
     found = []
     for setting in settings():
         if setting.target != target:
             continue
         if _under(path, setting.path):
             found.append(setting)
-        elif _under(setting.path, path) and path not in ("", "spec", "metadata"):
+        elif _under(setting.path, path):
             leaf = setting.path.rsplit(".", 1)[-1].removesuffix("[]")
-            if below or (rule is not None and re.search(rf"\b{re.escape(leaf)}\b", rule, re.ASCII)):
+            if rule is not None and re.search(rf"\bself\.{re.escape(leaf)}\b", rule, re.ASCII):
+                found.append(setting)  # a rule above the field that names it (self.weight)
+            elif below and path not in ("", "spec", "metadata"):
                 found.append(setting)
     return found
 
