@@ -195,6 +195,7 @@ def _literal_values(annotation: Any) -> tuple[Any, ...] | None:
 @functools.cache
 def settings() -> tuple[Setting, ...]:
     """Every setting that declares the Karpenter field it writes (karpenter_stack/config/reference.py)."""
+    from constructs_lib.specs.change import CHART_VALUE, declaration
     from karpenter_stack.config import tree
     from karpenter_stack.config.reference import ROOTS, upstream_names
 
@@ -204,8 +205,6 @@ def settings() -> tuple[Setting, ...]:
             places.setdefault(nested.model, []).append(nested.path)
     found: list[Setting] = []
     for (model, name), upstream in upstream_names().items():
-        from constructs_lib.specs.change import CHART_VALUE, declaration
-
         declared = declaration(model.model_fields[name])
         key = tree.key_of(name, model)
         allowed = _literal_values(model.model_fields[name].annotation)
