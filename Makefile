@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # The CLI's periodic notices and telemetry are noise in CI logs.
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-# What you give make is data, never shell: ARGS, SET, CONTEXT_FILE, BASE, LIVE, PYTEST_ARGS, VERSION and FROM are exported as
+# What you give make is data, never shell: ARGS, SET, CONTEXT_FILE, BASE, LIVE, PYTEST_ARGS, VERSION, FROM and SINCE are exported as
 # written (make expands nothing in them) and no recipe pastes them into a shell line. The tools get them from the
 # environment: RUN (tooling/make_args.py) appends SET's settings as -c flags and the words of ARGS or PYTEST_ARGS,
 # split as a shell splits them (quotes, backslashes) with nothing run; single values are quoted ("$$BASE").
@@ -31,7 +31,8 @@ override LIVE := $(value LIVE)
 override PYTEST_ARGS := $(value PYTEST_ARGS)
 override VERSION := $(value VERSION)
 override FROM := $(value FROM)
-export ARGS SET CONTEXT_FILE BASE LIVE PYTEST_ARGS VERSION FROM
+override SINCE := $(value SINCE)
+export ARGS SET CONTEXT_FILE BASE LIVE PYTEST_ARGS VERSION FROM SINCE
 RUN := python -m tooling.make_args
 # The CDK CLI with CONTEXT_FILE's settings as -c flags (a missing or unreadable file stops here, exit 2).
 CDK := python -m tooling.cdk
@@ -46,7 +47,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 .PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal transitions \
-	upstream-examples template-diff karpenter-import release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
+	upstream-examples template-diff karpenter-import release-report release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
 
 ## help: list the targets
 help:
@@ -184,6 +185,12 @@ template-diff: $(RUNTIME_STAMP)
 # the project's template is re-applied and printed as a diff to review. Bad input: one line, nothing written.
 karpenter-import: $(DEV_STAMP)
 	python -m tooling.karpenter_import "$$VERSION" $${FROM:+--from "$$FROM"}
+
+## release-report: what moving between two kept Karpenter releases changes, SINCE=1.13.1 VERSION=1.14.1 (exit 1: a decision)
+# CRD fields and CEL rules, chart values, feature gates and IAM grants added, removed or changed, each with the
+# settings it touches (tooling/release_report.py); exits 1 when a change needs a decision, listed one per line.
+release-report: $(RUNTIME_STAMP)
+	@python -m tooling.release_report "$$SINCE" "$$VERSION"
 
 ### release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must

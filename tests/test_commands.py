@@ -259,8 +259,9 @@ TAKES_VALUES = [
     "upstream-examples",
     "bench",
     "karpenter-import",
+    "release-report",
 ]
-VARIABLES = ("ARGS", "SET", "CONTEXT_FILE", "BASE", "LIVE", "PYTEST_ARGS", "VERSION", "FROM")
+VARIABLES = ("ARGS", "SET", "CONTEXT_FILE", "BASE", "LIVE", "PYTEST_ARGS", "VERSION", "FROM", "SINCE")
 
 
 def test_no_recipe_pastes_a_value_into_a_shell_line():
