@@ -137,6 +137,7 @@ class Karpenter(Construct):
             node_overlays=props.node_overlays,
             feature_gates=props.controller.feature_gates,
             kubernetes_version=props.kubernetes_version,
+            karpenter_version=props.version,
         )
 
     def _discovery_tags(self) -> SecurityGroupTag | None:

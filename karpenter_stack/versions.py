@@ -15,7 +15,9 @@ from typing import cast
 
 from aws_cdk import aws_eks as eks
 
+from constructs_lib import releases
 from constructs_lib.specs import ami
+from constructs_lib.specs.base import quoted
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 _TEMPLATE_PATTERN = re.compile(r"^karpenter-(\d+\.\d+\.\d+)\.yaml$", re.ASCII)
@@ -111,17 +113,19 @@ def eks_kubernetes_version(kubernetes_version: str) -> eks.KubernetesVersion:
 
 
 def available_karpenter_versions(templates_dir: Path = TEMPLATES_DIR) -> list[str]:
+    """The imported Karpenter releases (``make karpenter-import``): a template in ``templates_dir`` and the release's
+    facts in constructs_lib/releases."""
     found = [m.group(1) for p in templates_dir.iterdir() if (m := _TEMPLATE_PATTERN.match(p.name))]
-    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+    return [v for v in releases.imported() if v in found]
 
 
 def karpenter_template(karpenter_version: str, templates_dir: Path = TEMPLATES_DIR) -> Path:
     path = templates_dir / f"karpenter-{karpenter_version}.yaml"
-    if not path.is_file():
+    if not path.is_file() or karpenter_version not in releases.imported():
         available = ", ".join(available_karpenter_versions(templates_dir)) or "none"
         raise VersionError(
-            f"karpenterVersion '{karpenter_version}' has no CloudFormation template "
-            f"(templates/karpenter-{karpenter_version}.yaml); versions with a template: {available}"
+            f"karpenterVersion = {quoted(karpenter_version)}: not imported (imported: {available}); import it with "
+            f"make karpenter-import VERSION={karpenter_version}"
         )
     return path
 

@@ -248,27 +248,10 @@ class Delivered:
 
 
 @pytest.fixture(scope="session")
-def karpenter_bump(tmp_path_factory) -> Synthesized:
-    """The default configuration on Karpenter 1.14.2, pretending its template exists: a copy of 1.14.1's
-    with one more marker in its description (what a bump changes in the app, without a second release)."""
-    from karpenter_stack import versions
-
-    templates = tmp_path_factory.mktemp("templates")
-    current = versions.karpenter_template("1.14.1").read_text()
-    (templates / "karpenter-1.14.1.yaml").write_text(current)
-    (templates / "karpenter-1.14.2.yaml").write_text(
-        current.replace("Maintained by this project;", "Maintained by this project (1.14.2);")
-    )
-    for held_to in ("upstream", "changes"):  # upstream's template of the release, and why ours differs
-        (templates / held_to).mkdir()
-        same = (versions.TEMPLATES_DIR / held_to / "karpenter-1.14.1.yaml").read_text()
-        for version in ("1.14.1", "1.14.2"):
-            (templates / held_to / f"karpenter-{version}.yaml").write_text(same)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(versions, "TEMPLATES_DIR", templates)
-        patch.setattr(versions.karpenter_template, "__defaults__", (templates,))
-        patch.setattr(versions.available_karpenter_versions, "__defaults__", (templates,))
-        return synth(karpenterVersion="1.14.2")
+def karpenter_1_13() -> Synthesized:
+    """The default configuration on the previous imported Karpenter release (1.13.1; the default is 1.14.1): what a
+    cluster runs before the upgrade to the current release, and what a downgrade moves to."""
+    return synth(karpenterVersion="1.13.1")
 
 
 @pytest.fixture(scope="session")

@@ -40,10 +40,22 @@ CASES = {
         "kubernetesVersion '1.30' is past the end of EKS extended support (2026-07-23) and can "
         "no longer be created; use 1.31 or newer (from -c)",
     ),
-    "karpenter version without template": (
+    "karpenter release not imported": (
         {"karpenterVersion": "1.15.0"},
-        "karpenterVersion '1.15.0' has no CloudFormation template "
-        "(templates/karpenter-1.15.0.yaml); versions with a template: 1.13.1, 1.14.1 (from -c)",
+        "karpenterVersion = '1.15.0': not imported (imported: 1.13.1, 1.14.1); import it with "
+        "make karpenter-import VERSION=1.15.0 (from -c)",
+    ),
+    "a consolidation policy the chosen release does not have": (
+        {"karpenterVersion": "1.13.1", "nodePools": [{"name": "default", "consolidationPolicy": "Balanced"}]},
+        "karpenterVersion = '1.13.1': NodePool 'default' sets spec.disruption.consolidationPolicy = 'Balanced', "
+        "which Karpenter 1.13.1 does not allow (allowed: WhenEmpty, WhenEmptyOrUnderutilized); 1.14.1 allows it "
+        "(from -c)",
+    ),
+    "a feature gate the chosen release does not have": (
+        {"karpenterVersion": "1.13.1", "controller": {"featureGates": {"capacityBuffer": False}}},
+        "controller.featureGates.capacityBuffer: Karpenter 1.13.1 (karpenterVersion) has no such feature gate (its "
+        "gates: nodeRepair, nodeOverlay, reservedCapacity, spotToSpotConsolidation, staticCapacity); 1.14.1 has it "
+        "(from -c)",
     ),
     "drain bound that is not a duration": (
         {"nodePools": [{"terminationGracePeriod": "Never"}]},

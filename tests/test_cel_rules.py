@@ -23,7 +23,7 @@ VERSION = "1.14.1"
 # Configurations whose applied Karpenter objects are evaluated (every node class and pool shape the
 # suite synthesizes: defaults, two pools over two classes, the production system pool, by-id selectors,
 # and every example: GPU, Windows, capacity reservations, baseline + burst).
-CONFIGURATIONS = ["default", "alternative", "production", "existing", *EXAMPLE_FIXTURES]
+CONFIGURATIONS = ["default", "alternative", "production", "existing", "karpenter_1_13", *EXAMPLE_FIXTURES]
 
 
 def _karpenter_objects(synthesized) -> list[dict]:
@@ -58,8 +58,9 @@ def test_every_karpenter_version_with_a_template_has_its_rules_mirrored():
 
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
 def test_every_applied_object_passes_every_cel_rule(configuration, request):
-    objects = _karpenter_objects(request.getfixturevalue(configuration))
-    outcomes = {f"{o['kind']}/{o['metadata']['name']}": evaluate(o, VERSION) for o in each(objects)}
+    synthesized = request.getfixturevalue(configuration)  # against the rules of its own release
+    objects, version = _karpenter_objects(synthesized), synthesized.config.karpenter_version
+    outcomes = {f"{o['kind']}/{o['metadata']['name']}": evaluate(o, version) for o in each(objects)}
     assert {k: o.violations for k, o in outcomes.items()} == {k: [] for k in outcomes}
     # every object had rules evaluated; a NodePool's three transition rules are listed and skipped
     for key, outcome in outcomes.items():

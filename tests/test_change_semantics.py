@@ -19,6 +19,7 @@ from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC, NodePoolSpec
 from karpenter_stack.config import AppConfig, ExistingClusterConfig, PipelineConfig, WaveSpec, tree
 from tooling import review as rv
+from tooling import transition_moves as moves
 from tooling import transitions as tr
 from tooling.chart_render import kept_versions, unknown_values
 from tooling.kubernetes_schemas import schema
@@ -138,7 +139,7 @@ def test_a_controller_setting_declared_to_restart_the_controller_changes_its_pod
     pod template roll its pods): each controller field, from its default to its first example or mode."""
     declared = change_of(ControllerSpec, name)
     info = ControllerSpec.model_fields[name]
-    value = (info.examples or [v for v in tr._literal_values(info.annotation) if v != info.default])[0]
+    value = (info.examples or [v for v in moves._literal_values(info.annotation) if v != info.default])[0]
     chart = {"cluster_name": "c", "interruption_queue": "q", "service_account": "karpenter", "role_arn": "r"}
     old = controller_values(**chart, dns_policy="Default")
     new = controller_values(**chart, dns_policy="Default", controller=ControllerSpec(**{name: value}))
@@ -165,7 +166,7 @@ def test_every_kind_has_its_words_in_the_reference():
 
 def _outcome(setting, kind, category, rollback="in place", interrupts=False, restarts=False):
     declared = change_of(AppConfig, "cluster_name").__class__(kind, "somewhere", "a source")
-    transition = tr.Transition(setting, {}, tr.DEFAULT, "x", declared)
+    transition = moves.Transition(setting, {}, moves.DEFAULT, "x", declared)
     return tr.Outcome(transition, category, rollback, "", interrupts=interrupts, restarts=restarts)
 
 

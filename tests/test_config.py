@@ -272,10 +272,10 @@ def test_versions_in_extended_support_warn_with_the_cost():
     assert versions.check_eks_support("1.36", TODAY) is None
 
 
-def test_unknown_karpenter_version_lists_the_templates():
+def test_a_release_that_is_not_imported_is_refused_with_the_command_that_imports_it():
     assert error_of(karpenterVersion="1.13.0") == (
-        "karpenterVersion '1.13.0' has no CloudFormation template (templates/karpenter-1.13.0.yaml); "
-        "versions with a template: 1.13.1, 1.14.1"
+        "karpenterVersion = '1.13.0': not imported (imported: 1.13.1, 1.14.1); import it with "
+        "make karpenter-import VERSION=1.13.0"
     )
 
 

@@ -403,3 +403,98 @@ def test_online_the_charts_come_from_the_registry_and_the_template_from_the_rele
     ]
     assert (artifacts.template, artifacts.template_source) == ("Resources: {}\n", asked[1])
     assert sorted(p.name for p in artifacts.charts.iterdir()) == ["karpenter", "karpenter-crd"]
+
+
+def test_a_cluster_on_the_imported_previous_release_moves_to_the_current_one_as_a_reviewed_transition(
+    imports, karpenter_1_13, default, tmp_path
+):
+    """Issue 34, offline end to end: 1.13.1 imported into a scratch copy (the same files as the committed ones); a
+    cluster synthesized on it passes 1.13.1's CRD schema, CEL rules and chart; accepted as the baseline; moving it to
+    1.14.1 is reviewed step by step in the deploy's order, and moving back is a downgrade that blocks, saying what it
+    loses."""
+    from pathlib import Path as P
+
+    from tests.cfn import controller_values, kubernetes_objects
+    from tooling import review as rv
+    from tooling.cel_rules import evaluate
+    from tooling.chart_render import unknown_values
+    from tooling.kubernetes_schemas import object_violations
+
+    imported = imports["1.13.1"]
+    release = layout("1.13.1")["release"]
+    assert (imported.root / release).read_bytes() == (ROOT / release).read_bytes()
+    # synthesized on 1.13.1: its objects and chart values against 1.13.1's own CRDs, rules and chart
+    assert karpenter_1_13.config.karpenter_version == "1.13.1"
+    objects = [o for o in kubernetes_objects(karpenter_1_13.template).values() if o["apiVersion"].startswith("karp")]
+    assert sorted(o["kind"] for o in objects) == ["EC2NodeClass", "NodePool"]
+    for obj in objects:
+        obj = {k: v for k, v in obj.items() if k != "_logicalId"}
+        assert object_violations(obj, "1.13.1", "1.36") == [] and evaluate(obj, "1.13.1").violations == []
+    assert unknown_values(controller_values(karpenter_1_13.template), "1.13.1") == []
+    # accepted, then moved to 1.14.1
+    rv.accept(P(karpenter_1_13.app.outdir), tmp_path / rv.BASELINE)
+    accepted = rv.baseline_templates(rv.BASELINE, root=tmp_path)
+    text, blocking, failing = rv.render(rv.review(accepted, rv.synthesized_templates(P(default.app.outdir))), {})
+    assert (blocking, failing) == ([], [])
+    steps = [
+        "- Karpenter 1.13.1 → 1.14.1, step 1 of 2: the `karpenter-crd` chart first (the controller chart waits for it)",
+        "- Helm release `karpenter-crd` is upgraded 1.13.1 → 1.14.1 (helm upgrade)",
+        "- CRDs: `capacitybuffers.autoscaling.x-k8s.io`: CRD added: CapacityBuffer (autoscaling.x-k8s.io/v1beta1; 15 "
+        "fields, 2 CEL rules); the app writes no object of it",
+        "- CRDs: NodePool `spec.disruption.consolidationPolicy`: enum + `Balanced` (setting "
+        "`nodePools[].consolidationPolicy` offers `Balanced` already) — setting `nodePools[].consolidationPolicy`; the "
+        "app writes it",
+        "- Karpenter 1.13.1 → 1.14.1, step 2 of 2: the `karpenter` chart",
+        "- Helm release `karpenter` is upgraded 1.13.1 → 1.14.1 (helm upgrade)",
+        "- chart defaults: no change",
+        "- feature gate: `capacityBuffer`: added, default false — setting `controller.featureGates` offers it (the "
+        "app's table: default false)",
+        "- the Karpenter controller pods restart one at a time (PodDisruptionBudget maxUnavailable 1); provisioning "
+        "pauses during the leader handover",
+    ]
+    lines = text.splitlines()
+    start = lines.index(steps[0])
+    assert lines[start : start + len(steps)] == steps
+    # and back: a downgrade, blocked until acknowledged, saying what Helm deletes and what stays stored
+    back = rv.review(rv.synthesized_templates(P(default.app.outdir)), accepted)
+    text, blocking, failing = rv.render(back, {})
+    assert (blocking, failing) == (["eks-karpenter/KarpenterReleaseCrdChart14B91BFB"], [])
+    assert (
+        "- `KarpenterReleaseCrdChart14B91BFB` (updated): a Karpenter downgrade 1.14.1 → 1.13.1: Helm deletes what the "
+        "1.13.1 chart does not have: the capacitybuffers.autoscaling.x-k8s.io CRD and every object of it in the "
+        "cluster; values 1.13.1's CRDs do not allow stay stored, and its controller does not expect them (NodePool "
+        "`spec.disruption.consolidationPolicy`: enum − `Balanced`"
+    ) in text
+    assert (
+        "every CRD keeps its storage version (ec2nodeclasses v1, nodeclaims v1, nodeoverlays v1alpha1, nodepools v1)"
+        in text
+    )
+    assert "- Helm release `karpenter-crd` is downgraded 1.14.1 → 1.13.1 (helm upgrade)" in text
+    _, blocking, _ = rv.render(back, {"eks-karpenter/KarpenterReleaseCrdChart14B91BFB": "moving back on purpose"})
+    assert blocking == []
+
+
+def test_a_stored_object_a_new_crd_rule_refuses_is_named_in_the_upgrade():
+    """The CRD chart's step names each stored Karpenter object a rule of the new release refuses: the API server keeps
+    it, but its next update (this deploy's kubectl apply, or Karpenter's own) fails."""
+    from tooling.review.upgrade import crd_step
+
+    stored = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "old"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x"]}],
+                }
+            }
+        },
+    }
+    step = crd_step("1.13.1", "1.14.1", [stored])
+    refused = [e for e in step.effects if e.startswith("a stored object the 1.14.1 CRDs refuse")]
+    assert len(refused) == 1 and refused[0].startswith(
+        "a stored object the 1.14.1 CRDs refuse (its next update fails): NodePool/old: spec.template.spec.requirements"
+    ), refused
+    assert (step.downgrade, step.fails) == (None, None)

@@ -22,6 +22,7 @@ CONFIGURATIONS = {
     "production": {"NodePool", "EC2NodeClass", "ConfigMap"},
     "existing": {"NodePool", "EC2NodeClass"},
     "pod_identity": {"NodePool", "EC2NodeClass", "ConfigMap"},
+    "karpenter_1_13": {"NodePool", "EC2NodeClass", "ConfigMap"},  # against 1.13.1's CRDs and chart
     **{example: {"NodePool", "EC2NodeClass", "ConfigMap"} for example in EXAMPLE_FIXTURES},
     "example_baseline_and_burst": {"NodePool", "EC2NodeClass", "ConfigMap", "NodeOverlay"},
 }

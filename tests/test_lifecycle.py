@@ -88,23 +88,27 @@ def test_the_graph_helper_sees_missing_edges():
     assert depends_transitively(graph, "a", "b") and not depends_transitively(graph, "a", "c")
 
 
-def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template(default, karpenter_bump):
-    """A pretended 1.14.2 template (conftest's karpenter_bump) against the default configuration: only the
-    charts' Version and the nested template may differ."""
-    new = karpenter_bump
-    before, after = default.json["Resources"], new.json["Resources"]
+def test_a_karpenter_upgrade_changes_exactly_the_chart_versions_and_the_template(karpenter_1_13, default):
+    """The default configuration on 1.13.1, then on 1.14.1 (the two imported releases): only the charts' Version and
+    the nested template differ."""
+    old, new = karpenter_1_13, default
+    before, after = old.json["Resources"], new.json["Resources"]
     changed = {k for k in before if before[k] != after.get(k)} | (set(after) - set(before))
     charts = {k for k, r in before.items() if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"}
-    nested = default.stack.resolve(default.stack.karpenter.infra.nested_stack_resource.logical_id)
+    nested = new.stack.resolve(new.stack.karpenter.infra.nested_stack_resource.logical_id)
     assert changed == charts | {nested}
     for chart in charts:
-        assert {**before[chart]["Properties"], "Version": "1.14.2"} == after[chart]["Properties"]
+        assert before[chart]["Properties"]["Version"] == "1.13.1"
+        assert {**before[chart]["Properties"], "Version": "1.14.1"} == after[chart]["Properties"]
         assert after[chart]["DependsOn"] == before[chart]["DependsOn"]
     # the controller chart still waits for the CRD chart, so CRDs are upgraded first
     (crd,) = [c for c in charts if before[c]["Properties"]["Release"] == "karpenter-crd"]
     (controller,) = charts - {crd}
     assert crd in after[controller]["DependsOn"]
-    assert new.karpenter_json["Description"] != default.karpenter_json["Description"]
+    assert old.karpenter_json["Description"].replace("1.13.1", "1.14.1") == new.karpenter_json["Description"]
+    assert {k: v for k, v in old.karpenter_json.items() if k != "Description"} == {
+        k: v for k, v in new.karpenter_json.items() if k != "Description"
+    }
 
 
 def test_queue_in_the_chart_is_the_queue_the_five_rules_target(default):

@@ -126,10 +126,12 @@ def test_a_new_vpc_cidr_replaces_the_vpc_and_everything_in_it_and_the_cluster_up
     }
 
 
-def test_a_karpenter_bump_updates_the_charts_and_the_nested_template_in_place_and_keeps_the_node_role(
-    karpenter_bump,
+def test_a_karpenter_upgrade_updates_the_charts_and_the_nested_template_in_place_and_keeps_the_node_role(
+    karpenter_1_13, default
 ):
-    reports, text, blocking, failing = _review(karpenter_bump)
+    """A cluster deployed on 1.13.1 moves to 1.14.1 (the two imported releases)."""
+    baseline = rv.synthesized_templates(Path(karpenter_1_13.app.outdir))
+    reports, text, blocking, failing = _review(default, baseline=baseline)
     main = reports["eks-karpenter"]
     assert _by_action(main) == {"updated": {"Custom::AWSCDK-EKS-HelmChart", "AWS::CloudFormation::Stack", "template"}}
     assert [c.why for c in main.changes if c.type == "template"] == ["Description change"]  # names the release
@@ -137,8 +139,8 @@ def test_a_karpenter_bump_updates_the_charts_and_the_nested_template_in_place_an
     # old -> new, each shortened to its end (where a template's asset hash differs)
     assert re.fullmatch(r"in place: TemplateURL: …[0-9a-f]{42}\.json → …[0-9a-f]{42}\.json", nested_stack.why)
     effects = [e for c in main.changes for e in c.effects]
-    assert "Helm release `karpenter` is upgraded 1.14.1 → 1.14.2 (helm upgrade)" in effects
-    assert "Helm release `karpenter-crd` is upgraded 1.14.1 → 1.14.2 (helm upgrade)" in effects
+    assert "Helm release `karpenter` is upgraded 1.13.1 → 1.14.1 (helm upgrade)" in effects
+    assert "Helm release `karpenter-crd` is upgraded 1.13.1 → 1.14.1 (helm upgrade)" in effects
     assert any(e.startswith("the Karpenter controller pods restart one at a time") for e in effects)
     nested = reports["eks-karpenter > nested Karpenter"]
     assert [(c.logical_id, c.action, c.why) for c in nested.changes] == [

@@ -17,6 +17,7 @@ from karpenter_stack.config import load_config, stack_name_for
 from tests import commands
 from tests.cfn import only, render, resources, teardown
 from tooling import review as rv
+from tooling import transition_moves as moves
 from tooling import workspace
 
 
@@ -409,7 +410,7 @@ def test_the_matrix_is_generated_from_the_configuration_model():
     from karpenter_stack.config import AppConfig
     from tooling import transitions as tr
 
-    found, not_one = tr.transitions()
+    found, not_one = moves.transitions()
     settings = {t.setting for t in found}
     assert settings | set(not_one) == {f.alias for f in AppConfig.model_fields.values()}
     assert not settings & set(not_one)
@@ -421,14 +422,13 @@ def test_the_matrix_is_generated_from_the_configuration_model():
         "nodeClasses": "moved field by field",
         "nodePools": "moved field by field",
         "nodeOverlays": "moved field by field",
-        "karpenterVersion": "one release has a template",
         "vpcId": "an existing VPC needs its lookups in cdk.context.json",
     }
     # what a value needs besides: from the declaration (every value, or one value by its JSON)
     (public,) = [
         t
         for t in found
-        if t.setting == "endpointAccess" and t.new == "public-and-private" and t.base == {} and t.old != tr.DEFAULT
+        if t.setting == "endpointAccess" and t.new == "public-and-private" and t.base == {} and t.old != moves.DEFAULT
     ]
     assert public.overrides("new") == {"endpointAccess": "public-and-private", "publicAccessCidrs": ["203.0.113.0/24"]}
     assert public.overrides("old") == {"endpointAccess": "private"}
@@ -436,14 +436,16 @@ def test_the_matrix_is_generated_from_the_configuration_model():
     # 4 and 3 modes, 2 values; and a value with needs from every default in one deploy, and back (_with_needs)
     assert pairs == {"authenticationMode": 12, "deletionProtection": 6, "profile": 4}
     with_needs = sorted(
-        (t.setting, t.new) for t in found if t.base == {} and t.old is tr.DEFAULT and t.declared.companions(t.new)
+        (t.setting, t.new) for t in found if t.base == {} and t.old is moves.DEFAULT and t.declared.companions(t.new)
     )
     assert with_needs == [
         ("controllerCredentials", "pod-identity"),
         ("endpointAccess", "public-and-private"),
         ("profile", "production"),
     ]
-    assert len(found) == 74  # 66 before the moves with needs; widePublicAccessReason's two (issue 33)
+    assert (
+        len(found) == 76
+    )  # 66 before the moves with needs; widePublicAccessReason's two (issue 33); karpenterVersion's two (1.14.1 <-> 1.13.1, issue 34)
     fields = dict(AppConfig.model_fields)
     fields["node_magic"] = copy.copy(fields["cluster_name"])
     fields["node_magic"].alias = "nodeMagic"
@@ -502,7 +504,7 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
     add-ons and patches that follow in the same deploy can fail: the review blocks until acknowledged."""
     from tooling import transitions as tr
 
-    outcome = tr.assess(tr.Transition("kubernetesVersion", {}, "1.35", tr.DEFAULT), _templates_of)
+    outcome = tr.assess(moves.Transition("kubernetesVersion", {}, "1.35", moves.DEFAULT), _templates_of)
     assert (outcome.category, outcome.rollback, outcome.problems) == ("blocked", "refused", [])
     reports = rv.review(_templates_of({"kubernetesVersion": "1.35"}), _templates_of({}))
     (cluster,) = [c for r in reports for c in r.changes if c.type == rv.CLUSTER]
@@ -520,9 +522,8 @@ def test_the_fields_of_objects_and_entries_are_in_the_matrix_with_every_mode_pai
     cluster) are moved field by field, in the one entry or object of their setting: modes (declared, or named by
     the type) give every ordered pair; every other field goes from its holder's value to its example and back."""
     from karpenter_stack.config import AppConfig, tree
-    from tooling import transitions as tr
 
-    found = tr.field_transitions()
+    found = moves.field_transitions()
     settings = {t.setting for t in found}
     by_field = ("nodePools", "nodeClasses", "nodeOverlays", "controller", "existingCluster")
     assert settings == {

@@ -82,7 +82,7 @@ def configurations() -> Iterator[dict[str, Any]]:
     import json
 
     from . import configurations as product
-    from . import transitions
+    from . import transition_moves as transitions
 
     base = product.PRODUCT_CONTEXT
     yield dict(base)

@@ -19,7 +19,7 @@ template of the release's documentation -- and writes everything the project pin
   (tooling/mirror_crd_schema.py, tooling/mirror_crd_rules.py) and ``controller-values.schema.json``, generated from
   the chart (tooling/chart_values_schema.py);
 - ``constructs_lib/releases/karpenter-<V>.json``: the release's feature gates and their defaults (values.yaml
-  ``settings.featureGates``).
+  ``settings.featureGates``), and the fields of each kind's spec with their enums (from the CRDs).
 
 ``--from DIR`` reads the same artifacts from a folder: ``DIR/charts/karpenter/`` and ``DIR/charts/karpenter-crd/``
 (or the archives ``helm pull`` writes, ``DIR/charts/karpenter-<V>.tgz``) and ``DIR/cloudformation.yaml``.
@@ -418,6 +418,28 @@ def _schemas(crds: Path, chart: Path, values: dict[str, Any], version: str) -> d
     return out
 
 
+def object_fields(schemas: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Every field of each kind's ``spec`` that the release's CRD declares, by path (``[]``: a list's items): its
+    enum, ``"map"`` (keys of the user's choosing), or None. What the app reads to refuse, for the release a
+    configuration chooses, a field or value that release does not know (constructs_lib/releases)."""
+    kinds: dict[str, dict[str, Any]] = {}
+    for name in ("nodepool", "ec2nodeclass", "nodeoverlay"):
+        schema = json.loads(schemas[f"{name}.schema.json"])
+        fields: dict[str, Any] = {}
+        _fields(schema["properties"]["spec"], "spec", fields)
+        kinds[schema["title"].split(" ", 1)[0]] = fields
+    return kinds
+
+
+def _fields(node: dict[str, Any], path: str, out: dict[str, Any]) -> None:
+    extra = node.get("additionalProperties")
+    out[path] = node["enum"] if "enum" in node else "map" if isinstance(extra, dict) else None
+    for key, child in node.get("properties", {}).items():
+        _fields(child, f"{path}.{key}", out)
+    if isinstance(node.get("items"), dict):
+        _fields(node["items"], f"{path}[]", out)
+
+
 def _write(tree: Path, relative: str, text: str) -> None:
     path = tree / relative
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -451,13 +473,15 @@ def stage(root: Path, version: str, artifacts: Artifacts, shown: str, scratch: P
     _write(tree, names["template"], merged.text)
     base_changes = root / layout(merged.base)["changes"]
     _write(tree, names["changes"], with_version(base_changes.read_text(), merged.base, version))
-    for name, text in _schemas(tree / names["upstream"] / "crds", charts / "karpenter", values, version).items():
+    schemas = _schemas(tree / names["upstream"] / "crds", charts / "karpenter", values, version)
+    for name, text in schemas.items():
         _write(tree, f"{names['schemas']}/{name}", text)
     release = {
         "karpenter": version,
-        "source": f"{names['upstream']}/charts/karpenter/values.yaml settings.featureGates",
+        "source": f"{names['upstream']}/charts/karpenter/values.yaml settings.featureGates; {names['upstream']}/crds",
         "generated-by": "python -m tooling.karpenter_import",
         "featureGates": feature_gates(values, f"{shown}/karpenter"),
+        "objects": object_fields(schemas),
     }
     _write(tree, names["release"], _json(release))
     problems = template_parity.report(tree / names["template"])[1]

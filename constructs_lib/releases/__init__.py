@@ -1,20 +1,109 @@
 """What the app knows of each imported Karpenter release, one ``karpenter-<version>.json`` per release, written by
-``python -m tooling.karpenter_import`` from the release's chart: its feature gates (``settings.featureGates`` of the
-karpenter chart's values.yaml) and their defaults. The app does not choose among releases yet: the controller's
-typed settings (``specs.controller``) hold 1.14.1's table, which tests/test_karpenter_release.py keeps equal to
-1.14.1's file here."""
+``python -m tooling.karpenter_import`` (``make karpenter-import``) from the release's charts: its feature gates
+(``settings.featureGates`` of the karpenter chart's values.yaml) with their defaults, and the fields of each kind's
+spec with their enums (from the CRDs the karpenter-crd chart installs). ``karpenterVersion`` chooses among them:
+:func:`imported` lists them, and :func:`release_problems` refuses, for the chosen release, a feature gate or an
+object field or value that release does not know (e.g. ``consolidationPolicy: Balanced``, new in 1.14)."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+from ..specs.base import quoted
 
 FOLDER = Path(__file__).resolve().parent
+_NAME = re.compile(r"^karpenter-(\d+\.\d+\.\d+)\.json$", re.ASCII)
+
+
+def imported(folder: Path = FOLDER) -> list[str]:
+    """The imported releases, oldest first."""
+    found = [m.group(1) for p in folder.glob("karpenter-*.json") if (m := _NAME.match(p.name))]
+    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
 @cache
+def _release(version: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FOLDER / f"karpenter-{version}.json").read_text())
+    return data
+
+
 def feature_gates(version: str) -> dict[str, bool]:
     """The feature gates of a release and the chart's default of each, in values.yaml's order."""
-    data = json.loads((FOLDER / f"karpenter-{version}.json").read_text())
-    return {str(name): bool(on) for name, on in data["featureGates"].items()}
+    return {str(name): bool(on) for name, on in _release(version)["featureGates"].items()}
+
+
+def object_fields(version: str, kind: str) -> dict[str, Any]:
+    """The fields of ``kind``'s spec in a release, by path: enum, ``"map"`` or None."""
+    fields: dict[str, Any] = _release(version)["objects"][kind]
+    return fields
+
+
+def _others(version: str, holds: Any, verb: str = "has") -> str:
+    """The other imported releases for which ``holds(release)`` is true, named for the message."""
+    others = [v for v in imported() if v != version and holds(v)]
+    plural = {"has": "have", "allows": "allow"}[verb]
+    return f"; {', '.join(others)} {verb if len(others) == 1 else plural} it" if others else ""
+
+
+def gate_problems(gates: Iterable[str], version: str) -> list[str]:
+    """A set feature gate the release's chart does not have (the chart would pass it on, and the controller ignore
+    it)."""
+    known = feature_gates(version)
+    return [
+        f"controller.featureGates.{gate}: Karpenter {version} (karpenterVersion) has no such feature gate "
+        f"(its gates: {', '.join(known)}){_others(version, lambda v, g=gate: g in feature_gates(v))}"
+        for gate in gates
+        if gate not in known
+    ]
+
+
+def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item, f"{path}[]")
+
+
+def object_problems(obj: Mapping[str, Any], version: str) -> list[str]:
+    """Each field of the object's spec the release's CRD does not have, or a value outside the field's enum: what
+    the API server of a cluster running that release refuses."""
+    kind, name = str(obj["kind"]), obj.get("metadata", {}).get("name")
+    fields, problems = object_fields(version, kind), []
+    skip: tuple[str, ...] = ()
+    for path, value in _walk(obj.get("spec", {}), "spec"):
+        if skip and path.startswith(skip):
+            continue
+        if path not in fields:
+            problems.append(
+                f"karpenterVersion = {quoted(version)}: {kind} {quoted(name)} sets {path}, a field Karpenter "
+                f"{version}'s {kind} does not have{_others(version, lambda v, p=path: p in object_fields(v, kind))}"
+            )
+            skip = (f"{path}.", f"{path}[]")
+            continue
+        known = fields[path]
+        if known == "map":
+            skip = (f"{path}.",)
+        elif isinstance(known, list) and value not in known:
+            allowed = ", ".join(str(v) for v in known)
+            problems.append(
+                f"karpenterVersion = {quoted(version)}: {kind} {quoted(name)} sets {path} = {quoted(value)}, which "
+                f"Karpenter {version} does not allow (allowed: {allowed})"
+                f"{_others(version, lambda v, p=path, x=value: x in (object_fields(v, kind).get(p) or ()), 'allows')}"
+            )
+    return problems
+
+
+def release_problems(objects: Sequence[Mapping[str, Any]], gates: Iterable[str], version: str) -> list[str]:
+    """What the chosen release refuses of a configuration: its feature gates, then its objects' fields (nothing for a
+    release not imported here: the construct, used on its own, may install one this project knows nothing of)."""
+    if version not in imported():
+        return []
+    return gate_problems(gates, version) + [p for obj in objects for p in object_problems(obj, version)]

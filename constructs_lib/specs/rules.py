@@ -131,6 +131,24 @@ def _alias_setting(node_class: NodeClassSpec, problem: str) -> str:
     )
 
 
+def release_problems(
+    node_classes: Sequence[NodeClassSpec],
+    node_pools: Sequence[NodePoolSpec],
+    node_overlays: Sequence[NodeOverlaySpec],
+    feature_gates: Mapping[FeatureGate, bool],
+    karpenter_version: str,
+) -> list[str]:
+    """The feature gates, and the fields and values of the node objects, that the Karpenter release does not know
+    (constructs_lib/releases: what its chart and CRDs hold; e.g. consolidationPolicy Balanced before 1.14)."""
+    from ..manifests import node_objects
+    from ..releases import release_problems as problems_of
+
+    classes, pools, overlays = node_objects(
+        node_classes, node_pools, cluster_name="cluster", node_role_name="node-role", node_overlays=node_overlays
+    )
+    return problems_of([*classes.values(), *pools.values(), *overlays.values()], feature_gates, karpenter_version)
+
+
 def check_nodes(
     where: str,
     *,
@@ -139,6 +157,7 @@ def check_nodes(
     node_overlays: Sequence[NodeOverlaySpec] = (),
     feature_gates: Mapping[FeatureGate, bool],
     kubernetes_version: str | None = None,
+    karpenter_version: str | None = None,
 ) -> None:
     """Every rule of this module, in the order the app's configuration runs them: :class:`NodeSpecsError` with
     the problems of the first rule that finds any (``where``: the construct, as the message names it)."""
@@ -146,6 +165,11 @@ def check_nodes(
         name_problems(node_classes, node_pools, node_overlays)
         or pool_problems(node_classes, node_pools, feature_gates, node_overlays)
         or ami_problems(node_classes, kubernetes_version)
+        or (
+            release_problems(node_classes, node_pools, node_overlays, feature_gates, karpenter_version)
+            if karpenter_version is not None
+            else []
+        )
     )
     if problems:
         raise NodeSpecsError(where, problems)

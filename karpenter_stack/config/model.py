@@ -234,12 +234,11 @@ class AppConfig(CamelModel):
     )
     karpenter_version: Annotated[str, KarpenterProp("version")] = Field(
         "1.14.1",
-        description="Karpenter release; needs templates/karpenter-<version>.yaml.",
+        description="Karpenter release: one of the imported releases (1.13.1, 1.14.1; `make karpenter-import "
+        "VERSION=<x.y.z>` imports another); its charts, CRDs, feature gates and template are the ones checked.",
+        examples=["1.13.1"],
         json_schema_extra=change(
-            Change.RESTARTS_CONTROLLER,
-            "Custom::AWSCDK-EKS-HelmChart Version",
-            facts.KARPENTER_VERSION,
-            not_moved="one release has a template (templates/karpenter-<version>.yaml); a bump is reviewed by tests/test_review.py",
+            Change.RESTARTS_CONTROLLER, "Custom::AWSCDK-EKS-HelmChart Version", facts.KARPENTER_VERSION
         ),
     )
     karpenter_namespace: Annotated[str, KarpenterProp("namespace")] = Field(

@@ -23,7 +23,7 @@ from constructs_lib.node_manifests import ManifestError, read_node_manifests
 from constructs_lib.specs.base import quoted
 from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
 from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.rules import ami_problems, name_problems, pool_problems
+from constructs_lib.specs.rules import ami_problems, name_problems, pool_problems, release_problems
 
 from .. import versions
 from .addresses import PRODUCTION_MAX_PUBLIC, public_addresses
@@ -59,6 +59,9 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
         support = _check_versions(config, today)
     except versions.VersionError as err:
         raise fail(prefix + str(err)) from None
+    released = chosen_release(config)
+    if released:  # what the chosen Karpenter release does not know (after the version checks: an imported one)
+        raise fail("\n".join(prefix + line for line in released))
     amis = node_images(config)
     if amis:  # after the version checks: a version this app supports
         raise fail("\n".join(prefix + line for line in amis))
@@ -113,6 +116,17 @@ def _from_files(line: str, layered: Layered) -> str:
     layer, origin = layered.prefix.removesuffix("."), layered.origins.get("nodeManifests", BUILT_IN)
     where = origin if not layer or origin == layer else f"{origin}; environment {layer.split('.', 1)[1]}"
     return f"{line} (from {where})"
+
+
+def chosen_release(config: AppConfig) -> list[str]:
+    """What the chosen Karpenter release does not know of the node objects and feature gates (specs.rules)."""
+    return release_problems(
+        config.node_classes,
+        config.node_pools,
+        config.node_overlays,
+        config.controller.feature_gates,
+        config.karpenter_version,
+    )
 
 
 def rule_problems(config: AppConfig) -> list[str]:

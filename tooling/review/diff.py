@@ -10,6 +10,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from constructs_lib import releases
+from constructs_lib.names import CONTROLLER_CHART, CRD_CHART
+
+from . import upgrade
 from .cluster import (
     FARGATE_PROFILES,
     _fargate_evicts,
@@ -19,7 +23,7 @@ from .cluster import (
     nodegroup_launch_template_refusal,
     nodegroup_roll,
 )
-from .kubernetes import _helm_effects, kubernetes_effects, manifest_update
+from .kubernetes import _helm_effects, _objects, kubernetes_effects, manifest_update
 from .model import CLUSTER, CUSTOM_RESOURCE_RULES, FARGATE, HELM, MANIFEST, PATCH, Change, _stateful
 from .values import _MISSING, _at, _differs, _render
 
@@ -160,7 +164,8 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
         if not grown:
             break
     _add_launch_template_rolls(kept, after, changes)
-    return [changes[k] for k in sorted(changes)]
+    ordered = [changes[k] for k in sorted(changes)]
+    return karpenter_upgrade(old, new, ordered)
 
 
 def _add_launch_template_rolls(kept: list[str], after: dict[str, Any], changes: dict[str, Change]) -> None:
@@ -228,6 +233,49 @@ def _kept_change(
         return Change(logical_id, kind, "fails", f"the deploy fails: {refused}", stateful)
     action, why = _aws_change(kind, props_old, props_new, replaced)
     return Change(logical_id, kind, action, why, stateful, _rolling_effects(kind, props_old, props_new, action))
+
+
+def _chart_versions(template: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """The Karpenter charts of a template: release name -> (logical id, version)."""
+    return {
+        str(r["Properties"].get("Release")): (logical_id, str(r["Properties"].get("Version")))
+        for logical_id, r in template.get("Resources", {}).items()
+        if r.get("Type") == HELM and r["Properties"].get("Release") in (CRD_CHART, CONTROLLER_CHART)
+    }
+
+
+def karpenter_upgrade(old: dict[str, Any], new: dict[str, Any], changes: list[Change]) -> list[Change]:
+    """A Karpenter release change, in the deploy's order (tooling/review/upgrade.py): the CRD chart's change first,
+    with what its CRDs change and which stored objects their rules refuse, then the controller chart's, with its
+    new defaults; a downgrade blocks until acknowledged, saying what it loses."""
+    before, after = _chart_versions(old), _chart_versions(new)
+    if CRD_CHART not in before or CRD_CHART not in after or before[CRD_CHART][1] == after[CRD_CHART][1]:
+        return changes
+    (crd_id, was), (_, now) = before[CRD_CHART], after[CRD_CHART]
+    if not {was, now} <= set(releases.imported()):
+        return changes  # a release this project has not imported: nothing to compare it with
+    by_id = {c.logical_id: c for c in changes}
+    stored = [
+        obj
+        for r in old.get("Resources", {}).values()
+        if r.get("Type") == MANIFEST
+        for obj in _objects(r["Properties"].get("Manifest")).values()
+    ]
+    step = upgrade.crd_step(was, now, stored)
+    crd = by_id.get(crd_id)
+    if crd is not None:
+        crd.effects = step.effects[:1] + crd.effects[:1] + step.effects[1:] + crd.effects[1:]
+        if step.fails is not None:
+            crd.action, crd.why = "fails", f"the deploy fails: {step.fails}"
+        elif step.downgrade is not None:
+            crd.stateful, crd.loses = step.downgrade, True
+    controller = by_id.get(after.get(CONTROLLER_CHART, ("", ""))[0])
+    if controller is not None:
+        then = upgrade.controller_step(was, now)
+        controller.effects = then[:1] + controller.effects[:1] + then[1:] + controller.effects[1:]
+    # the deploy's order: the controller chart waits for the CRD chart
+    first = [c for c in changes if c is crd]
+    return first + [c for c in changes if c is not crd]
 
 
 def _template_change(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:

@@ -210,6 +210,15 @@ def manifest_update(
     return Change(logical_id, MANIFEST, "updated", f"in place (kubectl apply): {', '.join(changed)}", stateful, effects)
 
 
+def _graded(old: Any, new: Any) -> str:
+    """``downgraded`` when both are releases (x.y.z) and the new one is older, else ``upgraded``."""
+    try:
+        older = tuple(int(p) for p in str(new).split(".")) < tuple(int(p) for p in str(old).split("."))
+    except ValueError:
+        return "upgraded"
+    return "downgraded" if older else "upgraded"
+
+
 def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) -> tuple[str, str, list[str]]:
     release = new.get("Release")
     if old.get("Release") != release or old.get("Namespace") != new.get("Namespace"):
@@ -224,7 +233,8 @@ def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) 
     effects = []
     if old.get("Version") != new.get("Version"):
         effects.append(
-            f"Helm release `{release}` is upgraded {old.get('Version')} → {new.get('Version')} (helm upgrade)"
+            f"Helm release `{release}` is {_graded(old.get('Version'), new.get('Version'))} {old.get('Version')} → "
+            f"{new.get('Version')} (helm upgrade)"
         )
     if _differs(old.get("Values"), new.get("Values"), replaced):
         try:

@@ -78,10 +78,11 @@ class Change:
     stateful: str | None = None  # what goes with it, when that is state or time
     effects: list[str] = field(default_factory=list)  # in plain words (Kubernetes, pods)
     one_way: bool = False  # its rollback is refused: with anything else in the deploy it can wedge the stack
+    loses: bool = False  # an update that deletes state of its own (a Karpenter downgrade: a CRD and its objects)
 
     @property
     def destructive(self) -> bool:
-        return self.stateful is not None and (self.action in ("replaced", "removed") or self.one_way)
+        return self.stateful is not None and (self.action in ("replaced", "removed") or self.one_way or self.loses)
 
     @property
     def interrupts(self) -> bool:
