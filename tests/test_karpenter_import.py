@@ -42,9 +42,13 @@ def as_archives(folder: Path, version: str) -> Path:
 
 
 def scratch_root(into: Path, without: str) -> Path:
-    """A copy of the project's templates/ without ``without``'s: its hardening must come from the other release."""
+    """A copy of the project's templates/ and the other release's charts, without ``without``'s: its hardening must come
+    from the other release."""
     root = into / f"root-without-{without}"
     shutil.copytree(ROOT / "templates", root / "templates")
+    for other in VERSIONS:  # the other release's kept charts: the release report compares with them
+        if other != without:
+            shutil.copytree(ROOT / layout(other)["upstream"] / "charts", root / layout(other)["upstream"] / "charts")
     for role in ("template", "upstream template", "changes"):
         (root / layout(without)[role]).unlink()
     return root
@@ -115,8 +119,11 @@ def test_the_crds_are_what_the_crd_chart_installs_and_the_mirrors_name_them(vers
 
 def test_the_hardening_reapplied_on_1_13_1_is_the_committed_template_and_the_diff_is_printed(imports):
     """1.13.1's upstream template is 1.14.1's: the merge carries the project's template over, the release it names
-    changed, and prints it to review."""
-    assert imports["1.13.1"].printed == [
+    changed, and prints it to review; then the release report between the two (nothing to decide)."""
+    *merged, report = imports["1.13.1"].printed
+    assert report.startswith("# Karpenter 1.13.1 → 1.14.1\n") and "\n## Decisions (0)\n" in report
+    assert "- `capacityBuffer`: added, default false" in report
+    assert merged == [
         "templates/karpenter-1.13.1.yaml: the project's hardening of Karpenter 1.14.1 re-applied to upstream's 1.13.1 "
         "template (3-way merge: base templates/upstream/karpenter-1.14.1.yaml, ours templates/karpenter-1.14.1.yaml, "
         "theirs upstream's 1.13.1)",
@@ -498,3 +505,27 @@ def test_a_stored_object_a_new_crd_rule_refuses_is_named_in_the_upgrade():
         "a stored object the 1.14.1 CRDs refuse (its next update fails): NodePool/old: spec.template.spec.requirements"
     ), refused
     assert (step.downgrade, step.fails) == (None, None)
+
+
+def test_a_release_whose_changes_need_a_decision_is_not_imported(tmp_path, capsys):
+    """The release report runs before anything moves in: a change the app cannot take as it is (here a chart value
+    the app writes, gone from the new release's values.yaml) stops the import with the decision, nothing written."""
+    source = kept_artifacts("1.14.1", tmp_path)
+    for chart in karpenter_import.CHARTS:
+        meta = source / "charts" / chart / "Chart.yaml"
+        meta.write_text(meta.read_text().replace("1.14.1", "1.14.2"))
+    values = source / "charts" / "karpenter" / "values.yaml"
+    lines = values.read_text().splitlines(True)
+    values.write_text("".join(line for line in lines if not line.startswith("priorityClassName:")))
+    root = scratch_root(tmp_path, "1.13.1")  # holds 1.14.1's charts and templates: the base of 1.14.2
+    before = tree(root)
+    assert karpenter_import.main(["1.14.2", "--from", str(source), "--root", str(root)]) == 1
+    out, err = capsys.readouterr()
+    assert "## Decisions (1)\n\n- chart value priorityClassName: removed in 1.14.2" in out
+    assert err.startswith(
+        "karpenter-import: Karpenter 1.14.1 -> 1.14.2 needs a decision before the import: chart value "
+        "priorityClassName: removed in "
+        "1.14.2"
+    )
+    assert err.rstrip().endswith("; nothing was written") and err.count("\n") == 1
+    assert tree(root) == before

@@ -21,6 +21,11 @@ template of the release's documentation -- and writes everything the project pin
 - ``constructs_lib/releases/karpenter-<V>.json``: the release's feature gates and their defaults (values.yaml
   ``settings.featureGates``), and the fields of each kind's spec with their enums (from the CRDs).
 
+Before anything moves in, the release report (tooling/release_report.py) between the release and its base, the older
+first, is printed; a change that needs a human decision (a new required field, a removed field or chart key the app
+writes, an enum or pattern narrowed under what the app produces, an upstream grant the project's template does not
+cover) stops the import, naming it.
+
 ``--from DIR`` reads the same artifacts from a folder: ``DIR/charts/karpenter/`` and ``DIR/charts/karpenter-crd/``
 (or the archives ``helm pull`` writes, ``DIR/charts/karpenter-<V>.tgz``) and ``DIR/cloudformation.yaml``.
 ``--root DIR`` writes into another copy of the project. Everything is written into a staging folder first and moved
@@ -53,7 +58,7 @@ from jsonschema import Draft202012Validator
 
 from constructs_lib import yaml_load
 from constructs_lib.template_parity import load_template
-from tooling import helm, mirror_crd_rules, mirror_crd_schema, template_parity
+from tooling import helm, mirror_crd_rules, mirror_crd_schema, release_report, template_parity
 from tooling.chart_values_schema import values_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -544,6 +549,27 @@ def scratch_folder(root: Path) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def decide(root: Path, tree: Path, version: str, base: str, out: Callable[[str], None]) -> None:
+    """The release report between the release imported and its base (the older of the two first: what an upgrade
+    meets), printed; ImportFailure when a change needs a human decision (tooling/release_report.py: a new required
+    field, a removed field or chart key the app writes, an enum or pattern narrowed under what the app produces, an
+    upstream grant the project's template does not cover)."""
+    if base == version:
+        return
+    old, new = sorted((base, version), key=version_key)
+    try:
+        report = release_report.compare(root, old, new, trees={version: tree})
+    except release_report.ReportError as error:
+        raise ImportFailure(f"the release report {old} -> {new}: {error}") from None
+    out(report.markdown().rstrip("\n"))
+    if report.decisions:
+        more = f" (and {len(report.decisions) - 1} more, listed above)" if len(report.decisions) > 1 else ""
+        raise ImportFailure(
+            f"Karpenter {old} -> {new} needs a decision before the import: {report.decisions[0]}{more}; nothing was "
+            "written"
+        )
+
+
 def run(
     version: str,
     source: Path | None,
@@ -564,6 +590,7 @@ def run(
         tree, merged = stage(root, version, artifacts, shown, scratch)
         for line in merged.review:
             out(line)
+        decide(root, tree, version, merged.base, out)
         written = move_in(root, tree, version, scratch / "aside")
     return written
 

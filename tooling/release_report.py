@@ -803,10 +803,12 @@ def _iam_changes(old: Release, new: Release) -> Iterator[Change]:
             )
 
 
-def compare(root: Path, old: str, new: str) -> Report:
+def compare(root: Path, old: str, new: str, trees: Mapping[str, Path] | None = None) -> Report:
     """The report of moving from Karpenter ``old`` to ``new``, from what ``root`` (the repository or a scratch copy
-    of it) keeps of each (ReportError: a release that is not kept)."""
-    before, after = load(root, old), load(root, new)
+    of it) keeps of each (ReportError: a release that is not kept); ``trees``: a release read from another folder
+    laid out as the project (the import's staging folder)."""
+    trees = trees or {}
+    before, after = load(trees.get(old, root), old), load(trees.get(new, root), new)
     report = Report(old, new)
     report.changes.append(
         Change(
