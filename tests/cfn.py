@@ -11,29 +11,12 @@ from typing import Any
 
 from aws_cdk.assertions import Template
 
+from tooling import chart_render
 
-def placeholder(expr: Any) -> str:
-    """A stand-in for an intrinsic inside a rendered string: ``${GetAtt:Res.Attr}``, ``${Ref:Res}``."""
-    if isinstance(expr, dict) and len(expr) == 1:
-        ((fn, arg),) = expr.items()
-        if fn == "Ref":
-            return f"${{Ref:{arg}}}"
-        if fn == "Fn::GetAtt":
-            return f"${{GetAtt:{arg[0]}.{arg[1]}}}"
-        if fn == "Fn::Select" and isinstance(arg[1], dict) and "Fn::Split" in arg[1]:
-            sep, source = arg[1]["Fn::Split"]
-            return f"${{Select:{arg[0]}:Split:{sep}:{placeholder(source)}}}"
-    raise AssertionError(f"unexpected intrinsic in a rendered string: {expr!r}")
-
-
-def render(value: Any) -> str:
-    """Flatten a string or an Fn::Join into one string with placeholders for intrinsics."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        sep, parts = value["Fn::Join"]
-        return sep.join(p if isinstance(p, str) else placeholder(p) for p in parts)
-    return placeholder(value)
+# A stand-in for an intrinsic inside a rendered string (``${GetAtt:Res.Attr}``, ``${Ref:Res}``), and a string or an
+# Fn::Join flattened into one string with such placeholders: the chart rendering's own (tooling/chart_render.py).
+placeholder = chart_render.placeholder
+render = chart_render.flatten
 
 
 def render_json(value: Any) -> Any:

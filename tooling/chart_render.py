@@ -155,7 +155,8 @@ def empty_maps(version: str, chart: str = CONTROLLER_CHART) -> list[str]:
 # --- values from a synthesized template ----------------------------------------------------------------
 
 
-def _placeholder(expr: Any) -> str:
+def placeholder(expr: Any) -> str:
+    """A stand-in for an intrinsic inside a rendered string: ``${GetAtt:Res.Attr}``, ``${Ref:Res}``."""
     if isinstance(expr, dict) and len(expr) == 1:
         ((fn, arg),) = expr.items()
         if fn == "Ref":
@@ -165,17 +166,18 @@ def _placeholder(expr: Any) -> str:
             return f"${{GetAtt:{resource}.{attribute}}}"
         if fn == "Fn::Select" and isinstance(arg[1], dict) and "Fn::Split" in arg[1]:
             separator, source = arg[1]["Fn::Split"]
-            return f"${{Select:{arg[0]}:Split:{separator}:{_placeholder(source)}}}"
-    raise ChartError(f"the chart values hold an intrinsic with no placeholder: {json.dumps(expr)}")
+            return f"${{Select:{arg[0]}:Split:{separator}:{placeholder(source)}}}"
+    raise ChartError(f"an intrinsic with no placeholder in a rendered string: {json.dumps(expr)}")
 
 
-def _flatten(value: Any) -> str:
+def flatten(value: Any) -> str:
+    """A string or an Fn::Join as one string, its intrinsics as placeholders."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and "Fn::Join" in value:
         separator, parts = value["Fn::Join"]
-        return str(separator).join(p if isinstance(p, str) else _placeholder(p) for p in parts)
-    return _placeholder(value)
+        return str(separator).join(p if isinstance(p, str) else placeholder(p) for p in parts)
+    return placeholder(value)
 
 
 def release_values(template: Mapping[str, Any], release: str = CONTROLLER_CHART) -> dict[str, Any]:
@@ -191,7 +193,7 @@ def release_values(template: Mapping[str, Any], release: str = CONTROLLER_CHART)
     if "Values" not in charts[0]:
         return {}
     try:
-        values: dict[str, Any] = json.loads(_flatten(charts[0]["Values"]))
+        values: dict[str, Any] = json.loads(flatten(charts[0]["Values"]))
     except json.JSONDecodeError as error:
         raise ChartError(f"the values of the Helm release {release} are not JSON: {error}") from None
     return values
