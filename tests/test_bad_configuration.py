@@ -47,9 +47,9 @@ CASES = {
     ),
     "a consolidation policy the chosen release does not have": (
         {"karpenterVersion": "1.13.1", "nodePools": [{"name": "default", "consolidationPolicy": "Balanced"}]},
-        "karpenterVersion = '1.13.1': NodePool 'default' sets spec.disruption.consolidationPolicy = 'Balanced', "
-        "which Karpenter 1.13.1 does not allow (allowed: WhenEmpty, WhenEmptyOrUnderutilized); 1.14.1 allows it "
-        "(from -c)",
+        "nodePools[0].consolidationPolicy = 'Balanced': Karpenter 1.13.1 (karpenterVersion) does not allow it "
+        "(allowed: WhenEmpty, WhenEmptyOrUnderutilized); 1.14.1 allows it; use one of those, or another "
+        "karpenterVersion (from -c)",
     ),
     "a feature gate the chosen release does not have": (
         {"karpenterVersion": "1.13.1", "controller": {"featureGates": {"capacityBuffer": False}}},

@@ -676,3 +676,13 @@ def test_the_reference_says_what_changing_each_setting_does_from_its_declaration
     )
     assert "| key | default | meaning |" in lines  # the taints' entries
     assert lines.count("| key | default | meaning | changing it on a running cluster |") == 9  # pipeline, waves
+
+
+def test_the_reference_says_which_imported_release_a_value_needs():
+    """Values only some imported releases take (a CRD enum's, a chart's feature gate), from constructs_lib/releases."""
+    from karpenter_stack.config.reference import reference_markdown
+
+    text = reference_markdown()
+    assert "`Balanced`. Karpenter releases: `Balanced` needs 1.14.1 (imported: 1.13.1, 1.14.1). |" in text
+    assert "Karpenter releases: `capacityBuffer` needs 1.14.1 (imported: 1.13.1, 1.14.1). |" in text
+    assert text.count("Karpenter releases:") == 2

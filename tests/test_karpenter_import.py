@@ -231,6 +231,22 @@ def test_a_version_that_is_not_one_is_refused(root, capsys):
     assert _fails(["1.14"], root, capsys) == (
         "karpenter-import: VERSION '1.14': not a Karpenter release version (X.Y.Z, e.g. 1.14.1)"
     )
+    assert (
+        _fails([""], root, capsys) == "karpenter-import: VERSION is required, e.g. make karpenter-import VERSION=1.15.0"
+    )
+
+
+def test_importing_a_release_again_says_nothing_changed(imports, tmp_path, capsys):
+    """Its files are rewritten as they were: the template's diff is "identical", and the summary says so."""
+    root = imports["1.13.1"].root
+    assert (
+        karpenter_import.main(["1.13.1", "--from", str(kept_artifacts("1.13.1", tmp_path)), "--root", str(root)]) == 0
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == "the project's template 1.13.1 -> 1.13.1: identical"
+    assert out[-1].startswith("imported Karpenter 1.13.1: 46 files, ") and out[-1].endswith(
+        ", constructs_lib/releases/karpenter-1.13.1.json; nothing changed"
+    )
 
 
 def test_an_unknown_version_is_the_registrys_answer_in_one_line(root, capsys, monkeypatch):
@@ -449,13 +465,13 @@ def test_a_cluster_on_the_imported_previous_release_moves_to_the_current_one_as_
         "- CRDs: `capacitybuffers.autoscaling.x-k8s.io`: CRD added: CapacityBuffer (autoscaling.x-k8s.io/v1beta1; 15 "
         "fields, 2 CEL rules); the app writes no object of it",
         "- CRDs: NodePool `spec.disruption.consolidationPolicy`: enum + `Balanced` (setting "
-        "`nodePools[].consolidationPolicy` offers `Balanced` already) — setting `nodePools[].consolidationPolicy`; the "
+        "`nodePools[].consolidationPolicy` lists `Balanced`; the synth takes it where the chosen release's CRD does) — setting `nodePools[].consolidationPolicy`; the "
         "app writes it",
         "- Karpenter 1.13.1 → 1.14.1, step 2 of 2: the `karpenter` chart",
         "- Helm release `karpenter` is upgraded 1.13.1 → 1.14.1 (helm upgrade)",
         "- chart defaults: no change",
-        "- feature gate: `capacityBuffer`: added, default false — setting `controller.featureGates` offers it (the "
-        "app's table: default false)",
+        "- feature gate: `capacityBuffer`: added, default false — setting `controller.featureGates` lists it (the "
+        "app's table: default false; the synth takes it where the chosen release has it)",
         "- the Karpenter controller pods restart one at a time (PodDisruptionBudget maxUnavailable 1); provisioning "
         "pauses during the leader handover",
     ]
@@ -469,9 +485,8 @@ def test_a_cluster_on_the_imported_previous_release_moves_to_the_current_one_as_
     assert (
         "- `KarpenterReleaseCrdChart14B91BFB` (updated): a Karpenter downgrade 1.14.1 → 1.13.1: Helm deletes what the "
         "1.13.1 chart does not have: the capacitybuffers.autoscaling.x-k8s.io CRD and every object of it in the "
-        "cluster; values 1.13.1's CRDs do not allow stay stored, and its controller does not expect them (NodePool "
-        "`spec.disruption.consolidationPolicy`: enum − `Balanced`"
-    ) in text
+        "cluster; every CRD keeps its storage version"
+    ) in text  # (no stored object of the default configuration holds what 1.13.1 does not allow)
     assert (
         "every CRD keeps its storage version (ec2nodeclasses v1, nodeclaims v1, nodeoverlays v1alpha1, nodepools v1)"
         in text
@@ -505,6 +520,15 @@ def test_a_stored_object_a_new_crd_rule_refuses_is_named_in_the_upgrade():
         "a stored object the 1.14.1 CRDs refuse (its next update fails): NodePool/old: spec.template.spec.requirements"
     ), refused
     assert (step.downgrade, step.fails) == (None, None)
+    # back to 1.13.1 with a pool stored as Balanced: the downgrade says it stays stored where 1.13.1 does not expect it
+    balanced = {**stored, "spec": {**stored["spec"], "disruption": {"consolidationPolicy": "Balanced"}}}
+    back = crd_step("1.14.1", "1.13.1", [balanced])
+    assert back.fails is None and back.downgrade is not None
+    assert (
+        "what 1.13.1's CRDs do not allow stays stored, where its controller does not expect it (NodePool 'old' sets "
+        "spec.disruption.consolidationPolicy = 'Balanced': Karpenter 1.13.1 (karpenterVersion) does not allow it "
+        "(allowed: WhenEmpty, WhenEmptyOrUnderutilized); 1.14.1 allows it)"
+    ) in back.downgrade
 
 
 def test_a_release_whose_changes_need_a_decision_is_not_imported(tmp_path, capsys):

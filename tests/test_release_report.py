@@ -50,12 +50,12 @@ def test_forward_report_names_the_changes_of_1_14(forward):
     ) in text
     assert (
         "- NodePool `spec.disruption.consolidationPolicy`: enum + `Balanced` (setting "
-        "`nodePools[].consolidationPolicy` offers `Balanced` already) — setting `nodePools[].consolidationPolicy`; "
+        "`nodePools[].consolidationPolicy` lists `Balanced`; the synth takes it where the chosen release's CRD does) — setting `nodePools[].consolidationPolicy`; "
         "the app writes it"
     ) in text
     assert (
-        "- `capacityBuffer`: added, default false — setting `controller.featureGates` offers it (the app's table: "
-        "default false)"
+        "- `capacityBuffer`: added, default false — setting `controller.featureGates` lists it (the app's table: "
+        "default false; the synth takes it where the chosen release has it)"
     ) in text
     # the CRD chart changes nothing else between the two releases: two CRD lines in all
     assert [c.path for c in forward.section("CRD")] == [
@@ -195,7 +195,7 @@ def test_a_new_required_field_is_a_decision(scratch):
     assert "- NodePool `spec.zone`: field added (required)" in text
     assert (
         "- NodePool `spec.disruption.consolidationPolicy`: enum + `Aggressive` (setting "
-        "`nodePools[].consolidationPolicy` does not offer `Aggressive` yet) — setting "
+        "`nodePools[].consolidationPolicy` does not list `Aggressive`) — setting "
         "`nodePools[].consolidationPolicy`; the app writes it"
     ) in text
     # CEL: by field path, with the settings the rule's field (or a field it names) belongs to; not decisions

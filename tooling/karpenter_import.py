@@ -367,11 +367,17 @@ def merge_template(root: Path, version: str, upstream: str, scratch: Path) -> Me
         f"(3-way merge: base {base_path}, ours {ours_path}, theirs upstream's {version})",
         f"upstream's template {base} -> {version}: " + ("identical" if not upstream_diff else "changed:"),
         *upstream_diff,
-        f"the project's template {base} -> {version} (review it):",
-        *difflib.unified_diff(
-            (root / ours_path).read_text().splitlines(), merged.splitlines(), ours_path, target, lineterm=""
-        ),
     ]
+    ours_diff = list(
+        difflib.unified_diff(
+            (root / ours_path).read_text().splitlines(), merged.splitlines(), ours_path, target, lineterm=""
+        )
+    )
+    review += (
+        [f"the project's template {base} -> {version} (review it):", *ours_diff]
+        if ours_diff
+        else [f"the project's template {base} -> {version}: identical"]
+    )
     return Merged(merged, base, review)
 
 
@@ -601,16 +607,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="source", type=Path, help="a folder holding the release's artifacts")
     parser.add_argument("--root", type=Path, default=ROOT, help="the copy of the project to write into")
     args = parser.parse_args(argv)
+    if not args.version:
+        print("karpenter-import: VERSION is required, e.g. make karpenter-import VERSION=1.15.0", file=sys.stderr)
+        return 1
+    root = args.root.resolve()
+    before = _contents(root, args.version) if VERSION.fullmatch(args.version) else {}
     try:
-        written = run(args.version, args.source, args.root.resolve())
+        written = run(args.version, args.source, root)
     except ImportFailure as failure:
         print(f"karpenter-import: {failure}", file=sys.stderr)
         return 1
-    lines = sum(len((args.root / f).read_bytes().splitlines()) for f in written)
+    after = _contents(root, args.version)
+    changed = sorted(f for f in after if before.get(f) != after[f]) + sorted(set(before) - set(after))
+    lines = sum(len(after[f].splitlines()) for f in written)
+    folders = ", ".join(layout(args.version).values())
     print(
-        f"imported Karpenter {args.version}: {len(written)} files, {lines} lines (review the diff above, then commit)"
+        f"imported Karpenter {args.version}: {len(written)} files, {lines} lines, in {folders}; "
+        + (
+            f"{len(changed)} new or changed (review the diff above and `git status`, then commit)"
+            if changed
+            else "nothing changed"
+        )
     )
     return 0
+
+
+def _contents(root: Path, version: str) -> dict[str, bytes]:
+    """The files one release has in ``root`` (relative path -> bytes)."""
+    return {f: (root / f).read_bytes() for f in _files(root, version) if (root / f).is_file()}
 
 
 if __name__ == "__main__":

@@ -564,8 +564,12 @@ def _facet_changes(kind: str, path: str, old: _Field, new: _Field, version: str)
                     continue
                 offered = [f"`{v}`" for v in gained if v in allowed]
                 missing = [f"`{v}`" for v in gained if v not in allowed]
-                text += f" (setting `{setting.key}` offers {', '.join(offered)} already)" if offered else ""
-                text += f" (setting `{setting.key}` does not offer {', '.join(missing)} yet)" if missing else ""
+                text += (
+                    f" (setting `{setting.key}` lists {', '.join(offered)}; the synth takes it where the chosen release's CRD does)"
+                    if offered
+                    else ""
+                )
+                text += f" (setting `{setting.key}` does not list {', '.join(missing)})" if missing else ""
             values, free = _producible(kind, path)
             refused = [f"{v} ({why})" for v, why in values.items() if json.loads(v) in lost]
             if refused or lost and free:
@@ -702,9 +706,10 @@ def _gate_changes(old: Release, new: Release) -> Iterator[Change]:
         a, b = before.get(gate, ...), after.get(gate, ...)
         offered = gate in table
         app = (
-            f"{setting} offers it (the app's table: default {_show(table[gate])})"
+            f"{setting} lists it (the app's table: default {_show(table[gate])}; the synth takes it where the chosen "
+            "release has it)"
             if offered
-            else f"{setting} does not offer it yet (constructs_lib/specs/controller.py FEATURE_GATE_DEFAULTS)"
+            else f"{setting} does not list it (constructs_lib/specs/controller.py FEATURE_GATE_DEFAULTS)"
         )
         if a is ...:
             yield Change("feature gate", "", gate, f"added, default {_show(b)}", (app,))

@@ -2,7 +2,7 @@
 ``python -m tooling.karpenter_import`` (``make karpenter-import``) from the release's charts: its feature gates
 (``settings.featureGates`` of the karpenter chart's values.yaml) with their defaults, and the fields of each kind's
 spec with their enums (from the CRDs the karpenter-crd chart installs). ``karpenterVersion`` chooses among them:
-:func:`imported` lists them, and :func:`release_problems` refuses, for the chosen release, a feature gate or an
+:func:`imported` lists them, and :func:`gate_and_object_problems` finds, for the chosen release, a feature gate or an
 object field or value that release does not know (e.g. ``consolidationPolicy: Balanced``, new in 1.14)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -72,38 +73,63 @@ def _walk(value: Any, path: str) -> Iterator[tuple[str, Any]]:
             yield from _walk(item, f"{path}[]")
 
 
-def object_problems(obj: Mapping[str, Any], version: str) -> list[str]:
+@dataclass(frozen=True)
+class ObjectProblem:
+    """A field or value of an object that the release's CRD does not have."""
+
+    kind: str
+    name: str
+    path: str  # the field (``[]``: a list's items)
+    version: str
+    value: Any = None  # the value outside the field's enum (None: the field itself is unknown)
+    allowed: tuple[str, ...] = ()  # the enum of the release, for a value
+    others: str = ""  # "; 1.14.1 allows it": the other imported releases that take it
+
+    @property
+    def text(self) -> str:
+        """The problem without the setting that wrote it (an object of nodeManifests, the construct's own)."""
+        what = f"{self.path} = {quoted(self.value)}" if self.allowed else self.path
+        return f"{self.kind} {quoted(self.name)} sets {what}: {self.verdict}"
+
+    @property
+    def verdict(self) -> str:
+        if self.allowed:
+            return (
+                f"Karpenter {self.version} (karpenterVersion) does not allow it (allowed: {', '.join(self.allowed)})"
+                f"{self.others}"
+            )
+        return f"Karpenter {self.version}'s {self.kind} (karpenterVersion) has no such field{self.others}"
+
+
+def object_problems(obj: Mapping[str, Any], version: str) -> list[ObjectProblem]:
     """Each field of the object's spec the release's CRD does not have, or a value outside the field's enum: what
     the API server of a cluster running that release refuses."""
-    kind, name = str(obj["kind"]), obj.get("metadata", {}).get("name")
+    kind, name = str(obj["kind"]), str(obj.get("metadata", {}).get("name"))
     fields, problems = object_fields(version, kind), []
     skip: tuple[str, ...] = ()
     for path, value in _walk(obj.get("spec", {}), "spec"):
         if skip and path.startswith(skip):
             continue
         if path not in fields:
-            problems.append(
-                f"karpenterVersion = {quoted(version)}: {kind} {quoted(name)} sets {path}, a field Karpenter "
-                f"{version}'s {kind} does not have{_others(version, lambda v, p=path: p in object_fields(v, kind))}"
-            )
+            others = _others(version, lambda v, p=path: p in object_fields(v, kind))
+            problems.append(ObjectProblem(kind, name, path, version, others=others))
             skip = (f"{path}.", f"{path}[]")
             continue
         known = fields[path]
         if known == "map":
             skip = (f"{path}.",)
         elif isinstance(known, list) and value not in known:
-            allowed = ", ".join(str(v) for v in known)
-            problems.append(
-                f"karpenterVersion = {quoted(version)}: {kind} {quoted(name)} sets {path} = {quoted(value)}, which "
-                f"Karpenter {version} does not allow (allowed: {allowed})"
-                f"{_others(version, lambda v, p=path, x=value: x in (object_fields(v, kind).get(p) or ()), 'allows')}"
-            )
+            others = _others(version, lambda v, p=path, x=value: x in (object_fields(v, kind).get(p) or ()), "allows")
+            allowed = tuple(str(v) for v in known)
+            problems.append(ObjectProblem(kind, name, path, version, value, allowed, others))
     return problems
 
 
-def release_problems(objects: Sequence[Mapping[str, Any]], gates: Iterable[str], version: str) -> list[str]:
-    """What the chosen release refuses of a configuration: its feature gates, then its objects' fields (nothing for a
+def gate_and_object_problems(
+    objects: Sequence[Mapping[str, Any]], gates: Iterable[str], version: str
+) -> tuple[list[str], list[ObjectProblem]]:
+    """What the chosen release refuses of a configuration: its feature gates, and its objects' fields (nothing for a
     release not imported here: the construct, used on its own, may install one this project knows nothing of)."""
     if version not in imported():
-        return []
-    return gate_problems(gates, version) + [p for obj in objects for p in object_problems(obj, version)]
+        return [], []
+    return gate_problems(gates, version), [p for obj in objects for p in object_problems(obj, version)]

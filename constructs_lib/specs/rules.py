@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from . import ami
 from .base import quoted
@@ -139,14 +140,51 @@ def release_problems(
     karpenter_version: str,
 ) -> list[str]:
     """The feature gates, and the fields and values of the node objects, that the Karpenter release does not know
-    (constructs_lib/releases: what its chart and CRDs hold; e.g. consolidationPolicy Balanced before 1.14)."""
+    (constructs_lib/releases: what its chart and CRDs hold; e.g. consolidationPolicy Balanced before 1.14), each
+    named by the setting that writes it."""
     from ..manifests import node_objects
-    from ..releases import release_problems as problems_of
+    from ..releases import gate_and_object_problems
 
     classes, pools, overlays = node_objects(
         node_classes, node_pools, cluster_name="cluster", node_role_name="node-role", node_overlays=node_overlays
     )
-    return problems_of([*classes.values(), *pools.values(), *overlays.values()], feature_gates, karpenter_version)
+    gates, objects = gate_and_object_problems(
+        [*classes.values(), *pools.values(), *overlays.values()], feature_gates, karpenter_version
+    )
+    specs: dict[str, Sequence[Any]] = {
+        "EC2NodeClass": node_classes,
+        "NodePool": node_pools,
+        "NodeOverlay": node_overlays,
+    }
+    return gates + [_release_problem(p, specs[p.kind]) for p in objects]
+
+
+_SETTING_OF_KIND = {"EC2NodeClass": "nodeClasses", "NodePool": "nodePools", "NodeOverlay": "nodeOverlays"}
+_SELECTOR = re.compile(r"\[key=[^\]]*\]", re.ASCII)
+
+
+def _release_problem(problem: Any, specs: Sequence[Any]) -> str:
+    """A release's refusal of an object field, named by the setting that writes it (``nodePools[1].consolidationPolicy
+    = 'Balanced': ...``) where one does, else by the object and its field; with what to do."""
+    from .change import change_of, upstream_name, upstream_path
+
+    index = next((i for i, spec in enumerate(specs) if spec.name == problem.name), None)
+    where = f"{_SETTING_OF_KIND[problem.kind]}[{index}]"
+    setting = None
+    if index is not None:
+        model = type(specs[index])
+        for name, info in model.model_fields.items():
+            declared, key = change_of(model, name), info.alias or name
+            found = upstream_name(declared, key) if declared is not None else None
+            written = _SELECTOR.sub("[]", upstream_path(found)) if found else None
+            if written == problem.path and getattr(specs[index], name) is not None:
+                setting = f"{where}.{key}"
+                break
+    fix = "use one of those" if problem.allowed else "remove it"
+    if setting is None:
+        return f"{where} ({problem.text}); {fix}, or another karpenterVersion"
+    value = f" = {quoted(problem.value)}" if problem.allowed else ""
+    return f"{setting}{value}: {problem.verdict}; {fix}, or another karpenterVersion"
 
 
 def check_nodes(

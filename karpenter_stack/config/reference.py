@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Mapping
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
+from constructs_lib import releases
 from constructs_lib.specs.change import CHANGE_TEXT, CHART_VALUE, FieldChange, declaration, upstream_leaf, upstream_name
 
 from . import tree
@@ -66,6 +68,7 @@ def reference_markdown(key_defaults: KeyDefaults | None = None) -> str:
                         (allowed := _allowed(field.annotation)) and f"{allowed}.",
                         _keys(field.annotation, key_defaults and key_defaults(model, name)),
                         _karpenters_name(key, upstream.get((model, name)), declaration(field)),
+                        _needs_release(field.annotation, upstream.get((model, name))),
                     ],
                 )
             )
@@ -120,6 +123,44 @@ def _karpenters_name(key: str, upstream: str | None, declared: FieldChange | Non
     path, _, note = upstream.partition(" ")
     where = "Karpenter chart value" if declared.manifest.startswith(CHART_VALUE) else "Karpenter"
     return f"{where}: `{path}`{f' {note}' if note else ''}."
+
+
+def _literals(annotation: Any) -> tuple[Any, ...]:
+    """The values a Literal (optional, a list's items or a map's keys) names."""
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return get_args(annotation)
+    if origin in (list, dict):
+        return _literals(get_args(annotation)[0])
+    if origin in (Annotated, Union, UnionType):
+        args = get_args(annotation)
+        return next((found for arg in (args[:1] if origin is Annotated else args) if (found := _literals(arg))), ())
+    return ()
+
+
+def _needs_release(annotation: Any, upstream: str | None) -> str:
+    """The values of a field that only some imported Karpenter releases take (constructs_lib/releases: a CRD enum, or
+    a feature gate of the chart): "Karpenter releases: `Balanced` needs 1.14.1 (imported: 1.13.1, 1.14.1)."."""
+    if upstream is None:
+        return ""
+    path = re.sub(r"\[key=[^\]]*\]", "[]", upstream.split(" ", 1)[0])
+    imported = releases.imported()
+
+    def takes(version: str, value: Any) -> bool | None:
+        if path == "settings.featureGates":
+            return value in releases.feature_gates(version)
+        for kind in ("NodePool", "EC2NodeClass", "NodeOverlay"):
+            enum = releases.object_fields(version, kind).get(path)
+            if isinstance(enum, list):
+                return value in enum
+        return None
+
+    needs = []
+    for value in _literals(annotation):
+        taking = [v for v in imported if takes(v, value)]
+        if taking and len(taking) < len(imported) and all(takes(v, value) is not None for v in imported):
+            needs.append(f"`{value}` needs {', '.join(taking)}")
+    return f"Karpenter releases: {'; '.join(needs)} (imported: {', '.join(imported)})." if needs else ""
 
 
 def _keys(annotation: Any, defaults: Mapping[str, Any] | None) -> str:

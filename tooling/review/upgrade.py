@@ -20,7 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from constructs_lib import releases
 from tooling import release_report
+
+_KINDS = ("NodePool", "EC2NodeClass", "NodeOverlay")
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -54,7 +57,7 @@ def crd_step(old: str, new: str, stored: Iterable[Mapping[str, Any]]) -> CrdStep
         f"Karpenter {old} → {new}, step 1 of 2: the `karpenter-crd` chart first (the controller chart waits for it)"
     ]
     effects += [f"CRDs: {c.line().removeprefix('- ')}" for c in report.section("CRD")] or ["CRDs: no change"]
-    effects += [f"decision: {d}" for d in report.decisions]
+    stored = list(stored)
     effects += _refused_when_stored(stored, new)
     if version_key(new) >= version_key(old):
         return CrdStep(effects, None, None)
@@ -68,7 +71,7 @@ def crd_step(old: str, new: str, stored: Iterable[Mapping[str, Any]]) -> CrdStep
     ]
     if unserved:
         return CrdStep(effects, None, f"a downgrade the API server cannot take: {'; '.join(unserved)}")
-    narrowed = [c.line().removeprefix("- ") for c in report.section("CRD") if c.path and "enum" in c.text]
+    narrowed = [p.text for obj in stored if obj.get("kind") in _KINDS for p in releases.object_problems(obj, new)]
     lost = (
         f"Helm deletes what the {new} chart does not have: the {', '.join(gone)} CRD"
         f"{'s' if len(gone) > 1 else ''} and every object of {'them' if len(gone) > 1 else 'it'} in the cluster; "
@@ -76,7 +79,7 @@ def crd_step(old: str, new: str, stored: Iterable[Mapping[str, Any]]) -> CrdStep
         else ""
     )
     kept = (
-        f"values {new}'s CRDs do not allow stay stored, and its controller does not expect them ({'; '.join(narrowed)}); "
+        f"what {new}'s CRDs do not allow stays stored, where its controller does not expect it ({'; '.join(narrowed)}); "
         if narrowed
         else ""
     )
