@@ -195,6 +195,8 @@ APP_OWNED = {
     ("karpenter_stack/config/validate.py", "production_nodes"): "the production profile is the app's",
     ("karpenter_stack/config/validate.py", "_existing_cluster_warnings"): "warnings, not refusals",
     ("karpenter_stack/config/validate.py", "_production_warnings"): "warnings, not refusals",
+    ("karpenter_stack/config/reference.py", "_needs_release"): "the configuration reference's text, no refusal",
+    ("karpenter_stack/config/reference.py", "takes"): "the configuration reference's text, no refusal",
 }
 _NODE_FIELDS = {"node_classes", "node_pools", "node_overlays", "feature_gates"}
 
