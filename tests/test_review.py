@@ -382,3 +382,41 @@ def test_a_launch_template_change_rolls_the_system_nodes():
         "the node group's nodes are replaced one at a time (LaunchTemplate.Version): EKS drains each, its pods are "
         "evicted and rescheduled"
     ]
+
+
+def test_an_object_a_crd_rule_refuses_fails_the_deploy_whether_created_or_changed():
+    """Every rule of the release the cluster runs after the deploy (its CRD chart upgraded first) is checked on each
+    Karpenter object created or changed: a rule the typed settings do not mirror yet (a newer release's) fails the
+    review's verdict on the apply, not only the gate."""
+    import json
+
+    from tooling.review.diff import compare_template
+
+    chart = {"Type": "Custom::AWSCDK-EKS-HelmChart", "Properties": {"Release": "karpenter", "Version": "1.14.1"}}
+    good = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "batch"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
+                }
+            }
+        },
+    }
+    bad = json.loads(json.dumps(good))
+    bad["spec"]["template"]["spec"]["requirements"][0]["key"] = "karpenter.sh/nodepool"
+
+    def template(*objects):
+        manifest = {"Type": "Custom::AWSCDK-EKS-KubernetesResource", "Properties": {"Manifest": json.dumps(objects)}}
+        return {"Resources": {"Chart": chart, **({"Pool": manifest} if objects else {})}}
+
+    (created,) = compare_template(template(), template(bad))
+    assert (created.action, created.why.split(": NodePool/batch: ")[0]) == ("fails", "the API server refuses it")
+    assert "(Karpenter 1.14.1 CRD rule)" in created.why
+    (changed,) = compare_template(template(good), template(bad))
+    assert changed.action == "fails" and "NodePool/batch: spec.template.spec.requirements" in changed.why
+    (fine,) = compare_template(template(), template(good))
+    assert fine.action == "added"

@@ -23,7 +23,7 @@ from .cluster import (
     nodegroup_launch_template_refusal,
     nodegroup_roll,
 )
-from .kubernetes import _helm_effects, _objects, kubernetes_effects, manifest_update
+from .kubernetes import _helm_effects, _objects, crd_refusals, kubernetes_effects, manifest_update
 from .model import CLUSTER, CUSTOM_RESOURCE_RULES, FARGATE, HELM, MANIFEST, PATCH, Change, _stateful
 from .values import _MISSING, _at, _differs, _render
 
@@ -140,11 +140,7 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
             if kind in FARGATE_PROFILES:
                 changes[logical_id].effects = [_fargate_evicts(before[logical_id])]
     for logical_id in added:
-        kind = after[logical_id]["Type"]
-        change = Change(logical_id, kind, "added", "created")
-        if kind == MANIFEST:
-            change.effects = kubernetes_effects("[]", after[logical_id]["Properties"].get("Manifest"), new)
-        changes[logical_id] = change
+        changes[logical_id] = _added(logical_id, after[logical_id], new)
     replaced = {c.logical_id for c in changes.values() if c.action == "replaced"} | set(changed_inputs)
     kept = sorted(before.keys() & after.keys())
     # Replacement spreads through references: iterate until nothing more is replaced.
@@ -166,6 +162,18 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
     _add_launch_template_rolls(kept, after, changes)
     ordered = [changes[k] for k in sorted(changes)]
     return karpenter_upgrade(old, new, ordered)
+
+
+def _added(logical_id: str, resource: dict[str, Any], new: dict[str, Any]) -> Change:
+    """A resource the deploy creates; a manifest's objects are applied, unless a CRD rule refuses one."""
+    change = Change(logical_id, resource["Type"], "added", "created")
+    if resource["Type"] == MANIFEST:
+        manifest = resource["Properties"].get("Manifest")
+        change.effects = kubernetes_effects("[]", manifest, new)
+        refused = crd_refusals("[]", manifest, new)
+        if refused:
+            change.action, change.why = "fails", f"the API server refuses it: {refused[0]}"
+    return change
 
 
 def _add_launch_template_rolls(kept: list[str], after: dict[str, Any], changes: dict[str, Change]) -> None:

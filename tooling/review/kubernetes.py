@@ -177,17 +177,28 @@ def _karpenter_version(template: dict[str, Any]) -> str:
 
 def crd_refusals(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
     """What the API server refuses of applying ``new``'s Karpenter objects over ``old``'s: the CRDs' transition
-    rules (CEL with ``oldSelf``, mirrored per release in tests/data; e.g. a NodePool cannot switch between static
-    and dynamic capacity)."""
-    from tooling.cel_rules import KINDS, transition_violations
+    rules (CEL with ``oldSelf``, mirrored per release in tooling/schemas; e.g. a NodePool cannot switch between static
+    and dynamic capacity), and every other rule on an object created or changed."""
+    from constructs_lib import releases
+    from tooling.cel_rules import KINDS, evaluate, transition_violations
 
     before, after = _objects(old), _objects(new)
     version = _karpenter_version(new_template)
-    return [
+    if version not in releases.imported():
+        return []  # no rules of a release this project has not imported
+    refused = [
         f"{key}: {problem} (Karpenter {version} CRD rule)"
         for key in sorted(before.keys() & after.keys())
         if after[key].get("kind") in KINDS and before[key] != after[key]
         for problem in transition_violations(before[key], after[key], version)
+    ]
+    # an object created or changed is checked against every rule of the release the cluster runs after this deploy
+    # (its CRD chart is upgraded first): a rule the synth does not mirror (a newer release's) fails the apply here
+    return refused + [
+        f"{problem} (Karpenter {version} CRD rule)"
+        for key in sorted(after)
+        if after[key].get("kind") in KINDS and before.get(key) != after[key]
+        for problem in evaluate(after[key], version).violations
     ]
 
 
