@@ -163,3 +163,22 @@ def snapshot_templates(configuration: str, providers_of: Path, base: str | None 
             text = git("show", f"{base}:{SNAPSHOTS}/{name}") if base else (root / SNAPSHOTS / name).read_text()
             out[match["template"]] = json.loads(text)
     return out
+
+
+def node_pool(name: str, *requirements: tuple[str, str], **spec: Any) -> dict[str, Any]:
+    """A NodePool as the API server takes it: the default node class, one ``In`` requirement per (key, value), and
+    ``spec``'s other fields."""
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": [{"key": k, "operator": "In", "values": [v]} for k, v in requirements],
+                }
+            },
+            **spec,
+        },
+    }

@@ -499,21 +499,10 @@ def test_a_cluster_on_the_imported_previous_release_moves_to_the_current_one_as_
 def test_a_stored_object_a_new_crd_rule_refuses_is_named_in_the_upgrade():
     """The CRD chart's step names each stored Karpenter object a rule of the new release refuses: the API server keeps
     it, but its next update (this deploy's kubectl apply, or Karpenter's own) fails."""
+    from tests.cfn import node_pool
     from tooling.review.upgrade import crd_step
 
-    stored = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "old"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                    "requirements": [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x"]}],
-                }
-            }
-        },
-    }
+    stored = node_pool("old", ("karpenter.sh/nodepool", "x"))
     step = crd_step("1.13.1", "1.14.1", [stored])
     refused = [e for e in step.effects if e.startswith("a stored object the 1.14.1 CRDs refuse")]
     assert len(refused) == 1 and refused[0].startswith(
@@ -521,7 +510,7 @@ def test_a_stored_object_a_new_crd_rule_refuses_is_named_in_the_upgrade():
     ), refused
     assert (step.downgrade, step.fails) == (None, None)
     # back to 1.13.1 with a pool stored as Balanced: the downgrade says it stays stored where 1.13.1 does not expect it
-    balanced = {**stored, "spec": {**stored["spec"], "disruption": {"consolidationPolicy": "Balanced"}}}
+    balanced = node_pool("old", ("karpenter.sh/nodepool", "x"), disruption={"consolidationPolicy": "Balanced"})
     back = crd_step("1.14.1", "1.13.1", [balanced])
     assert back.fails is None and back.downgrade is not None
     assert (

@@ -390,22 +390,11 @@ def test_an_object_a_crd_rule_refuses_fails_the_deploy_whether_created_or_change
     review's verdict on the apply, not only the gate."""
     import json
 
+    from tests.cfn import node_pool
     from tooling.review.diff import compare_template
 
     chart = {"Type": "Custom::AWSCDK-EKS-HelmChart", "Properties": {"Release": "karpenter", "Version": "1.14.1"}}
-    good = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "batch"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                    "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
-                }
-            }
-        },
-    }
+    good = node_pool("batch", ("kubernetes.io/arch", "amd64"))
     bad = json.loads(json.dumps(good))
     bad["spec"]["template"]["spec"]["requirements"][0]["key"] = "karpenter.sh/nodepool"
 
