@@ -31,13 +31,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .manifest_opinions import SILENT_POOL, opinions
 from .names import (
     DISCOVERY_TAG_KEY,
     NODE_CLASS_API_VERSION,
@@ -54,7 +55,10 @@ from .specs.node_pool import OS_KEY, SHORTCUTS, NodePoolSpec
 from .specs.not_exposed import not_exposed
 
 CLUSTER_NAME_PLACEHOLDER = "${CLUSTER_NAME}"
-_PLACEHOLDER = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}", re.ASCII)
+CLUSTER_NAME_VARIABLE = "CLUSTER_NAME"
+# A placeholder of a team's own templating: ${VAR} (envsubst, Terraform) or <<VAR>>; its name is group 1 or 2.
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|<<([A-Za-z_][A-Za-z0-9_]*)>>", re.ASCII)
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _GLOB = re.compile(r"[*?\[]", re.ASCII)
 _GIB = re.compile(r"([1-9][0-9]*)Gi", re.ASCII)
 # What the app writes of spec.metadataOptions (IMDSv2 required, IPv6 IMDS off); the hop limit is metadataHopLimit.
@@ -133,6 +137,16 @@ class _Refused(Exception):
 
 
 @dataclass(frozen=True)
+class Opinion:
+    """A field of a file's object that is not what the app recommends (the app deploys it as written): a warning,
+    and a refusal under the production profile where the docs promise a guarantee (``guaranteed``)."""
+
+    path: str
+    message: str
+    guaranteed: bool = False
+
+
+@dataclass(frozen=True)
 class ManifestObject:
     """One object of a file: where it is, its typed settings (cdk.json's JSON) and its spec."""
 
@@ -143,6 +157,11 @@ class ManifestObject:
     spec: NodeClassSpec | NodePoolSpec | NodeOverlaySpec
     # a pool's kubernetes.io/os requirement (its path and values), checked against its class by check_with
     os_requirement: tuple[str, Any] | None = None
+    notes: tuple[str, ...] = ()  # what the app did to the object besides its fill-ins (a namespace left out)
+    opinions: tuple[Opinion, ...] = ()  # where the object is not what the app recommends
+
+    def note_lines(self) -> list[str]:
+        return [f"{self.where}: {note}" for note in self.notes]
 
     @property
     def where(self) -> str:
@@ -246,24 +265,39 @@ def load_node_manifests(
     node_classes: Sequence[NodeClassSpec] = (),
     node_pools: Sequence[NodePoolSpec] = (),
     node_overlays: Sequence[NodeOverlaySpec] = (),
+    variables: Mapping[str, str] | None = None,
+    role_names: Sequence[str] = (),
 ) -> NodeManifests:
     """The objects of the files ``patterns`` name (paths or globs relative to ``root``, the project folder by
     default), converted and checked, also against the typed specs they are applied with (``node_classes``, ...):
     ManifestError naming each problem. Pass ``[*typed, *result.node_classes]`` (and the pools and overlays) to the
     Karpenter construct, which then checks them all together."""
     manifests = read_node_manifests(
-        patterns, cluster_name=cluster_name, kubernetes_version=kubernetes_version, root=root
+        patterns,
+        cluster_name=cluster_name,
+        kubernetes_version=kubernetes_version,
+        root=root,
+        variables=variables,
+        role_names=role_names,
     )
     manifests.check_with(node_classes, node_pools, node_overlays)
     return manifests
 
 
 def read_node_manifests(
-    patterns: Sequence[str], *, cluster_name: str, kubernetes_version: str | None = None, root: Path | None = None
+    patterns: Sequence[str],
+    *,
+    cluster_name: str,
+    kubernetes_version: str | None = None,
+    root: Path | None = None,
+    variables: Mapping[str, str] | None = None,
+    role_names: Sequence[str] = (),
 ) -> NodeManifests:
     """The objects of the files, each converted into its spec (not yet checked against other specs:
     :meth:`NodeManifests.check_with`); ManifestError naming every file and object the app refuses.
-    ``kubernetes_version``: an AMI alias without images for it is refused."""
+    ``kubernetes_version``: an AMI alias without images for it is refused. ``variables``: the values of the
+    files' own placeholders (``${VAR}``, ``<<VAR>>``); ``role_names``: names the files give the app's node role."""
+    filling = Filling(cluster_name, dict(variables or {}), tuple(role_names))
     problems: list[str] = []
     objects: list[ManifestObject] = []
     for source in manifest_files(patterns, root, problems):
@@ -274,7 +308,7 @@ def read_node_manifests(
             continue
         for number, document in enumerate(documents, 1):
             try:
-                objects.append(convert(document, source, cluster_name, kubernetes_version))
+                objects.append(convert(document, source, filling, kubernetes_version))
             except ManifestError as err:
                 problems += err.problems
             except _Refused as err:
@@ -339,8 +373,36 @@ def parse_yaml(text: str) -> list[Any]:
         raise ValueError(f"{where}not valid YAML ({' '.join(str(problem).split())}{since})") from None
 
 
-def convert(document: Any, source: str, cluster_name: str, kubernetes_version: str | None = None) -> ManifestObject:
-    """One object of ``source`` as its spec; ManifestError (or _Refused, before its name is known)."""
+@dataclass(frozen=True)
+class Filling:
+    """What the app fills into the files' objects: the cluster's name, the values of the team's own placeholders
+    (``nodeManifestVariables``) and the role names that mean the app's node role (``nodeManifestRoles``)."""
+
+    cluster_name: str
+    variables: Mapping[str, str] = field(default_factory=dict)
+    role_names: Sequence[str] = ()
+
+    def value(self, name: str) -> str | None:
+        """The value of the placeholder ``name`` (CLUSTER_NAME is the cluster's name), None when none is given."""
+        if name == CLUSTER_NAME_VARIABLE:
+            return self.cluster_name
+        given = self.variables.get(name)
+        return None if given is None else given.replace(CLUSTER_NAME_PLACEHOLDER, self.cluster_name)
+
+    def app_role(self, role: Any) -> bool:
+        """``role`` names the app's node role: upstream's name for it, or one of ``role_names``."""
+        return role == f"KarpenterNodeRole-{self.cluster_name}" or (isinstance(role, str) and role in self.role_names)
+
+
+def convert(
+    document: Any,
+    source: str,
+    cluster_name: str | Filling,
+    kubernetes_version: str | None = None,
+) -> ManifestObject:
+    """One object of ``source`` as its spec, deploying the object as written (placeholders filled, the app's node
+    role left for the construct to fill in); ManifestError (or _Refused, before its name is known)."""
+    filling = cluster_name if isinstance(cluster_name, Filling) else Filling(cluster_name)
     if not isinstance(document, dict):
         raise _Refused("", "a Kubernetes object is a mapping (apiVersion, kind, metadata, spec)", document)
     api, kind = str(document.get("apiVersion")), str(document.get("kind"))
@@ -355,9 +417,10 @@ def convert(document: Any, source: str, cluster_name: str, kubernetes_version: s
         raise _Refused(f"{kind}: metadata.name", "required: the object's name", name, show=name is not None)
     where = f"{source}: {kind}/{name}"
     try:
-        obj = with_placeholders(document, cluster_name)
-        _check_top(obj, kind)
-        settings, paths, os_requirement = CONVERTERS[(api, kind)](obj, cluster_name)
+        obj = with_placeholders(document, filling)
+        notes = _check_top(obj, kind)
+        written = _without_app_role(obj, filling) if kind == NODE_CLASS_KIND else obj
+        settings, paths, os_requirement = CONVERTERS[(api, kind)](obj, filling.cluster_name)
         spec = _validated(kind, settings, paths)
         if isinstance(spec, NodeClassSpec):
             _check_alias(spec, kubernetes_version, paths)
@@ -365,7 +428,17 @@ def convert(document: Any, source: str, cluster_name: str, kubernetes_version: s
         raise ManifestError([f"{where}: {err.line()}"]) from None
     except _Invalid as err:
         raise ManifestError([f"{where}: {line}" for line in err.lines]) from None
-    return ManifestObject(source, kind, spec.name, settings, spec, os_requirement)  # (its placeholders filled)
+    spec.as_written(written)
+    return ManifestObject(
+        source,
+        kind,
+        spec.name,
+        settings,
+        spec,
+        os_requirement,
+        notes=tuple(notes),
+        opinions=tuple(Opinion(*o) for o in opinions(kind, written, _family(written["spec"]))),
+    )
 
 
 def _unknown_kind(api: Any, kind: Any) -> str:
@@ -375,26 +448,40 @@ def _unknown_kind(api: Any, kind: Any) -> str:
     return f"not a node object the app applies: {known}"
 
 
-def with_placeholders(value: Any, cluster_name: str, path: str = "") -> Any:
-    """``value`` with ${CLUSTER_NAME} replaced in every key and string; another ${...} is refused (but in
-    spec.userData, where a shell's ${VAR} is the script's own)."""
+def with_placeholders(value: Any, filling: Filling | str, path: str = "") -> Any:
+    """``value`` with every placeholder (``${VAR}``, ``<<VAR>>``) replaced in every key and string: CLUSTER_NAME by
+    the cluster's name, the others by ``nodeManifestVariables``; one without a value is refused (but in
+    spec.userData, where a shell's ${VAR} is the script's own and stays)."""
+    filling = filling if isinstance(filling, Filling) else Filling(filling)
     if isinstance(value, dict):
         return {
-            with_placeholders(k, cluster_name, path): with_placeholders(v, cluster_name, _join(path, str(k)))
+            with_placeholders(k, filling, path): with_placeholders(v, filling, _join(path, str(k)))
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [with_placeholders(v, cluster_name, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [with_placeholders(v, filling, f"{path}[{i}]") for i, v in enumerate(value)]
     if not isinstance(value, str):
         return value
-    filled = value.replace(CLUSTER_NAME_PLACEHOLDER, cluster_name)
-    unknown = _PLACEHOLDER.search(filled)
+    unknown: list[str] = []
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        given = filling.value(name)
+        if given is None:
+            unknown.append(match.group())
+            return match.group()
+        return given
+
+    filled = PLACEHOLDER.sub(fill, value)
     if unknown and path != "spec.userData":
-        hint = (
-            " (pin the alias, e.g. al2023@v20260801, or write @latest)" if unknown.group() == "${ALIAS_VERSION}" else ""
-        )
+        hint = " (pin the alias, e.g. al2023@v20260801, or write @latest)" if unknown[0] == "${ALIAS_VERSION}" else ""
+        name = PLACEHOLDER.fullmatch(unknown[0])
+        variable = (name.group(1) or name.group(2)) if name else unknown[0]
         raise _Refused(
-            path or "(key)", f"the app fills in {CLUSTER_NAME_PLACEHOLDER} only, not {unknown.group()}{hint}", value
+            path or "(key)",
+            f'{unknown[0]} has no value: give it in nodeManifestVariables (e.g. {{{json.dumps(variable)}: "..."}}) '
+            f"or write the value; the app fills in {CLUSTER_NAME_PLACEHOLDER} itself{hint}",
+            value,
         )
     return filled
 
@@ -403,12 +490,21 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _check_top(obj: Mapping[str, Any], kind: str) -> None:
-    """Only apiVersion, kind, metadata (name, labels, annotations) and spec; no path the app does not expose."""
+def _check_top(obj: dict[str, Any], kind: str) -> list[str]:
+    """Only apiVersion, kind, metadata (name, labels, annotations) and spec; no path the app does not expose. A
+    namespace is dropped, as the API server drops it from a cluster-scoped object: the note that says so."""
     for key in obj:
         if key not in ("apiVersion", "kind", "metadata", "spec"):
             why = "written by Karpenter, not applied" if key == "status" else "not a field of the object"
             raise _Refused(key, f"{why}; leave it out", show=False)
+    notes = []
+    if "namespace" in obj["metadata"]:
+        namespace = obj["metadata"].pop("namespace")
+        notes.append(
+            f"metadata.namespace {quoted(namespace)}: left out: {'an' if kind[0] in 'AEIOU' else 'a'} {kind} is "
+            "cluster-scoped, and the API server "
+            "ignores a namespace on it"
+        )
     for key in obj["metadata"]:
         if key not in ("name", "labels", "annotations"):
             raise _Refused(
@@ -423,6 +519,23 @@ def _check_top(obj: Mapping[str, Any], kind: str) -> None:
         reason = not_exposed(kind, generic)
         if reason is not None:
             raise _Refused(path, f"not exposed by the app: {reason}", value)
+    return notes
+
+
+def _without_app_role(obj: dict[str, Any], filling: Filling) -> dict[str, Any]:
+    """An EC2NodeClass as written, without spec.role where it names the app's node role (the construct fills in the
+    role of the class: its node role, or its Windows node role); another role is refused."""
+    spec = obj["spec"]
+    role = spec.get("role")
+    if "role" in spec and not filling.app_role(role):
+        raise _Refused(
+            "spec.role",
+            f"not the app's node role (KarpenterNodeRole-{filling.cluster_name}, Karpenter's name for it; Windows "
+            "classes get a Windows node role of their own): list the name your files give it in nodeManifestRoles, "
+            "give a placeholder's value in nodeManifestVariables, or leave role out",
+            role,
+        )
+    return {**obj, "spec": {k: v for k, v in spec.items() if k != "role"}}
 
 
 def _paths(value: Any, path: str, generic: str) -> Iterable[tuple[str, str, Any]]:
@@ -472,14 +585,6 @@ def node_class_settings(obj: Mapping[str, Any], cluster_name: str) -> Converted:
     spec = obj["spec"]
     _known(spec, CLASS_FIELDS, "spec", NODE_CLASS_KIND)
     settings, paths = _metadata_settings(obj)
-    role = spec.get("role")
-    if role is not None and role != f"KarpenterNodeRole-{cluster_name}":
-        raise _Refused(
-            "spec.role",
-            f"the node role is the app's (KarpenterNodeRole-{CLUSTER_NAME_PLACEHOLDER}, from Karpenter's CloudFormation "
-            "template; Windows classes get a Windows node role of their own): write that or leave role out",
-            role,
-        )
     settings |= _ami_settings(spec, paths)
     for key in ("amiFamily", "userData", "kubelet", "tags", "detailedMonitoring", "associatePublicIPAddress"):
         if key in spec:
@@ -578,6 +683,9 @@ def volume_settings(spec: Mapping[str, Any], family: str | None, paths: dict[str
             "image's root device (deviceName, ebs.volumeSize)",
             show=False,
         )
+    if not mappings and family in ami.KARPENTER_VOLUME_GIB:  # Karpenter's own volumes for the family
+        paths["rootVolumeSizeGib"] = paths["rootVolumeType"] = "spec.blockDeviceMappings"
+        return {"rootVolumeSizeGib": ami.KARPENTER_VOLUME_GIB[family], "rootVolumeType": "gp3"}
     settings: dict[str, Any] = {}
     data: list[dict[str, Any]] = []
     storage = None if family is None else ami.STORAGE_DEVICE.get(family)
@@ -599,13 +707,9 @@ def _mapping_parts(mapping: Any, path: str) -> tuple[Any, dict[str, Any]]:
     _known(mapping, MAPPING_FIELDS, path, NODE_CLASS_KIND)
     ebs = _mapping_at(mapping, "ebs", path)
     _known(ebs, EBS_FIELDS, f"{path}.ebs", NODE_CLASS_KIND)
-    for key, wanted in (("encrypted", True), ("deleteOnTermination", True)):
-        if key in ebs and ebs[key] is not wanted:
-            raise _Refused(
-                f"{path}.ebs.{key}",
-                "must be true: the app's volumes are encrypted and deleted with their instance",
-                ebs[key],
-            )
+    for key in ("encrypted", "deleteOnTermination"):
+        if key in ebs and not isinstance(ebs[key], bool):
+            raise _Refused(f"{path}.ebs.{key}", "must be true or false (the CRD's boolean)", ebs[key])
     return mapping.get("deviceName"), ebs
 
 
@@ -695,11 +799,22 @@ def node_pool_settings(obj: Mapping[str, Any], cluster_name: str) -> Converted:
             settings[key], paths[key] = node[key], f"spec.template.spec.{key}"
     disruption = _mapping_at(spec, "disruption", "spec")
     _known(disruption, DISRUPTION_FIELDS, "spec.disruption", "NodePool")
+    if "disruption" in spec and "consolidateAfter" not in disruption:
+        raise _Refused(
+            "spec.disruption.consolidateAfter",
+            "required (the CRD's, once spec.disruption is given; its default 0s applies only without disruption): "
+            "e.g. 1m, 0s or Never",
+            show=False,
+        )
     for key, value in disruption.items():
         settings[key], paths[key] = value, f"spec.disruption.{key}"
     for key in ("limits", "weight", "replicas"):
         if key in spec:
             settings[key], paths[key] = spec[key], f"spec.{key}"
+    # Where the file is silent, the spec holds what the cluster then runs (the CRD's defaults), not the app's.
+    settings.setdefault("consolidateAfter", SILENT_POOL["consolidateAfter"])
+    settings.setdefault("limits", {})
+    settings.setdefault("terminationGracePeriod", None)
     return settings, paths, os_requirement
 
 

@@ -427,6 +427,8 @@ def test_every_list_or_object_setting_is_known_to_the_command_line_parser():
         "controller",
         "existingCluster",
         "nodeClasses",
+        "nodeManifestRoles",
+        "nodeManifestVariables",
         "nodeManifests",
         "nodeOverlays",
         "nodePools",
@@ -438,6 +440,7 @@ def test_every_list_or_object_setting_is_known_to_the_command_line_parser():
         "addonVersions": "object",
         "controller": "object",
         "existingCluster": "object",
+        "nodeManifestVariables": "object",
     }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from constructs_lib import yaml_load
 from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization, NodeSpecsError
 from constructs_lib.node_manifests import ManifestError, load_node_manifests, read_node_manifests
 from constructs_lib.specs.node_class import NodeClassSpec
@@ -133,78 +134,61 @@ def test_each_upstream_example_is_accepted_or_refused_with_its_reason(verdicts):
     assert all(name in upstream_examples.NOTES for name, v in VERDICTS.items() if v != "accepted")
 
 
-def test_accepted_examples_pass_the_schemas_and_cel_rules_and_their_typed_settings_give_the_same_objects(verdicts):
+def test_accepted_examples_pass_the_schemas_and_cel_rules(verdicts):
     for name in ACCEPTED:
         assert verdicts[name].violations == [], name
-        assert verdicts[name].typed_same is True, name
 
 
-# What differs from upstream's objects (both as the API server stores them, the CRDs' defaults filled in): what
-# the app adds where upstream leaves a field to Karpenter's default, and nothing else.
-ADDED_VOLUME = "spec.blockDeviceMappings: added [/dev/xvda 50Gi gp3 encrypted]"
-POOL_DEFAULTS = [
-    'spec.template.spec.terminationGracePeriod: added "24h"',
-    'spec.disruption.consolidateAfter: "0s" -> "1m"',
-    'spec.limits: added {"cpu":"1000","memory":"1000Gi"}',
-]
+def test_every_accepted_example_deploys_exactly_what_its_file_says(verdicts):
+    """Field by field, as written (no CRD default filled in on either side): the app's objects are upstream's with
+    ${CLUSTER_NAME} filled in; the node role and the discovery terms the app fills in are upstream's own here."""
+    for name in ACCEPTED:
+        assert verdicts[name].objects == upstream_examples.upstream_objects(UPSTREAM / name), name
+        assert all(found == [] for found in verdicts[name].differences.values()), name
+
+
+# What the typed settings of a file (make upstream-examples ARGS="--settings FILE") write beyond the file's objects,
+# both as the API server stores them: the volumes Karpenter defaults to (written out, encrypted), the shortcuts'
+# requirements first, and the pool's kubernetes.io/os where the file has none; nothing else.
+KARPENTER_VOLUMES = "spec.blockDeviceMappings: added [/dev/xvda 20Gi gp3 encrypted]"
+WINDOWS_VOLUMES = "spec.blockDeviceMappings: added [/dev/sda1 50Gi gp3 encrypted]"
 SHORTCUTS_FIRST = "spec.template.spec.requirements: same requirements, the app's shortcuts first"
-DIFFERENCES = {
+OS_ADDED = 'spec.template.spec.requirements: added {"key":"kubernetes.io/os","operator":"In","values":["linux"]}'
+TYPED_DIFFERENCES = {
     "100-cpu-limit.yaml": {
-        "EC2NodeClass/default": [ADDED_VOLUME],
-        "NodePool/limitcpu100": [
-            SHORTCUTS_FIRST,
-            'spec.template.spec.terminationGracePeriod: added "24h"',
-            'spec.limits.cpu: 100 -> "100" (the same quantity)',
-            'spec.disruption.consolidateAfter: "0s" -> "1m"',
-        ],
+        "EC2NodeClass/default": [KARPENTER_VOLUMES],
+        "NodePool/limitcpu100": [SHORTCUTS_FIRST, 'spec.limits.cpu: 100 -> "100" (the same quantity)'],
     },
     "bottlerocket.yaml": {
-        "EC2NodeClass/bottlerocket": [
-            "spec.blockDeviceMappings[0].ebs.encrypted: added true",
-            "spec.blockDeviceMappings[1].ebs.encrypted: added true",
-        ],
-        "NodePool/default": [SHORTCUTS_FIRST, *POOL_DEFAULTS],
+        "EC2NodeClass/bottlerocket": [f"spec.blockDeviceMappings[{i}].ebs.encrypted: added true" for i in (0, 1)],
+        "NodePool/default": [SHORTCUTS_FIRST],
     },
     "br-custom-userdata.yaml": {
         "EC2NodeClass/bottlerocket": [
-            "spec.blockDeviceMappings: added [/dev/xvda 4Gi gp3 encrypted, /dev/xvdb 50Gi gp3 encrypted]"
+            "spec.blockDeviceMappings: added [/dev/xvda 4Gi gp3 encrypted, /dev/xvdb 20Gi gp3 encrypted]"
         ],
-        "NodePool/default": [SHORTCUTS_FIRST, *POOL_DEFAULTS],
+        "NodePool/default": [SHORTCUTS_FIRST],
     },
-    "large-instances.yaml": {
-        "EC2NodeClass/default": [ADDED_VOLUME],
-        "NodePool/large-instances": [
-            'spec.template.spec.requirements: added {"key":"kubernetes.io/os","operator":"In","values":["linux"]}',
-            *POOL_DEFAULTS,
-        ],
-    },
-    "max-node-lifetime.yaml": {
-        "EC2NodeClass/default": [ADDED_VOLUME],
-        "NodePool/default": [SHORTCUTS_FIRST, 'spec.limits: added {"cpu":"1000","memory":"1000Gi"}'],
-    },
+    "large-instances.yaml": {"EC2NodeClass/default": [KARPENTER_VOLUMES], "NodePool/large-instances": [OS_ADDED]},
     "multiple-ebs.yaml": {
         "EC2NodeClass/multiple-ebs": [f"spec.blockDeviceMappings[{i}].ebs.encrypted: added true" for i in range(3)],
-        "NodePool/default": [SHORTCUTS_FIRST, *POOL_DEFAULTS],
+        "NodePool/default": [SHORTCUTS_FIRST],
     },
-    "spot.yaml": {"EC2NodeClass/default": [ADDED_VOLUME], "NodePool/spot": POOL_DEFAULTS[:1] + POOL_DEFAULTS[1:]},
-    "windows-2022.yaml": {
-        "EC2NodeClass/windows2022": ["spec.blockDeviceMappings: added [/dev/sda1 50Gi gp3 encrypted]"],
-        "NodePool/windows2022": [SHORTCUTS_FIRST, *POOL_DEFAULTS],
-    },
+    "spot.yaml": {"EC2NodeClass/default": [KARPENTER_VOLUMES]},
 }
 
 
-@pytest.mark.parametrize("name", sorted(DIFFERENCES))
-def test_what_differs_from_upstreams_objects(name, verdicts):
-    assert verdicts[name].differences == DIFFERENCES[name]
+@pytest.mark.parametrize("name", sorted(TYPED_DIFFERENCES))
+def test_what_the_typed_settings_of_a_file_write_beyond_it(name, verdicts):
+    assert verdicts[name].typed_differences == TYPED_DIFFERENCES[name]
 
 
-def test_every_accepted_example_differs_only_by_the_apps_defaults(verdicts):
-    windows = "spec.blockDeviceMappings: added [/dev/sda1 50Gi gp3 encrypted]"
-    allowed = {ADDED_VOLUME, windows, SHORTCUTS_FIRST, *POOL_DEFAULTS}
-    for name in set(ACCEPTED) - set(DIFFERENCES):
-        lines = {line for found in verdicts[name].differences.values() for line in found}
-        assert lines - allowed == set(), name
+def test_the_typed_settings_of_every_accepted_example_write_only_karpenters_volumes_and_the_shortcuts_order(verdicts):
+    allowed = {KARPENTER_VOLUMES, WINDOWS_VOLUMES, SHORTCUTS_FIRST}
+    for name in set(ACCEPTED) - set(TYPED_DIFFERENCES):
+        found = verdicts[name].typed_differences
+        assert found, name  # each writes something out: at least the volumes
+        assert {line for lines in found.values() for line in lines} - allowed == set(), name
 
 
 def test_the_table_prints_every_file(verdicts):
@@ -252,16 +236,34 @@ def test_the_app_fills_in_the_node_role_discovery_and_cluster_name_and_keeps_oth
                 "tags": {"cluster": "prod"},
                 "extraSubnetSelectorTerms": [{"id": "subnet-0123456789abcdef0"}],
                 "extraSecurityGroupSelectorTerms": [{"name": "prod-nodes"}],
+                # what the class runs with (Karpenter's AL2023 volume), not written into it
+                "rootVolumeSizeGib": 20,
+                "rootVolumeType": "gp3",
             }
         ]
     }
-    spec = files.node_classes[0].manifest(cluster_name="prod", node_role_name="KarpenterNodeRole-prod")["spec"]
-    assert spec["role"] == "KarpenterNodeRole-prod"
-    assert spec["subnetSelectorTerms"] == [
+    node_class = files.node_classes[0]
+    written = yaml_load.safe_load(text.replace("${CLUSTER_NAME}", "prod"))
+    # as written, with the cluster's fill-ins: the app's role (whatever its name), its discovery terms in their place
+    assert node_class.manifest(cluster_name="prod", node_role_name="app-node-role") == {
+        **written,
+        "spec": {**written["spec"], "role": "app-node-role"},
+    }
+    by_id = node_class.manifest(
+        cluster_name="prod", node_role_name="r", subnet_ids=["subnet-a", "subnet-b"], security_group_ids=["sg-a"]
+    )["spec"]
+    assert by_id["subnetSelectorTerms"] == [{"id": "subnet-a"}, {"id": "subnet-b"}, {"id": "subnet-0123456789abcdef0"}]
+    assert by_id["securityGroupSelectorTerms"] == [{"name": "prod-nodes"}, {"id": "sg-a"}]  # the file's order
+    # a list without the cluster's term gets the app's selection first; a class without the list gets it alone
+    head = CLASS[: CLASS.index("  subnetSelectorTerms:")]
+    _write(tmp_path, {"class.yaml": head + "  subnetSelectorTerms:\n    - id: subnet-0123456789abcdef0\n"})
+    spec = read_node_manifests(["class.yaml"], cluster_name="prod", root=tmp_path).node_classes[0]
+    terms = spec.manifest(cluster_name="prod", node_role_name="r")["spec"]
+    assert terms["subnetSelectorTerms"] == [
         {"tags": {"karpenter.sh/discovery": "prod"}},
         {"id": "subnet-0123456789abcdef0"},
     ]
-    assert spec["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "prod"}}, {"name": "prod-nodes"}]
+    assert terms["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "prod"}}]
 
 
 def test_requirements_become_shortcuts_only_where_a_shortcut_writes_them_exactly(tmp_path: Path):
@@ -287,10 +289,15 @@ def test_requirements_become_shortcuts_only_where_a_shortcut_writes_them_exactly
             "instanceCategories": None,
             "minInstanceGeneration": None,
             "requirements": requirements[2:],
+            # what the pool runs with where the file is silent: the CRD's defaults, not the app's
+            "consolidateAfter": "0s",
+            "limits": {},
+            "terminationGracePeriod": None,
         }
     ]
     pool = files.node_pools[0].manifest()
-    assert pool["spec"]["template"]["spec"]["requirements"] == [requirements[1], requirements[0], *requirements[2:]]
+    assert pool["spec"]["template"]["spec"]["requirements"] == requirements  # as written, in its order
+    assert "disruption" not in pool["spec"] and "limits" not in pool["spec"]
 
 
 def test_files_mix_with_typed_settings_and_replace_only_the_defaults_of_what_they_define():
@@ -334,10 +341,16 @@ def test_files_mix_with_typed_settings_and_replace_only_the_defaults_of_what_the
     assert any(w.startswith("nodePools: your list replaces the production profile's") for w in production.warnings)
 
 
-def test_the_example_files_objects_are_those_the_typed_settings_write():
+def test_the_example_files_deploy_as_written_and_their_typed_settings_store_the_same_objects():
     own = json.loads((ROOT / "examples" / "own-manifests.json").read_text())
     config = load_config({**PRODUCT_CONTEXT, **own}, today=TODAY)
-    files = read_node_manifests(own["nodeManifests"], cluster_name="eks-karpenter")
+    files = read_node_manifests(own["nodeManifests"], cluster_name=config.cluster_name)
+    objects = {f"{o['kind']}/{o['metadata']['name']}": o for o in config_objects(config)}
+    for obj in files.objects:  # each as its file writes it, the cluster's fill-ins aside (the role is the app's)
+        written = {**obj.spec.written}
+        if obj.kind == "EC2NodeClass":
+            written["spec"] = {"role": f"KarpenterNodeRole-{config.cluster_name}", **written["spec"]}
+        assert objects[f"{obj.kind}/{obj.name}"] == written
     typed = load_config(
         {
             **PRODUCT_CONTEXT,
@@ -346,7 +359,17 @@ def test_the_example_files_objects_are_those_the_typed_settings_write():
         },
         today=TODAY,
     )
-    assert config_objects(config) == config_objects(typed)
+    # the typed settings give the objects the API server then stores (the CRDs' defaults filled in on both sides);
+    # they write the pools' requirements in their own order, kubernetes.io/os where a file has none, and a quantity
+    # as a string
+    typed_objects = {f"{o['kind']}/{o['metadata']['name']}": o for o in config_objects(typed)}
+    assert set(typed_objects) == set(objects)
+    found = {key: upstream_examples.differences(objects[key], obj) for key, obj in typed_objects.items()}
+    assert {key: lines for key, lines in found.items() if lines} == {
+        "NodePool/default": [SHORTCUTS_FIRST, 'spec.limits.cpu: 200 -> "200" (the same quantity)'],
+        "NodePool/batch": [OS_ADDED, 'spec.limits.cpu: 100 -> "100" (the same quantity)'],
+        "NodePool/gpu": [OS_ADDED, 'spec.limits.nvidia.com/gpu: 16 -> "16" (the same quantity)'],
+    }
     batch = next(p for p in files.settings()["nodePools"] if p["name"] == "batch")
     assert batch == {
         "name": "batch",
@@ -363,6 +386,7 @@ def test_the_example_files_objects_are_those_the_typed_settings_write():
         "budgets": [{"nodes": "20%"}],
         "limits": {"cpu": 100},
         "weight": 10,
+        "terminationGracePeriod": "24h",
     }
 
 
@@ -424,7 +448,17 @@ CASES: dict[str, tuple[dict[str, str], dict, str]] = {
     "another role": (
         {K + "a.yaml": CLASS.replace('"KarpenterNodeRole-${CLUSTER_NAME}"', "MyNodeRole")},
         {},
-        "karpenter/a.yaml: EC2NodeClass/default: spec.role 'MyNodeRole': the node role is the app's (KarpenterNodeRole-${CLUSTER_NAME}, from Karpenter's CloudFormation template; Windows classes get a Windows node role of their own): write that or leave role out (from -c)",
+        "karpenter/a.yaml: EC2NodeClass/default: spec.role 'MyNodeRole': not the app's node role (KarpenterNodeRole-eks-karpenter, Karpenter's name for it; Windows classes get a Windows node role of their own): list the name your files give it in nodeManifestRoles, give a placeholder's value in nodeManifestVariables, or leave role out (from -c)",
+    ),
+    "a role placeholder without a value": (
+        {K + "a.yaml": CLASS.replace('"KarpenterNodeRole-${CLUSTER_NAME}"', "<<KARPENTER_NODE_IAM_ROLE_NAME>>")},
+        {"nodeManifestVariables": {"TEAM": "payments"}},
+        'karpenter/a.yaml: EC2NodeClass/default: spec.role \'<<KARPENTER_NODE_IAM_ROLE_NAME>>\': <<KARPENTER_NODE_IAM_ROLE_NAME>> has no value: give it in nodeManifestVariables (e.g. {"KARPENTER_NODE_IAM_ROLE_NAME": "..."}) or write the value; the app fills in ${CLUSTER_NAME} itself (from -c)',
+    ),
+    "disruption without consolidateAfter": (
+        {K + "a.yaml": CLASS + "---\n" + POOL + "  disruption:\n    consolidationPolicy: WhenEmpty\n"},
+        {},
+        "karpenter/a.yaml: NodePool/gpu: spec.disruption.consolidateAfter: required (the CRD's, once spec.disruption is given; its default 0s applies only without disruption): e.g. 1m, 0s or Never (from -c)",
     ),
     "instance profile": (
         {K + "a.yaml": CLASS.replace('  role: "KarpenterNodeRole-${CLUSTER_NAME}"', "  instanceProfile: my-profile")},
@@ -454,15 +488,7 @@ CASES: dict[str, tuple[dict[str, str], dict, str]] = {
     "unknown placeholder": (
         {K + "a.yaml": CLASS.replace("al2023@latest", "al2023@${ALIAS_VERSION}")},
         {},
-        "karpenter/a.yaml: EC2NodeClass/default: spec.amiSelectorTerms[0].alias 'al2023@${ALIAS_VERSION}': the app fills in ${CLUSTER_NAME} only, not ${ALIAS_VERSION} (pin the alias, e.g. al2023@v20260801, or write @latest) (from -c)",
-    ),
-    "unencrypted volume": (
-        {
-            K + "a.yaml": CLASS
-            + "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 100Gi\n        encrypted: false\n"
-        },
-        {},
-        "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.encrypted false: must be true: the app's volumes are encrypted and deleted with their instance (from -c)",
+        'karpenter/a.yaml: EC2NodeClass/default: spec.amiSelectorTerms[0].alias \'al2023@${ALIAS_VERSION}\': ${ALIAS_VERSION} has no value: give it in nodeManifestVariables (e.g. {"ALIAS_VERSION": "..."}) or write the value; the app fills in ${CLUSTER_NAME} itself (pin the alias, e.g. al2023@v20260801, or write @latest) (from -c)',
     ),
     "volume size not in GiB": (
         {
@@ -697,3 +723,180 @@ spec:
     assert str(info.value) == (
         "class.yaml: EC2NodeClass/default: spec.kubelet.maxPods 0: Input should be greater than or equal to 1"
     )
+
+
+# --- what teams write: their own placeholders and role names, a namespace, a class in a later file -------------
+
+TEAM_CLASS = """apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: <<CLASS>>
+  namespace: karpenter
+spec:
+  role: ${KARPENTER_NODE_IAM_ROLE_NAME}
+  amiSelectorTerms:
+    - alias: al2023@${AMI_VERSION}
+  subnetSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: <<CLUSTER_NAME>>
+  securityGroupSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: "${CLUSTER_NAME}"
+  tags:
+    team: <<TEAM>>
+  userData: |
+    #!/bin/bash
+    echo "${HOME} <<TEAM>>"
+"""
+
+
+def _load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, str], **settings):
+    _write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    return load_config({**PRODUCT_CONTEXT, "nodeManifests": sorted(files), **settings}, today=TODAY)
+
+
+def test_a_teams_placeholders_role_name_and_namespace_deploy_as_the_file_means_them(tmp_path, monkeypatch):
+    variables = {
+        "CLASS": "general",
+        "AMI_VERSION": "v20260801",
+        "TEAM": "payments",
+        "KARPENTER_NODE_IAM_ROLE_NAME": "KarpenterNodeRole-${CLUSTER_NAME}",
+    }
+    # the pool (first file) refers to the class of a later file
+    files = {"a-pool.yaml": POOL.replace("name: default", "name: general"), "b-class.yaml": TEAM_CLASS}
+    config = _load(tmp_path, monkeypatch, files, nodeManifestVariables=variables)
+    cluster = config.cluster_name
+    objects = {f"{o['kind']}/{o['metadata']['name']}": o for o in config_objects(config)}
+    assert objects["EC2NodeClass/general"] == {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "general"},  # the namespace left out
+        "spec": {
+            "role": f"KarpenterNodeRole-{cluster}",
+            "amiSelectorTerms": [{"alias": "al2023@v20260801"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": cluster}}],
+            "tags": {"team": "payments"},
+            "userData": '#!/bin/bash\necho "${HOME} payments"\n',  # the script's own ${HOME} stays
+        },
+    }
+    assert objects["NodePool/gpu"]["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "general"
+    assert (
+        "b-class.yaml: EC2NodeClass/general: metadata.namespace 'karpenter': left out: an EC2NodeClass is "
+        "cluster-scoped, and the API server ignores a namespace on it (from cdk.json)"
+    ) in config.warnings
+    # a literal name the team gives its node role, listed in nodeManifestRoles, is the app's node role
+    literal = TEAM_CLASS.replace("${KARPENTER_NODE_IAM_ROLE_NAME}", "eks-node-role")
+    config = _load(
+        tmp_path,
+        monkeypatch,
+        {**files, "b-class.yaml": literal},
+        nodeManifestVariables={k: v for k, v in variables.items() if k != "KARPENTER_NODE_IAM_ROLE_NAME"},
+        nodeManifestRoles=["eks-node-role"],
+    )
+    assert config.node_classes[-1].manifest(cluster_name=cluster, node_role_name="app-role")["spec"]["role"] == (
+        "app-role"
+    )
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"nodeManifestVariables": {"my-var": "x"}},
+            "nodeManifestVariables: 'my-var' is not a placeholder name: letters, digits and '_', "
+            "not starting with a digit (the NAME of ${NAME} or <<NAME>>) (from cdk.json)",
+        ),
+        (
+            {"nodeManifestVariables": {"CLUSTER_NAME": "x"}},
+            "nodeManifestVariables: CLUSTER_NAME is the cluster's name (clusterName), which "
+            "the app fills in itself (from cdk.json)",
+        ),
+        (
+            {"nodeManifestRoles": ["arn:aws:iam::123456789012:role/x"]},
+            "nodeManifestRoles = [\"arn:aws:iam::123456789012:role/x\"]: 'arn:aws:iam::123456789012:role/x' is not an "
+            "IAM role name (1-64 of letters, digits and +=,.@_-) (from cdk.json)",
+        ),
+    ],
+)
+def test_bad_variables_and_role_names_are_one_line(settings, message):
+    with pytest.raises(ConfigError) as info:
+        load_config({**PRODUCT_CONTEXT, **settings}, today=TODAY)
+    assert str(info.value) == message
+
+
+# --- the app's opinions: warnings where a file is silent or weaker, refusals where production promises ------------
+
+
+def test_where_a_file_leaves_a_field_to_karpenter_the_app_warns_with_what_it_recommends(tmp_path, monkeypatch):
+    config = _load(tmp_path, monkeypatch, {"class.yaml": CLASS, "pool.yaml": POOL})
+    where = {"EC2NodeClass": "class.yaml: EC2NodeClass/default", "NodePool": "pool.yaml: NodePool/gpu"}
+    assert [w for w in config.warnings if w.startswith(tuple(where.values()))] == [
+        f"{where['EC2NodeClass']}: spec.blockDeviceMappings: not given: Karpenter's al2023 default, /dev/xvda 20Gi gp3 "
+        "encrypted, for images, logs and pods; the app recommends nodeClasses' default 50Gi (from cdk.json)",
+        f"{where['NodePool']}: spec.limits: not given: the pool's nodes have no upper bound (Karpenter's default), so a "
+        "runaway Deployment grows the bill without end; the app recommends a bound, like nodePools' default "
+        "{cpu: '1000', memory: '1000Gi'} (from cdk.json)",
+        f"{where['NodePool']}: spec.template.spec.terminationGracePeriod: not given: a drain then waits for every "
+        "PodDisruptionBudget and do-not-disrupt pod without end (Karpenter's default); the app recommends a bound, "
+        "like nodePools' default 24h (from cdk.json)",
+        f"{where['NodePool']}: spec.disruption.consolidateAfter: not given: 0s (the CRD's default), so a node may be "
+        "consolidated as soon as its pods change, in the middle of a rollout; the app recommends nodePools' default "
+        "1m (from cdk.json)",
+    ]
+    # the spec holds what the cluster runs: the CRD's and Karpenter's defaults, not the app's
+    pool, node_class = config.node_pools[-1], config.node_classes[-1]
+    assert (pool.consolidate_after, pool.limits, pool.termination_grace_period) == ("0s", {}, None)
+    assert (node_class.root_volume_size_gib, node_class.root_volume_type) == (20, "gp3")
+
+
+UNENCRYPTED = CLASS + (
+    "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 100Gi\n"
+    "        encrypted: false\n        deleteOnTermination: false\n    - deviceName: /dev/xvdb\n      ebs:\n"
+    "        volumeSize: 10Gi\n"
+)
+
+
+def test_an_unencrypted_volume_is_a_warning_and_refused_by_the_production_profile(tmp_path, monkeypatch):
+    config = _load(tmp_path, monkeypatch, {"class.yaml": UNENCRYPTED})
+    at = "class.yaml: EC2NodeClass/default: spec.blockDeviceMappings"
+    assert [w for w in config.warnings if w.startswith(at)] == [
+        f"{at}[0].ebs.encrypted: false: the volume is not encrypted; the app's volumes are (true) (from cdk.json)",
+        f"{at}[0].ebs.deleteOnTermination: false: the volume outlives its instance, and is billed until someone "
+        "deletes it; the app's volumes are deleted with their instance (true) (from cdk.json)",
+        f"{at}[1].ebs.encrypted: not given: the volume is encrypted only where the account's EBS encryption by "
+        "default is on; the app's volumes are encrypted (true) (from cdk.json)",
+    ]
+    assert config.node_classes[-1].manifest(cluster_name="c", node_role_name="r")["spec"]["blockDeviceMappings"][0][
+        "ebs"
+    ] == {"volumeSize": "100Gi", "encrypted": False, "deleteOnTermination": False}
+    pinned = UNENCRYPTED.replace("al2023@latest", "al2023@v20260801")
+    with pytest.raises(ConfigError) as info:
+        _load(
+            tmp_path,
+            monkeypatch,
+            {"class.yaml": pinned},
+            profile="production",
+            administrators=[ADMINISTRATOR],
+        )
+    assert str(info.value) == (
+        f"{at}[0].ebs.encrypted: false: the volume is not encrypted; the app's volumes are (true); the production "
+        "profile requires it (from cdk.json)\n"
+        f"{at}[1].ebs.encrypted: not given: the volume is encrypted only where the account's EBS encryption by default "
+        "is on; the app's volumes are encrypted (true); the production profile requires it (from cdk.json)"
+    )
+
+
+def test_the_silent_values_are_the_crds_defaults():
+    """The converter's reading of a silent pool (manifest_opinions.SILENT_POOL) is the vendored 1.14.1 CRD's default,
+    applied as the API server applies it: only where spec.disruption itself is absent."""
+    from constructs_lib.manifest_opinions import SILENT_POOL
+    from tooling.cel_rules import mirror, with_defaults
+
+    defaults = mirror("1.14.1")["kinds"]["NodePool karpenter.sh/v1"]["defaults"]
+    silent = with_defaults(yaml_load.safe_load(POOL), defaults)["spec"]
+    assert silent["disruption"]["consolidateAfter"] == SILENT_POOL["consolidateAfter"]
+    assert "limits" not in silent and "terminationGracePeriod" not in silent["template"]["spec"]
+    given = with_defaults(yaml_load.safe_load(POOL + "  disruption:\n    consolidationPolicy: WhenEmpty\n"), defaults)
+    assert "consolidateAfter" not in given["spec"]["disruption"]  # the CRD then requires it: refused (CASES)

@@ -420,6 +420,8 @@ def test_the_matrix_is_generated_from_the_configuration_model():
         "controller": "moved field by field",
         "existingCluster": "moved field by field",
         "nodeClasses": "moved field by field",
+        "nodeManifestRoles": "moved with the files",
+        "nodeManifestVariables": "moved with the files",
         "nodePools": "moved field by field",
         "nodeOverlays": "moved field by field",
         "vpcId": "an existing VPC needs its lookups in cdk.context.json",

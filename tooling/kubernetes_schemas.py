@@ -118,14 +118,15 @@ def values_violations(values: dict[str, Any], karpenter_version: str) -> list[st
 
 
 def config_objects(config: Any) -> list[dict[str, Any]]:
-    """Every EC2NodeClass, NodePool and NodeOverlay a loaded configuration applies (cluster "c")."""
+    """Every EC2NodeClass, NodePool and NodeOverlay a loaded configuration applies (its node role named as
+    Karpenter's template names it)."""
     from constructs_lib import manifests
 
     classes, pools, overlays = manifests.node_objects(
         config.node_classes,
         config.node_pools,
-        cluster_name="c",
-        node_role_name="KarpenterNodeRole-c",
+        cluster_name=config.cluster_name,
+        node_role_name=f"KarpenterNodeRole-{config.cluster_name}",
         node_overlays=config.node_overlays,
     )
     return [*classes.values(), *pools.values(), *overlays.values()]

@@ -64,7 +64,10 @@ class Verdict:
     name: str
     refused: str | None = None  # the synth's message (None: accepted)
     differences: dict[str, list[str]] = field(default_factory=dict)  # Kind/name -> what differs from upstream's
-    typed_same: bool | None = None  # the typed settings give the same objects (None: refused)
+    # what the objects of the typed settings (--settings) add to the file's, as the API server stores both (None:
+    # refused): the typed settings write out the volumes Karpenter defaults to where a file gives none
+    typed_differences: dict[str, list[str]] | None = None
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)  # the app's objects, by Kind/name
     violations: list[str] = field(default_factory=list)  # the app's objects against the schemas and CEL rules
     settings: dict[str, Any] = field(default_factory=dict)  # the typed settings (cdk.json JSON)
 
@@ -84,8 +87,11 @@ def verdict(path: Path) -> Verdict:
     upstream = upstream_objects(path)
     return Verdict(
         path.name,
+        objects=_keyed(objects),
         differences={key: differences(upstream.get(key), obj) for key, obj in _keyed(objects).items()},
-        typed_same=typed == objects,
+        typed_differences={
+            key: found for key, obj in _keyed(typed).items() if (found := differences(_keyed(objects).get(key), obj))
+        },
         violations=[v for obj in objects for v in _violations(obj, config.kubernetes_version)],
         settings=settings,
     )
@@ -172,7 +178,7 @@ def verdicts() -> list[Verdict]:
 def table(found: list[Verdict]) -> str:
     """The verdicts as a Markdown table."""
     lines = [
-        "| file | manifest path | what differs from upstream's objects | typed settings: same objects | found |",
+        "| file | manifest path | what differs from upstream's objects | typed settings: same objects (or what they add) | found |",
         "|---|---|---|---|---|",
     ]
     for v in found:
@@ -182,7 +188,7 @@ def table(found: list[Verdict]) -> str:
         else:
             outcome = "accepted" + ("" if not v.violations else f" ({len(v.violations)} schema/CEL violations)")
             differs = "<br>".join(f"{key}: {'; '.join(d) or 'nothing'}" for key, d in v.differences.items())
-            same = "yes" if v.typed_same else "no"
+            same = "<br>".join(f"{key}: {'; '.join(d)}" for key, d in (v.typed_differences or {}).items()) or "yes"
         lines.append(f"| {v.name} | {outcome} | {differs} | {same} | {NOTES.get(v.name, '')} |")
     accepted = sum(v.refused is None for v in found)
     lines += ["", f"{accepted} of {len(found)} files accepted, {len(found) - accepted} refused."]

@@ -31,6 +31,9 @@ STORAGE_DEVICE = {
 }
 SNAPSHOT_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in WINDOWS_FAMILIES}}
 BOTTLEROCKET_OS_VOLUME = {"deviceName": "/dev/xvda", "size": "4Gi"}
+# The size of that volume when an EC2NodeClass gives no blockDeviceMappings: Karpenter's defaults per family, all
+# gp3 and encrypted (Karpenter 1.14 docs, concepts/nodeclasses, spec.blockDeviceMappings; Custom has none).
+KARPENTER_VOLUME_GIB = {"al2": 20, "al2023": 20, "bottlerocket": 20, **{w: 50 for w in WINDOWS_FAMILIES}}
 # When Amazon EKS released each Kubernetes minor (endoflife.date's Amazon EKS table, read 2026-11). An
 # EKS-optimized AMI release dated before it has no image for that minor: Karpenter resolves a pinned
 # alias through an SSM parameter per minor, which does not exist, and the node class never launches.

@@ -49,6 +49,7 @@ from .ec2 import (
 )
 from .kubelet import KubeletSpec
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
+from .written import NodeObjectSpec, filled_class
 
 # A root device name (EC2 block device names: /dev/xvda, /dev/sda1, /dev/nvme0n1).
 ROOT_DEVICE = re.compile(r"/dev/(xvd[a-z]|sd[a-z][0-9]?|nvme[0-9]+n[0-9]+)")
@@ -291,7 +292,7 @@ class DataVolumeSpec(CamelModel):
         return {"deviceName": self.device_name, "ebs": ebs}
 
 
-class NodeClassSpec(CamelModel):
+class NodeClassSpec(NodeObjectSpec):
     """One EC2NodeClass: how Karpenter launches EC2 instances."""
 
     name: str = Field(
@@ -697,8 +698,17 @@ class NodeClassSpec(CamelModel):
         """The EC2NodeClass (karpenter.k8s.aws/v1).
 
         Subnets and security groups are selected by the discovery tag, or by id when ids are given (an
-        existing VPC whose subnets CloudFormation cannot tag; an existing cluster's security group).
+        existing VPC whose subnets CloudFormation cannot tag; an existing cluster's security group). A class of a
+        file is its object as written, with the node role and those selections filled in (specs.written).
         """
+        if self.written is not None:
+            return filled_class(
+                self.written,
+                cluster_name=cluster_name,
+                node_role_name=node_role_name,
+                subnet_ids=subnet_ids,
+                security_group_ids=security_group_ids,
+            )
         discovery = {"tags": {DISCOVERY_TAG_KEY: cluster_name}}
         subnet_terms = [
             *([{"id": s} for s in subnet_ids] if subnet_ids else [discovery]),

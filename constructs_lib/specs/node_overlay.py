@@ -25,6 +25,7 @@ from .base import (
 from .change import NODE_OVERLAY, OBJECT_NAME, Change, change
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
 from .node_pool import operator_values
+from .written import NodeObjectSpec, filled
 
 # NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
 # amount (+0.1, -0.05) or a percentage (+10%, -10%, at most -100%).
@@ -61,7 +62,7 @@ class OverlayRequirementSpec(CamelModel):
         return self
 
 
-class NodeOverlaySpec(CamelModel):
+class NodeOverlaySpec(NodeObjectSpec):
     """One NodeOverlay (alpha; needs controller.featureGates.nodeOverlay): changes what Karpenter assumes
     about matching instance types when it chooses one -- their price, or extra capacity of an extended
     resource. It changes no running node."""
@@ -155,7 +156,9 @@ class NodeOverlaySpec(CamelModel):
         return self
 
     def manifest(self) -> dict[str, object]:
-        """The NodeOverlay (karpenter.sh/v1alpha1)."""
+        """The NodeOverlay (karpenter.sh/v1alpha1); an overlay of a file is its object as written."""
+        if self.written is not None:
+            return filled(self.written)
         metadata: dict[str, object] = {"name": self.name}
         metadata |= {"labels": dict(self.object_labels)} if self.object_labels else {}
         metadata |= {"annotations": dict(self.object_annotations)} if self.object_annotations else {}

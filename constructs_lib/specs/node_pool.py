@@ -41,6 +41,7 @@ from .change import (
 from .crd import BUDGET_SCHEDULE, TAINT, accepts
 from .ec2 import INSTANCE_CATEGORIES, INSTANCE_FAMILY, INSTANCE_TYPE, unknown_instance_type
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
+from .written import NodeObjectSpec, filled
 
 # A taint's value on a node (k8s.io/api core validation: a label value), not empty (the CRD's pattern).
 _TAINT_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", re.ASCII)
@@ -224,7 +225,7 @@ class TaintSpec(CamelModel):
         return {k: v for k, v in (("key", self.key), ("value", self.value), ("effect", self.effect)) if v is not None}
 
 
-class NodePoolSpec(CamelModel):
+class NodePoolSpec(NodeObjectSpec):
     """One NodePool: what Karpenter may launch for pending pods, and when it may remove it."""
 
     name: str = Field(
@@ -571,7 +572,9 @@ class NodePoolSpec(CamelModel):
 
     def manifest(self, *, os: str = "linux") -> dict[str, Any]:
         """The NodePool (karpenter.sh/v1); ``os``: the kubernetes.io/os its node class launches
-        (the class's ``operating_system``)."""
+        (the class's ``operating_system``). A pool of a file is its object as written (specs.written)."""
+        if self.written is not None:
+            return filled(self.written)
         body: dict[str, Any] = {
             "template": self._template(os),
             **({"limits": limits} if (limits := self.emitted_limits) else {}),

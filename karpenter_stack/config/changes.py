@@ -121,6 +121,10 @@ PIPELINE_WAVES = (
     "the environments' own stacks are named after the environments, not the waves, so nothing deployed moves"
 )
 NOT_MOVED_PIPELINE = "the delivery pipeline's settings: the matrix moves one environment's (tests/test_pipeline.py)"
+NOT_MOVED_FILLING = (
+    "moved with the files: a value changes only the objects of nodeManifests that use it, as editing those files "
+    "would (nodeManifests' move; tests/test_node_manifests.py)"
+)
 NODE_MANIFESTS = (
     "constructs_lib/node_manifests.py: each object of the files becomes a node class, pool or overlay like an entry "
     "of nodeClasses, nodePools or nodeOverlays, with the same logical id (EC2NodeClass-<name>, NodePool-<name>, "

@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal, overload
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
+from constructs_lib.node_manifests import CLUSTER_NAME_VARIABLE, VARIABLE_NAME
 from constructs_lib.specs.base import CamelModel, optional_match, quoted
 from constructs_lib.specs.change import (
     CHART_OUTSIDE_POD_TEMPLATE,
@@ -45,6 +46,7 @@ def stack_name_for(cluster_name: str) -> str:
 # KarpenterNodeRole-<cluster>.
 MAX_CLUSTER_NAME_LENGTH = 64 - len("KarpenterNodeRole-")
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
+_ROLE_NAME = re.compile(r"[A-Za-z0-9+=,.@_-]{1,64}", re.ASCII)
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SNS_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$")
 _ADDON_VERSION = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")
@@ -580,6 +582,34 @@ class AppConfig(CamelModel):
         ),
         examples=[["examples/manifests/node-*.yaml"]],
     )
+    node_manifest_variables: dict[str, str] = Field(
+        default_factory=dict,
+        description="Values of your own placeholders in the nodeManifests files, by name: ${NAME} and <<NAME>> alike "
+        "(as envsubst, Terraform or your CI wrote them), in any field; a value may hold ${CLUSTER_NAME}, which the app "
+        "fills in itself. A placeholder without a value is refused, but in spec.userData, where a shell's ${VAR} is "
+        "the script's own.",
+        json_schema_extra=change(
+            Change.INTERRUPTS,
+            "the EC2NodeClass, NodePool and NodeOverlay objects of the files, where they use the placeholder",
+            facts.NODE_MANIFESTS,
+            not_moved=facts.NOT_MOVED_FILLING,
+        ),
+        examples=[{"KARPENTER_NODE_IAM_ROLE_NAME": "KarpenterNodeRole-${CLUSTER_NAME}", "TEAM": "payments"}],
+    )
+    node_manifest_roles: list[str] = Field(
+        default_factory=list,
+        description="Names your nodeManifests files give spec.role for the app's node role (KarpenterNodeRole-"
+        "<clusterName>, Karpenter's own name for it, always means it): such a class launches with the app's node role "
+        "(Windows classes: its Windows node role), which the app authorizes, lets the controller pass and cleans up "
+        "after. Another role in a file is refused.",
+        json_schema_extra=change(
+            Change.INTERRUPTS,
+            "the EC2NodeClass objects of the files that name one of these roles",
+            facts.NODE_MANIFESTS,
+            not_moved=facts.NOT_MOVED_FILLING,
+        ),
+        examples=[["eks-node-role", "karpenter-node"]],
+    )
 
     @field_validator("cluster_name")
     @classmethod
@@ -599,6 +629,28 @@ class AppConfig(CamelModel):
         for path in value:
             project_path(path)
         _unique("nodeManifests", value, what="paths")
+        return value
+
+    @field_validator("node_manifest_variables")
+    @classmethod
+    def _variables(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not VARIABLE_NAME.fullmatch(name):
+                raise ValueError(
+                    f"{quoted(name)} is not a placeholder name: letters, digits and '_', not starting with a digit "
+                    "(the NAME of ${NAME} or <<NAME>>)"
+                )
+            if name == CLUSTER_NAME_VARIABLE:
+                raise ValueError("CLUSTER_NAME is the cluster's name (clusterName), which the app fills in itself")
+        return value
+
+    @field_validator("node_manifest_roles")
+    @classmethod
+    def _roles(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _ROLE_NAME.fullmatch(name):
+                raise ValueError(f"{quoted(name)} is not an IAM role name (1-64 of letters, digits and +=,.@_-)")
+        _unique("nodeManifestRoles", value, what="names")
         return value
 
     @field_validator("karpenter_namespace", "karpenter_service_account")

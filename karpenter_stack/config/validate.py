@@ -51,7 +51,7 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
         config = AppConfig.model_validate(layered.settings)
     except ValidationError as err:
         raise fail(format_errors(err, prefix)) from None
-    config, origins = with_node_manifests(config, layered)
+    config, origins, file_warnings = with_node_manifests(config, layered)
     problems = rule_problems(config)
     if problems:
         raise fail("\n".join(_in_files(line, config, layered) or prefix + line for line in problems))
@@ -67,23 +67,29 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
         raise fail("\n".join(prefix + line for line in amis))
     warnings = [support] if support else []
     warnings += [w for warn in WARNINGS for w in warn(config, origins)]
-    config._warnings = tuple(_placed(w, prefix, origins) for w in warnings)
+    config._warnings = (*(_placed(w, prefix, origins) for w in warnings), *file_warnings)
     return config
 
 
 _NODE_LISTS = ("node_classes", "node_pools", "node_overlays")
 
 
-def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig, dict[str, str]]:
+def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig, dict[str, str], list[str]]:
     """The configuration with the objects of nodeManifests after the typed node classes, pools and overlays (a kind
-    the files define and no layer sets loses its built-in default), and the origins with the files' layer for the
-    node settings they fill; ConfigError with one line per file and object refused, naming nodeManifests' layer."""
+    the files define and no layer sets loses its built-in default), the origins with the files' layer for the
+    node settings they fill, and the warnings about the files' objects (where one is not what the app recommends,
+    what the app left out); ConfigError with one line per file and object refused, naming nodeManifests' layer (the
+    production profile refuses what its guarantees exclude)."""
     origins = dict(layered.origins)
     if not config.node_manifests:
-        return config, origins
+        return config, origins, []
     try:
         files = read_node_manifests(
-            config.node_manifests, cluster_name=config.cluster_name, kubernetes_version=config.kubernetes_version
+            config.node_manifests,
+            cluster_name=config.cluster_name,
+            kubernetes_version=config.kubernetes_version,
+            variables=config.node_manifest_variables,
+            role_names=config.node_manifest_roles,
         )
         typed = {
             name: getattr(config, name) if name in config.model_fields_set or not getattr(files, name) else []
@@ -97,7 +103,24 @@ def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig,
             origins.setdefault(to_camel(name), origins.get("nodeManifests", BUILT_IN))
     merged = config.model_copy(update={name: [*typed[name], *getattr(files, name)] for name in _NODE_LISTS})
     merged._node_class_sources = (*([""] * len(typed["node_classes"])), *(o.where for o in files.class_objects))
-    return merged, origins
+    production = config.profile == "production"
+    refused = [
+        _from_files(f"{o.where}: {p.path}: {p.message}; the production profile requires it", layered)
+        for o in files.objects
+        for p in o.opinions
+        if production and p.guaranteed
+    ]
+    if refused:
+        raise ConfigError("\n".join(refused))
+    warnings = [
+        _from_files(line, layered)
+        for o in files.objects
+        for line in [
+            *o.note_lines(),
+            *(f"{o.where}: {p.path}: {p.message}" for p in o.opinions if not (production and p.guaranteed)),
+        ]
+    ]
+    return merged, origins, warnings
 
 
 def _in_files(line: str, config: AppConfig, layered: Layered) -> str | None:
