@@ -16,19 +16,12 @@ from constructs_lib.names import ADMIN_ROLE_ID
 from . import cluster_updates as cu
 from . import context_sources
 from .config import AppConfig, ConfigError, stack_name_for
+from .deployed import BASELINE_DIR as BASELINE_DIR
+from .deployed import read_baseline as _baseline
 
-BASELINE_DIR = "baseline"
 CLUSTER_TYPE = "Custom::AWSCDK-EKS-Cluster"
 MANIFEST_TYPE = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM_TYPE = "Custom::AWSCDK-EKS-HelmChart"
-
-
-def _baseline(stack_name: str, root: Path | None) -> tuple[str, dict[str, Any]] | None:
-    """(the baseline file as messages name it, its resources), or None when nothing was accepted for the stack."""
-    path = (root or context_sources.project_dir()) / BASELINE_DIR / f"{stack_name}.template.json"
-    if not path.is_file():
-        return None
-    return f"{BASELINE_DIR}/{path.name}", json.loads(path.read_text()).get("Resources", {})
 
 
 def deployed_cluster(stack_name: str, root: Path | None = None) -> tuple[str, dict[str, Any]] | None:

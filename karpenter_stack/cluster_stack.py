@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from aws_cdk import Annotations, Aws, CfnOutput, CfnWaitConditionHandle
+from aws_cdk import Annotations, Aws, CfnOutput, CfnResource, CfnWaitConditionHandle
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
@@ -24,7 +26,8 @@ from constructs_lib.network import ClusterVpc
 
 from .acknowledgments import acknowledge_cluster
 from .base_stack import AppStack
-from .config import AppConfig, ConfigError, ResolvedEnvironment
+from .config import AppConfig, ConfigError, ResolvedEnvironment, stack_name_for
+from .deployed import deployed_access_entries
 
 # How Karpenter's nodes join, per authentication mode (unset is EKS's CONFIG_MAP).
 NODE_AUTHORIZATION = {
@@ -195,23 +198,14 @@ class KarpenterClusterStack(AppStack):
 
     def _administrators(self, cluster: eks.Cluster) -> None:
         """Cluster-admin for the configured roles: access entries when the mode reads them, else aws-auth."""
-        uses_access_entries = self.config.authentication_mode in ("API_AND_CONFIG_MAP", "API")
-        for i, arn in enumerate(self.config.administrators):
-            role = iam.Role.from_role_arn(self, f"Administrator{i}", arn, mutable=False)
-            if uses_access_entries:
-                eks.AccessEntry(
-                    self,
-                    f"AdministratorAccess{i}",
-                    cluster=cast(eks.ICluster, cluster),  # (jsii's typing: Cluster lacks ICluster.kubectl_provider)
-                    principal=arn,
-                    access_policies=[
-                        eks.AccessPolicy.from_access_policy_name(
-                            "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER
-                        )
-                    ],
-                )
-            else:
-                cluster.aws_auth.add_masters_role(role)
+        if self.config.authentication_mode in ("API_AND_CONFIG_MAP", "API"):
+            deployed = deployed_access_entries(stack_name_for(self.config.cluster_name))
+            administrator_entries(self, cast(eks.ICluster, cluster), self.config.administrators, deployed)
+            return
+        for arn in self.config.administrators:
+            cluster.aws_auth.add_masters_role(
+                iam.Role.from_role_arn(self, f"Administrator{principal_key(arn)}", arn, mutable=False)
+            )
 
     def _controller_hosting(self) -> tuple[FargateControllerHosting | SystemNodeGroupHosting, ManagedAddons]:
         """Capacity for the controller and CoreDNS, and the managed add-ons (CoreDNS runs there)."""
@@ -291,3 +285,37 @@ class KarpenterClusterStack(AppStack):
             if self.admin_role
             else "Run this to point kubectl at the cluster (as the first of the administrators)",
         )
+
+
+def principal_key(arn: str) -> str:
+    """What keys the constructs of one IAM principal (an administrator): its name's letters and digits, then a hash
+    of the whole ARN (two principals of one name, in other accounts or paths, stay apart). Never a list position."""
+    name = re.sub(r"[^A-Za-z0-9]", "", arn.rsplit("/", 1)[-1])[:40]
+    return name + hashlib.sha256(arn.encode()).hexdigest()[:8]
+
+
+def administrator_entries(
+    scope: Construct, cluster: eks.ICluster, administrators: Sequence[str], deployed: Mapping[str, str]
+) -> dict[str, eks.AccessEntry]:
+    """A cluster-admin access entry for each principal, by principal: each is keyed by its ARN
+    (``AdministratorAccess<principal_key>``), never by its place in the list (EKS keeps one access entry per
+    principal: an entry re-keyed by a removal before it would be created again while its old one still exists, and
+    the deploy fails); an entry the running stack has (``deployed``: principal -> logical id, from the baseline)
+    keeps its logical id, so the entries of releases that keyed them by position stay where they are."""
+    entries = {}
+    for arn in administrators:
+        entry = eks.AccessEntry(
+            scope,
+            f"AdministratorAccess{principal_key(arn)}",
+            cluster=cluster,
+            principal=arn,
+            access_policies=[
+                eks.AccessPolicy.from_access_policy_name(
+                    "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER
+                )
+            ],
+        )
+        if arn in deployed:
+            cast(CfnResource, entry.node.default_child).override_logical_id(deployed[arn])
+        entries[arn] = entry
+    return entries

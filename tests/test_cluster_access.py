@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from karpenter_stack.cluster_stack import administrator_entries, principal_key
 from karpenter_stack.cluster_updates import ONE_KIND, UpdateRefused, update
 from karpenter_stack.config import load_config
 from tests.cfn import depends_on, kubernetes_objects, only, render, resources, template_change
@@ -152,7 +153,7 @@ def test_administrators_replace_the_role_anyone_in_the_account_may_assume():
     ]
     assert not [t for t in trusts if "AWS" in str(t) and ":root" in str(t)]
     added, removed, changed = template_change(without.json, with_admins.json)
-    assert {k.rstrip("0123456789ABCDEF") for k in added} == {"AdministratorAccess"}
+    assert {k[:-8] for k in added} == {f"AdministratorAccess{principal_key(ADMIN)}"}  # keyed by its principal
     assert {k[:-8] for k in removed} == {"ClusterAdminRole", "ClustermastersRoleAccess"}
     assert changed == {}  # under API_AND_CONFIG_MAP the role was an access entry, not an aws-auth mapping
     outputs = with_admins.json["Outputs"]["UpdateKubeconfigCommand"]
@@ -219,3 +220,118 @@ def test_every_administrators_list_over_the_default_admin_role_says_how_many_rol
     (root / "baseline" / "eks-karpenter.template.json").write_text(json.dumps({"Resources": old}))
     assert baseline.dropped_admin(config, "eks-karpenter", root) is None
     shutil.rmtree(root)
+
+
+# --- identity: an administrator's entry is keyed by its principal, never by its place in the list ----------------
+
+ADMINS = [f"arn:aws:iam::111122223333:role/{name}" for name in ("platform-admins", "sre", "team/sre", "oncall")]
+
+
+def _entry_ids(administrators: list[str], deployed: dict[str, str] | None = None) -> dict[str, str]:
+    """principal -> logical id of its access entry, on a bare stack with an imported cluster."""
+    from aws_cdk.assertions import Template
+
+    from tests.bare import bare_stack, imported_cluster
+
+    stack = bare_stack()
+    administrator_entries(stack, imported_cluster(stack), administrators, deployed or {})
+    entries = resources(Template.from_stack(stack), "AWS::EKS::AccessEntry")
+    return {e["Properties"]["PrincipalArn"]: logical_id for logical_id, e in entries.items()}
+
+
+def test_reordering_inserting_or_removing_an_administrator_keeps_every_other_entrys_logical_id():
+    first = _entry_ids(ADMINS[:3])
+    assert len(set(first.values())) == 3
+    assert all(i.startswith("AdministratorAccess") for i in first.values())
+    # two roles named sre (one under a path) stay apart
+    assert first[ADMINS[1]] != first[ADMINS[2]]
+    for changed in ([ADMINS[2], ADMINS[0], ADMINS[1]], [ADMINS[3], *ADMINS[:3]], [ADMINS[0], ADMINS[2]]):
+        found = _entry_ids(changed)
+        assert {arn: found[arn] for arn in changed if arn in first} == {
+            arn: first[arn] for arn in changed if arn in first
+        }
+
+
+def test_an_entry_the_running_stack_has_keeps_its_logical_id():
+    """Releases before issue 40 keyed the entries by position (AdministratorAccess0, 1, ...): an entry the baseline
+    has keeps that id, so removing the first administrator re-keys nothing."""
+    deployed = {ADMINS[0]: "AdministratorAccess0AB12CD34", ADMINS[1]: "AdministratorAccess1EF56AB78"}
+    assert _entry_ids([ADMINS[1], ADMINS[3]], deployed) == {
+        ADMINS[1]: "AdministratorAccess1EF56AB78",
+        ADMINS[3]: _entry_ids([ADMINS[3]])[ADMINS[3]],
+    }
+
+
+def _entry(principal: str) -> dict:
+    return {"Type": "AWS::EKS::AccessEntry", "Properties": {"ClusterName": {"Ref": "C"}, "PrincipalArn": principal}}
+
+
+def test_the_review_says_a_second_entry_for_a_principal_fails_the_deploy():
+    """What position keys did: removing the first of two administrators moved the second onto the first's logical
+    id, a replacement (PrincipalArn is create-only) that creates the second principal's entry while its own still
+    exists: EKS refuses it, and the deploy rolls back. The review said 'replaced'; it says the deploy fails."""
+    from tooling.review.diff import compare_template
+
+    old = {
+        "Resources": {
+            "AdministratorAccess0AAAAAAAA": _entry(ADMINS[0]),
+            "AdministratorAccess1BBBBBBBB": _entry(ADMINS[1]),
+        }
+    }
+    by_position = {"Resources": {"AdministratorAccess0AAAAAAAA": _entry(ADMINS[1])}}
+    changes = {c.logical_id: (c.action, c.why) for c in compare_template(old, by_position)}
+    assert changes == {
+        "AdministratorAccess0AAAAAAAA": (
+            "fails",
+            f"the deploy fails: EKS keeps one access entry per principal, and {ADMINS[1]} still has "
+            "AdministratorAccess1BBBBBBBB while CloudFormation creates this one (the old entry goes only in the "
+            "cleanup); keep the principal's entry where it is, or remove it in one deploy and add it in the next",
+        ),
+        "AdministratorAccess1BBBBBBBB": ("removed", "deleted"),
+    }
+    # keyed by principal, the entry stays: only the removed one goes
+    by_principal = {"Resources": {"AdministratorAccess1BBBBBBBB": _entry(ADMINS[1])}}
+    assert [(c.logical_id, c.action) for c in compare_template(old, by_principal)] == [
+        ("AdministratorAccess0AAAAAAAA", "removed")
+    ]
+    # a new id for a principal that keeps an entry under its old one fails the same way
+    moved = {"Resources": {"AdministratorAccesssreCCCCCCCC": _entry(ADMINS[1])}}
+    assert ("AdministratorAccesssreCCCCCCCC", "fails") in [
+        (c.logical_id, c.action) for c in compare_template(old, moved)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("administrators", "message"),
+    [
+        (
+            [ADMINS[0], ADMINS[1], ADMINS[0]],
+            f"administrators[2] {ADMINS[0]!r}: also administrators[0]; a principal has one access entry (EKS) and one "
+            "aws-auth mapping: list it once (from cdk.json)",
+        ),
+        (
+            ["arn:aws:iam::111122223333:role/KarpenterNodeRole-eks-karpenter"],
+            "administrators[0] 'arn:aws:iam::111122223333:role/KarpenterNodeRole-eks-karpenter': that is the node role "
+            "of Karpenter's nodes, which has an access entry or aws-auth mapping of its own (a principal has one); name "
+            "a role people assume (from cdk.json)",
+        ),
+    ],
+)
+def test_a_principal_named_twice_is_refused(administrators, message):
+    from karpenter_stack.config import ConfigError
+    from tooling.configurations import PRODUCT_CONTEXT
+
+    with pytest.raises(ConfigError) as info:
+        load_config({**PRODUCT_CONTEXT, **BOTH, "administrators": administrators}, today=TODAY)
+    assert str(info.value) == message
+
+
+def test_the_deployed_entries_are_read_from_the_accepted_baseline(tmp_path):
+    from karpenter_stack.deployed import deployed_access_entries
+
+    assert deployed_access_entries("eks-karpenter", tmp_path) == {}  # no baseline: nothing pinned
+    node = {"Type": "AWS::EKS::AccessEntry", "Properties": {"PrincipalArn": {"Fn::GetAtt": ["NodeRole", "Arn"]}}}
+    template = {"Resources": {"AdministratorAccess0AB12CD34": _entry(ADMINS[0]), "NodeAccessEntry": node}}
+    (tmp_path / "baseline").mkdir()
+    (tmp_path / "baseline" / "eks-karpenter.template.json").write_text(json.dumps(template))
+    assert deployed_access_entries("eks-karpenter", tmp_path) == {ADMINS[0]: "AdministratorAccess0AB12CD34"}

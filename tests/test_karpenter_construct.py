@@ -293,3 +293,38 @@ def test_the_apps_settings_that_are_props_name_props_of_the_construct():
     assert settings["version"] == "1.14.1" and settings["namespace"] == "kube-system"
     assert settings["spot_service_linked_role"] is False and settings["service_account"] == "karpenter"
     assert len(settings) == 12
+
+
+def _object_ids(node_classes: list[NodeClassSpec], node_pools: list[NodePoolSpec]) -> dict[str, str]:
+    """Kind/name -> the logical id of the manifest that applies it."""
+    stack = bare_stack()
+    _karpenter(
+        stack, node_authorization=NodeAuthorization.ACCESS_ENTRY, node_classes=node_classes, node_pools=node_pools
+    )
+    found = {}
+    for logical_id, resource in (
+        Template.from_stack(stack).find_resources("Custom::AWSCDK-EKS-KubernetesResource").items()
+    ):
+        text = render(resource["Properties"]["Manifest"])
+        for kind, name in re.findall(r'"kind":"(EC2NodeClass|NodePool)","metadata":\{"name":"([^"]+)"', text):
+            found[f"{kind}/{name}"] = logical_id
+    return found
+
+
+def test_reordering_inserting_or_removing_a_pool_or_class_keeps_every_other_objects_logical_id():
+    """Node classes and pools are keyed by name (EC2NodeClass-<name>, NodePool-<name>), never by position; with the
+    administrators (tests/test_cluster_access.py) these are the lists whose entries are resources. The other list
+    settings make none per entry (publicAccessCidrs, subnetIds, additionalNagPacks: properties or imports; a data
+    volume or a requirement lives inside its object; nodeManifests' objects are these, by name)."""
+    classes = [NodeClassSpec(name="general"), NodeClassSpec(name="arm")]
+    pools = [
+        NodePoolSpec(name=n, node_class=c) for n, c in (("spot", "general"), ("steady", "general"), ("graviton", "arm"))
+    ]
+    first = _object_ids(classes, pools)
+    assert len(set(first.values())) == 5
+    changed = _object_ids(
+        [classes[1], classes[0], NodeClassSpec(name="extra")],
+        [pools[2], NodePoolSpec(name="new", node_class="extra"), pools[0]],
+    )
+    assert {k: changed[k] for k in changed if k in first} == {k: first[k] for k in changed if k in first}
+    assert "NodePool/steady" not in changed and len([k for k in changed if k in first]) == 4

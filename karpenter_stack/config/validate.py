@@ -289,13 +289,25 @@ def controller(config: AppConfig) -> list[str]:
 
 
 def administrators(config: AppConfig) -> list[str]:
-    """Each administrator a role people can assume, in a form the authentication mode matches."""
+    """Each administrator a role people can assume, in a form the authentication mode matches, and a principal of
+    its own: EKS keeps one access entry per principal (and aws-auth one mapping per role ARN)."""
+    node_roles = {f"KarpenterNodeRole-{config.cluster_name}", *config.node_manifest_roles}
     for i, arn in enumerate(config.administrators):
         if not ROLE_ARN.fullmatch(arn):
             return [
                 f"administrators[{i}] {quoted(arn)} must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"
             ]
+        if arn in config.administrators[:i]:
+            return [
+                f"administrators[{i}] {quoted(arn)}: also administrators[{config.administrators.index(arn)}]; a "
+                "principal has one access entry (EKS) and one aws-auth mapping: list it once"
+            ]
         role = arn.split(":role/", 1)[1]
+        if role.rsplit("/", 1)[-1] in node_roles:
+            return [
+                f"administrators[{i}] {quoted(arn)}: that is the node role of Karpenter's nodes, which has an access "
+                "entry or aws-auth mapping of its own (a principal has one); name a role people assume"
+            ]
         if role.startswith("aws-service-role/"):
             # IAM User Guide, "Service-linked roles": only the linked service can assume one.
             return [

@@ -116,6 +116,7 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
     before, after = old.get("Resources", {}), new.get("Resources", {})
     changes: dict[str, Change] = {}
     removed, added = sorted(before.keys() - after.keys()), sorted(after.keys() - before.keys())
+    renamed: dict[str, str] = {}  # a new logical id -> the old one it replaces (the same construct name)
     # A logical id that disappears while one of the same type and the same construct name appears (only its
     # path hash differs): a replacement under a new id. Others of one type are unrelated: removed and added.
     for logical_id in removed:
@@ -131,6 +132,7 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
                 _stateful(logical_id, kind),
             )
             added.remove(same[0])
+            renamed[same[0]] = logical_id
         else:
             changes[logical_id] = Change(logical_id, kind, "removed", "deleted", _stateful(logical_id, kind))
             if kind == MANIFEST:  # the handler's Delete: kubectl delete of every object in the manifest
@@ -160,6 +162,7 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
         if not grown:
             break
     _add_launch_template_rolls(kept, after, changes)
+    _one_access_entry_per_principal(before, after, changes, renamed)
     ordered = [changes[k] for k in sorted(changes)]
     return karpenter_upgrade(old, new, ordered)
 
@@ -174,6 +177,40 @@ def _added(logical_id: str, resource: dict[str, Any], new: dict[str, Any]) -> Ch
         if refused:
             change.action, change.why = "fails", f"the API server refuses it: {refused[0]}"
     return change
+
+
+ACCESS_ENTRY = "AWS::EKS::AccessEntry"
+
+
+def _one_access_entry_per_principal(
+    before: dict[str, Any], after: dict[str, Any], changes: dict[str, Change], renamed: dict[str, str]
+) -> None:
+    """An access entry CloudFormation creates (added, or replaced: created anew before the old one goes) for a
+    principal that has one in the running stack fails: EKS keeps one access entry per principal and cluster
+    (CreateAccessEntry: ResourceInUseException), and CloudFormation deletes the old entry only in the cleanup, after
+    the update. The deploy then rolls back."""
+    held: dict[str, list[str]] = {}
+    for logical_id, resource in before.items():
+        if resource.get("Type") == ACCESS_ENTRY:
+            held.setdefault(_principal(resource), []).append(logical_id)
+    for logical_id, resource in after.items():
+        change = changes.get(renamed.get(logical_id, logical_id))
+        if resource.get("Type") != ACCESS_ENTRY or change is None or change.action not in ("added", "replaced"):
+            continue
+        holders = held.get(_principal(resource), [])
+        if holders:
+            principal = _render(resource["Properties"].get("PrincipalArn"))
+            change.action = "fails"
+            change.why = (
+                f"the deploy fails: EKS keeps one access entry per principal, and {principal} still has "
+                f"{', '.join(holders)} while CloudFormation creates this one (the old entry goes only in the cleanup); "
+                "keep the principal's entry where it is, or remove it in one deploy and add it in the next"
+            )
+
+
+def _principal(resource: dict[str, Any]) -> str:
+    properties = resource.get("Properties", {})
+    return json.dumps([properties.get("ClusterName"), properties.get("PrincipalArn")], sort_keys=True)
 
 
 def _add_launch_template_rolls(kept: list[str], after: dict[str, Any], changes: dict[str, Change]) -> None:
