@@ -664,8 +664,8 @@ def test_the_review_reads_a_changed_file_as_its_objects_changes(tmp_path: Path):
     assert rv.kubernetes_effects(
         json.dumps([before["EC2NodeClass/default"]]), json.dumps([after["EC2NodeClass/default"]]), template
     ) == [
-        "EC2NodeClass `default` (userData): all nodes of pools `gpu` will be replaced by drift, within their "
-        "disruption budgets"
+        "EC2NodeClass `default` (userData): all nodes of pool `gpu` will be replaced by drift, "
+        "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)"
     ]
     tainted = POOL + "      taints:\n        - key: nvidia.com/gpu\n          effect: NoSchedule\n"
     _write(tmp_path, {"pool.yaml": tainted})
@@ -674,7 +674,8 @@ def test_the_review_reads_a_changed_file_as_its_objects_changes(tmp_path: Path):
         json.dumps([after["NodePool/gpu"]]), json.dumps([retainted["NodePool/gpu"]]), template
     )
     assert effects == [
-        "NodePool `gpu` (template.spec.taints): all nodes of pool `gpu` will be replaced by drift, within its disruption budgets"
+        "NodePool `gpu` (template.spec.taints): all nodes of pool `gpu` will be replaced by drift, "
+        "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)"
     ]
 
 

@@ -160,9 +160,9 @@ def test_a_new_ami_alias_replaces_nothing_in_cloudformation_and_nodes_drift():
         "in place (kubectl apply): Manifest",
     )
     assert change.effects == [
-        "EC2NodeClass `default` (amiSelectorTerms: alias al2023@latest → al2023@v20260801): nodes of pools `default` "
-        "not running the AMI al2023@v20260801 resolves to will be replaced by drift, within their disruption budgets "
-        "(all of them, unless it is the AMI they run)"
+        "EC2NodeClass `default` (amiSelectorTerms: alias al2023@latest → al2023@v20260801): nodes of pool `default` "
+        "not running the AMI al2023@v20260801 resolves to (all, unless it is theirs) will be replaced by drift, "
+        "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)"
     ]
     assert (blocking, failing) == ([], [])
     assert change.interrupts and "| ~ updated, **interrupts** |" in text
@@ -187,8 +187,8 @@ def test_adding_a_pool_only_adds_and_removing_it_deletes_its_nodes():
     reports = rv.review(old, snapshot_templates("default", Path(added.app.outdir)))
     (change,) = {r.name: r for r in reports}["eks-karpenter"].changes
     assert change.action == "removed" and change.effects == [
-        "NodePool `batch` is deleted: Karpenter drains and terminates all its nodes (disruption budgets do not apply "
-        "to a deleted pool)"
+        "NodePool `batch` is deleted: Karpenter drains and terminates all its nodes at once (a deleted pool's nodes "
+        "are deleted with it; its disruption budgets do not apply), each drain bounded by its terminationGracePeriod 24h"
     ]
 
 
@@ -210,18 +210,19 @@ def test_pool_changes_say_which_nodes_drift(default):
         return rv.kubernetes_effects(old_manifest, json.dumps([changed]), base)
 
     assert effects(lambda s: s.update(weight=7)) == [
-        "NodePool `default` (weight): no node is replaced (behavioral settings)"
+        "NodePool `default` (weight 0 → 7): new nodes come from pools in weight order; no running node is removed "
+        "for it"
     ]
     assert effects(lambda s: s["template"]["spec"].update(taints=[{"key": "a", "effect": "NoSchedule"}])) == [
-        "NodePool `default` (template.spec.taints): all nodes of pool `default` will be replaced by drift, within "
-        "its disruption budgets"
+        "NodePool `default` (template.spec.taints): all nodes of pool `default` will be replaced by drift, "
+        "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)"
     ]
     # NodePool startupTaints (hashed with the template): a deploy that adds them drifts every node of the pool, and
     # CloudFormation's rollback of it (the old manifest applied again) drifts them all once more
     startup = [{"key": "node.cilium.io/agent-not-ready", "value": "true", "effect": "NoExecute"}]
     drifted = [
         "NodePool `default` (template.spec.startupTaints): all nodes of pool `default` will be replaced by drift, "
-        "within its disruption budgets"
+        "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)"
     ]
     assert effects(lambda s: s["template"]["spec"].update(startupTaints=startup)) == drifted
     with_startup = json.loads(json.dumps(pool))
@@ -229,7 +230,7 @@ def test_pool_changes_say_which_nodes_drift(default):
     assert rv.kubernetes_effects(json.dumps([with_startup]), old_manifest, base) == drifted
     assert effects(lambda s: s["template"]["spec"]["requirements"].pop()) == [
         "NodePool `default` (template.spec.requirements): nodes of pool `default` that no longer meet its "
-        "requirements will be replaced by drift, within its disruption budgets"
+        "requirements will be replaced by drift, starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)"
     ]
 
 
@@ -409,3 +410,161 @@ def test_an_object_a_crd_rule_refuses_fails_the_deploy_whether_created_or_change
     assert changed.action == "fails" and "NodePool/batch: spec.template.spec.requirements" in changed.why
     (fine,) = compare_template(template(), template(good))
     assert fine.action == "added"
+
+
+# --- what Karpenter does after a deploy (tooling/review/disruption.py) -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pool_case(default):
+    """The default configuration's NodePool manifest (its logical id, the pool) and its template."""
+    base = snapshot_templates("default", Path(default.app.outdir))["eks-karpenter.template"]
+    (manifest_id,) = [
+        k
+        for k, r in base["Resources"].items()
+        if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" and "NodePooldefault" in k
+    ]
+    (pool,) = json.loads(base["Resources"][manifest_id]["Properties"]["Manifest"])
+    return base, manifest_id, pool
+
+
+def _pool_effects(pool_case, edit_old, edit_new) -> tuple[list[str], bool]:
+    base, _, pool = pool_case
+    old, new = copy.deepcopy(pool), copy.deepcopy(pool)
+    edit_old(old["spec"])
+    edit_new(new["spec"])
+    change = rv.Change(
+        "Pool", rv.MANIFEST, "updated", effects=rv.kubernetes_effects(json.dumps([old]), json.dumps([new]), base)
+    )
+    return change.effects, change.interrupts
+
+
+def _nothing(spec):
+    return None
+
+
+def _disruption(**fields):
+    return lambda spec: spec["disruption"].update(fields)
+
+
+def test_widening_consolidation_says_karpenter_starts_draining_underutilized_nodes(pool_case):
+    effects, interrupts = _pool_effects(
+        pool_case,
+        _disruption(consolidationPolicy="WhenEmpty"),
+        _disruption(consolidationPolicy="WhenEmptyOrUnderutilized"),
+    )
+    assert effects == [
+        "NodePool `default` (consolidationPolicy WhenEmpty → WhenEmptyOrUnderutilized): Karpenter starts consolidating "
+        "its empty and underutilized nodes right after the deploy: each, 1m after its last pod change, drains and is "
+        "removed or replaced by a cheaper node, at most 10% of its nodes (rounded up) at a time"
+    ]
+    assert interrupts
+    # narrowing it removes nothing
+    effects, interrupts = _pool_effects(pool_case, _nothing, _disruption(consolidationPolicy="WhenEmpty"))
+    assert effects == [
+        "NodePool `default` (consolidationPolicy WhenEmptyOrUnderutilized → WhenEmpty): Karpenter consolidates fewer "
+        "of its nodes; none is removed for it"
+    ]
+    assert not interrupts
+    # consolidateAfter Never -> a duration turns consolidation on
+    effects, interrupts = _pool_effects(pool_case, _disruption(consolidateAfter="Never"), _nothing)
+    assert interrupts and effects[0].startswith("NodePool `default` (consolidateAfter Never → 1m): Karpenter starts")
+
+
+def test_lifting_a_zero_budget_for_drifted_says_the_held_nodes_are_replaced_now(pool_case):
+    held = [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "10%"}]
+    effects, interrupts = _pool_effects(pool_case, _disruption(budgets=held), _nothing)
+    assert effects == [
+        "NodePool `default` (budgets): Drifted disruptions were blocked: its nodes that drifted meanwhile (an AMI "
+        "release, a changed class) will be replaced by drift right after the deploy, at most 10% of its nodes "
+        "(rounded up) at a time"
+    ]
+    assert interrupts
+    # the other way: blocking drift disrupts nothing, and a drift under it waits
+    effects, interrupts = _pool_effects(pool_case, _nothing, _disruption(budgets=held))
+    assert effects == ["NodePool `default` (budgets): no Drifted disruption from now on"] and not interrupts
+
+    def tainted(spec):
+        spec["disruption"].update(budgets=held)
+        spec["template"]["spec"].update(taints=[{"key": "a", "effect": "NoSchedule"}])
+
+    effects, interrupts = _pool_effects(pool_case, _disruption(budgets=held), tainted)
+    assert effects == [
+        "NodePool `default` (template.spec.taints): all nodes of pool `default` drift, but its budgets allow no "
+        "Drifted disruption: Karpenter keeps them until a budget does"
+    ]
+    assert not interrupts
+
+
+def test_a_scheduled_budget_is_named_with_its_window(pool_case):
+    windows = [{"nodes": "20%"}, {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}]
+    effects, _ = _pool_effects(pool_case, _nothing, _disruption(budgets=windows))
+    assert effects == [
+        f"NodePool `default` (budgets, {reason}): at most 10% of its nodes (rounded up) at a time → 20% of its nodes "
+        "(rounded up) at a time; none during '0 9 * * mon-fri' (UTC) for 8h"
+        for reason in ("Drifted", "Underutilized", "Empty")
+    ]
+
+
+def test_lowering_expire_after_drifts_every_node_and_says_expiry_is_not_budgeted(pool_case):
+    effects, interrupts = _pool_effects(
+        pool_case, _nothing, lambda spec: spec["template"]["spec"].update(expireAfter="24h")
+    )
+    assert effects == [
+        "NodePool `default` (template.spec.expireAfter): all nodes of pool `default` will be replaced by drift, starting "
+        "right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)",
+        "NodePool `default` (expireAfter 720h → 24h): each node launched from now on drains when it is 24h old, "
+        "whatever the budgets (expiry is forceful; nodes launched together expire together); running nodes keep their "
+        "own expireAfter until they are replaced",
+    ]
+    assert interrupts
+
+
+def test_lowering_limits_removes_nothing(pool_case):
+    effects, interrupts = _pool_effects(pool_case, _nothing, lambda spec: spec.update(limits={"cpu": "10"}))
+    assert effects == [
+        "NodePool `default` (limits cpu 1000 → 10, memory 1000Gi → none): Karpenter launches nothing beyond the "
+        "limits; no running node is removed for them"
+    ]
+    assert not interrupts
+
+
+def test_renaming_a_pool_deletes_the_old_one_and_drains_all_its_nodes_at_once(pool_case):
+    """batch-jobs -> batchjobs: the same construct name (CDK drops the '-'), a new logical id. The review called it a
+    replacement of the same object; it is a pool deleted and one created, and Karpenter drains the old one's nodes
+    at once."""
+    base, manifest_id, pool = pool_case
+    old, new = copy.deepcopy(base), copy.deepcopy(base)
+    resource = old["Resources"][manifest_id]
+    named = lambda name: json.dumps([{**pool, "metadata": {**pool["metadata"], "name": name}}])  # noqa: E731
+    old["Resources"][manifest_id] = {
+        **resource,
+        "Properties": {**resource["Properties"], "Manifest": named("batch-jobs")},
+    }
+    del new["Resources"][manifest_id]
+    new["Resources"][manifest_id[:-8] + "0A1B2C3D"] = {
+        **resource,
+        "Properties": {**resource["Properties"], "Manifest": named("batchjobs")},
+    }
+    (change,) = [c for c in rv.compare_template(old, new) if c.logical_id == manifest_id]
+    assert change.action == "replaced"
+    assert change.effects == [
+        "NodePool `batch-jobs` is deleted: Karpenter drains and terminates all its nodes at once (a deleted pool's "
+        "nodes are deleted with it; its disruption budgets do not apply), each drain bounded by its "
+        "terminationGracePeriod 24h",
+        "NodePool `batchjobs` is created",
+    ]
+    assert change.interrupts
+
+
+def test_the_models_defaults_are_the_crds():
+    from tooling.cel_rules import mirror
+    from tooling.review.disruption import DEFAULTS
+
+    defaults = {d["path"]: d["default"] for d in mirror("1.14.1")["kinds"]["NodePool karpenter.sh/v1"]["defaults"]}
+    assert DEFAULTS == {
+        "consolidationPolicy": defaults["spec.disruption.consolidationPolicy"],
+        "consolidateAfter": defaults["spec.disruption"]["consolidateAfter"],
+        "budgets": defaults["spec.disruption.budgets"],
+        "expireAfter": defaults["spec.template.spec.expireAfter"],
+    }

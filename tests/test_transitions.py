@@ -798,3 +798,27 @@ def test_the_guards_cluster_only_build_gives_the_synthesized_cluster_config(
             if r["Type"] == "Custom::AWSCDK-EKS-Cluster"
         ]
         assert baseline.synthesized_cluster_config(synthesized.config) == config
+
+
+def test_a_node_pool_moves_verdict_is_checked_against_karpenters_disruption_model():
+    """The review's 'interrupt' on a node pool move is what tooling/review/disruption.py predicts from the two pools,
+    not what the field declares: widening consolidation disrupts nodes (declared behavioral), a review that said
+    otherwise is caught, and so is one that says a weight change disrupts."""
+    from tooling import transitions as tr
+
+    found = moves.field_transitions()
+    (widen,) = [
+        t
+        for t in found
+        if t.setting == "nodePools.consolidationPolicy" and (t.old, t.new) == ("WhenEmpty", "WhenEmptyOrUnderutilized")
+    ]
+    (weight, _) = [t for t in found if t.setting == "nodePools.weight"]
+    said = lambda t, interrupts: tr.Outcome(t, "in place", "in place", "1 updated", [], interrupts=interrupts)  # noqa: E731
+    assert tr.declaration_problems(said(widen, True)) == []
+    assert tr.declaration_problems(said(widen, False)) == [
+        "Karpenter's disruption model says nodes are disrupted, the review says none is"
+    ]
+    assert tr.declaration_problems(said(weight, False)) == []
+    assert tr.declaration_problems(said(weight, True)) == [
+        "Karpenter's disruption model says no node is disrupted, the review says they are"
+    ]

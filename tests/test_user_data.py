@@ -346,8 +346,8 @@ def _template(*classes: NodeClassSpec) -> dict:
 def test_the_review_says_changing_user_data_drifts_every_node_of_the_class():
     old, new = NodeClassSpec(), NodeClassSpec(userData="#!/bin/bash\necho hi\n")
     assert rv.kubernetes_effects(_manifest(old), _manifest(new), _template(new)) == [
-        "EC2NodeClass `default` (userData): all nodes of pools `default` will be replaced by drift, within their "
-        "disruption budgets"
+        "EC2NodeClass `default` (userData): all nodes of pool `default` will be replaced by drift, "
+        "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)"
     ]
     # and so does the file behind userDataFile: its content is what the EC2NodeClass carries
     from_file = NodeClassSpec(userDataFile="examples/user-data/al2023-nodeconfig.yaml")
@@ -363,7 +363,7 @@ def test_writing_the_family_an_alias_implies_drifts_nothing_as_karpenters_hash_d
     )
     assert rv.kubernetes_effects(_manifest(old), _manifest(same), _template(same)) == []
     assert (
-        "all nodes of pools `default` will be replaced"
+        "all nodes of pool `default` will be replaced"
         in rv.kubernetes_effects(_manifest(old), _manifest(custom), _template(custom))[0]
     )
 

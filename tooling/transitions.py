@@ -319,6 +319,8 @@ def declaration_problems(outcome: Outcome) -> list[str]:
     (``constructs_lib/specs/change.py``). A refusal fits every kind (a value the model, the API or a handler
     refuses changes nothing); ``one way`` and ``interrupts`` over all of a setting's moves (``setting_problems``)."""
     declared, category = outcome.transition.declared, outcome.category
+    if category != "refused" and outcome.transition.setting.startswith("nodePools."):
+        return disruption_problems(outcome)
     if declared is None or declared.change in _PER_SETTING or category == "refused":
         return []
     kind = declared.change
@@ -342,6 +344,37 @@ def declaration_problems(outcome: Outcome) -> list[str]:
         + (", interrupts" if outcome.interrupts and category != "interrupt" else "")
     )
     return [f"declared '{kind.value}', review says {said}"]
+
+
+def disruption_problems(outcome: Outcome) -> list[str]:
+    """A node pool's move: whether the review says nodes are disrupted is what Karpenter's disruption model
+    (tooling/review/disruption.py: drift within budgets, consolidation, budgets released) predicts from the pool as
+    each configuration writes it, not what the field declares."""
+    from tooling.kubernetes_schemas import config_objects
+    from tooling.review.disruption import disrupts
+
+    def pools(which: str) -> dict[str, dict[str, Any]]:
+        objects = config_objects(load_config(outcome.transition.overrides(which)))
+        return {o["metadata"]["name"]: o for o in objects if o["kind"] == "NodePool"}
+
+    try:
+        before, after = pools("old"), pools("new")
+    except ConfigError:
+        return []
+    expected = any(
+        disrupts(
+            before.get(name),
+            after.get(name),
+            name in before and name in after and before[name]["spec"]["template"] != after[name]["spec"]["template"],
+        )
+        for name in before.keys() | after.keys()
+    )
+    if expected == outcome.interrupts:
+        return []
+    return [
+        f"Karpenter's disruption model says {'nodes are' if expected else 'no node is'} disrupted, the review "
+        f"says {'they are' if outcome.interrupts else 'none is'}"
+    ]
 
 
 # Kinds that say what some move of a setting does (not every one): checked over all of its moves.

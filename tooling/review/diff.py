@@ -133,6 +133,10 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
             )
             added.remove(same[0])
             renamed[same[0]] = logical_id
+            if kind == MANIFEST:  # its objects: the new one's applied (update phase), the old one's deleted (cleanup)
+                changes[logical_id].effects = kubernetes_effects(
+                    before[logical_id]["Properties"].get("Manifest"), after[same[0]]["Properties"].get("Manifest"), new
+                )
         else:
             changes[logical_id] = Change(logical_id, kind, "removed", "deleted", _stateful(logical_id, kind))
             if kind == MANIFEST:  # the handler's Delete: kubectl delete of every object in the manifest

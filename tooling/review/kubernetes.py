@@ -11,6 +11,7 @@ from typing import Any
 from constructs_lib.specs.node_class import CLASS_DYNAMIC
 from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
 
+from . import disruption
 from .model import HELM, MANIFEST, Change
 from .values import _differs, _render
 
@@ -71,7 +72,7 @@ def _names(items: list[str]) -> str:
 def kubernetes_effects(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
     """What a manifest change does in the cluster, in plain words."""
     before, after = _objects(old), _objects(new)
-    effects = [_deleted(key) for key in sorted(before.keys() - after.keys())]
+    effects = [_deleted(key, before[key]) for key in sorted(before.keys() - after.keys())]
     for key in sorted(after.keys() - before.keys()):
         kind, name = key.split("/", 1)
         effects.append(f"{kind} `{name}` is created")
@@ -89,19 +90,36 @@ def kubernetes_effects(old: Any, new: Any, new_template: dict[str, Any]) -> list
     return effects
 
 
-def _deleted(key: str) -> str:
+def _deleted(key: str, obj: dict[str, Any]) -> str:
     kind, name = key.split("/", 1)
     if kind == "NodePool":
-        return (
-            f"NodePool `{name}` is deleted: Karpenter drains and terminates all its nodes (disruption budgets "
-            "do not apply to a deleted pool)"
-        )
+        return disruption.deleted_effect(name, disruption.disruption(obj))
     return f"{kind} `{name}` is deleted"
+
+
+def _pool_objects(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        obj["metadata"]["name"]: obj
+        for res in template["Resources"].values()
+        if res["Type"] == MANIFEST
+        for obj in _objects(res["Properties"].get("Manifest")).values()
+        if obj.get("kind") == "NodePool"
+    }
+
+
+def _class_drift(name: str, which: tuple[str, str], new_template: dict[str, Any]) -> list[str]:
+    """The pools of a drifted class, each with when and how fast its nodes are replaced (its own budgets)."""
+    pools = _pool_objects(new_template)
+    return [
+        f"EC2NodeClass `{name}` ({which[0]}): "
+        + disruption.drift_effect(pool, disruption.disruption(pools[pool]), which[1].format(pool=pool))
+        for pool in _pools_of(name, new_template)
+    ] or [f"EC2NodeClass `{name}` ({which[0]}): no pool uses it, no node drifts"]
 
 
 def _node_class_effects(name: str, a: dict[str, Any], b: dict[str, Any], new_template: dict[str, Any]) -> list[str]:
     """An EC2NodeClass changed: which nodes Karpenter replaces by drift (CLASS_DYNAMIC: only those that no
-    longer match what the fields select)."""
+    longer match what the fields select), pool by pool, at the rate of each pool's budgets."""
     # Karpenter 1.14 EC2NodeClass.Hash(): amiFamily is hash:"ignore"; the hash takes AMIFamily() instead (amiFamily,
     # else the alias's family), so writing the family an alias implies drifts nothing
     fields = sorted(
@@ -109,25 +127,16 @@ def _node_class_effects(name: str, a: dict[str, Any], b: dict[str, Any], new_tem
         for k in a.get("spec", {}).keys() | b.get("spec", {}).keys()
         if a["spec"].get(k) != b["spec"].get(k) and not (k == "amiFamily" and _family(a) == _family(b))
     )
-    pools = _pools_of(name, new_template)
     static = [f for f in fields if f not in CLASS_DYNAMIC]
     if static:
-        return [
-            f"EC2NodeClass `{name}` ({', '.join(fields)}): all nodes of pools {_names(pools)} will be replaced "
-            "by drift, within their disruption budgets"
-        ]
+        return _class_drift(name, (", ".join(fields), "all nodes of pool `{pool}`"), new_template)
     if _aliases(a) and _aliases(b) and _aliases(a) != _aliases(b):
-        return [
-            f"EC2NodeClass `{name}` (amiSelectorTerms: alias {', '.join(_aliases(a))} → {', '.join(_aliases(b))}): "
-            f"nodes of pools {_names(pools)} not running the AMI {', '.join(_aliases(b))} resolves to will be "
-            "replaced by drift, within their disruption budgets (all of them, unless it is the AMI they run)"
-        ]
+        change = f"amiSelectorTerms: alias {', '.join(_aliases(a))} → {', '.join(_aliases(b))}"
+        which = f"nodes of pool `{{pool}}` not running the AMI {', '.join(_aliases(b))} resolves to (all, unless it is theirs)"
+        return _class_drift(name, (change, which), new_template)
     if fields:
-        return [
-            f"EC2NodeClass `{name}` ({', '.join(fields)}): nodes of pools {_names(pools)} that no longer match "
-            "the selected AMI, subnets or security groups will be replaced by drift, within their disruption "
-            "budgets"
-        ]
+        which = "nodes of pool `{pool}` that no longer match the selected AMI, subnets or security groups"
+        return _class_drift(name, (", ".join(fields), which), new_template)
     return []
 
 
@@ -143,20 +152,22 @@ def _node_pool_effects(name: str, a: dict[str, Any], b: dict[str, Any]) -> list[
         if template_a.get("spec", {}).get(k) != template_b.get("spec", {}).get(k)
     ) + (["template.metadata"] if template_a.get("metadata") != template_b.get("metadata") else [])
     static = [f for f in tmpl_fields if f.removeprefix("template.spec.") not in POOL_DYNAMIC]
-    behavioral = sorted(k for k in POOL_BEHAVIORAL if spec_a.get(k) != spec_b.get(k))
+    settings = disruption.disruption(b)
     effects = []
     if static:
+        which = f"all nodes of pool `{name}`"
         effects.append(
-            f"NodePool `{name}` ({', '.join(tmpl_fields)}): all nodes of pool `{name}` will be replaced by drift, "
-            "within its disruption budgets"
+            f"NodePool `{name}` ({', '.join(tmpl_fields)}): " + disruption.drift_effect(name, settings, which)
         )
     elif tmpl_fields:
+        which = f"nodes of pool `{name}` that no longer meet its requirements"
         effects.append(
-            f"NodePool `{name}` ({', '.join(tmpl_fields)}): nodes of pool `{name}` that no longer meet its "
-            "requirements will be replaced by drift, within its disruption budgets"
+            f"NodePool `{name}` ({', '.join(tmpl_fields)}): " + disruption.drift_effect(name, settings, which)
         )
-    if behavioral:
-        effects.append(f"NodePool `{name}` ({', '.join(behavioral)}): no node is replaced (behavioral settings)")
+    effects += disruption.pool_effects(name, a, b)
+    behavioral = sorted(k for k in POOL_BEHAVIORAL if spec_a.get(k) != spec_b.get(k))
+    if behavioral and not effects:
+        effects.append(f"NodePool `{name}` ({', '.join(behavioral)}): no node is disrupted for it")
     return effects
 
 
