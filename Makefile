@@ -19,7 +19,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # The CLI's periodic notices and telemetry are noise in CI logs.
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-# What you give make is data, never shell: ARGS, SET, CONTEXT_FILE, BASE, LIVE, PYTEST_ARGS, VERSION, FROM and SINCE are exported as
+# What you give make is data, never shell: ARGS, SET, CONTEXT_FILE, BASE, LIVE, PYTEST_ARGS, VERSION, FROM, SINCE and ADOPT are exported as
 # written (make expands nothing in them) and no recipe pastes them into a shell line. The tools get them from the
 # environment: RUN (tooling/make_args.py) appends SET's settings as -c flags and the words of ARGS or PYTEST_ARGS,
 # split as a shell splits them (quotes, backslashes) with nothing run; single values are quoted ("$$BASE").
@@ -32,7 +32,8 @@ override PYTEST_ARGS := $(value PYTEST_ARGS)
 override VERSION := $(value VERSION)
 override FROM := $(value FROM)
 override SINCE := $(value SINCE)
-export ARGS SET CONTEXT_FILE BASE LIVE PYTEST_ARGS VERSION FROM SINCE
+override ADOPT := $(value ADOPT)
+export ARGS SET CONTEXT_FILE BASE LIVE PYTEST_ARGS VERSION FROM SINCE ADOPT
 RUN := python -m tooling.make_args
 # The CDK CLI with CONTEXT_FILE's settings as -c flags (a missing or unreadable file stops here, exit 2).
 CDK := python -m tooling.cdk
@@ -203,7 +204,7 @@ release-ids: $(DEV_STAMP) $(NODE_STAMP)
 bench: $(RUNTIME_STAMP) $(NODE_STAMP)
 	$(RUN) ARGS -- python -m tooling.bench.bench
 
-## review: what deploying your synth over your accepted baseline would do (CONTEXT_FILE, SET, ARGS, BASE=<git rev>; LIVE=1: over the deployed stacks)
+## review: what deploying your synth over your accepted baseline would do (CONTEXT_FILE, SET, ARGS, BASE=<git rev>; LIVE=1: over the deployed stacks; ADOPT=<kubectl get -o yaml file>|live: what it does to the Karpenter objects the cluster runs)
 # Exits 1 on an unacknowledged replacement or deletion of a stateful resource, or a deploy that would fail.
 review: $(DEV_STAMP) $(NODE_STAMP)
 	$(RUN) SET ARGS -- python -m tooling.review $${BASE:+--base "$$BASE"} $${LIVE:+--live}

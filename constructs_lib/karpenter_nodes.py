@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
+from aws_cdk import CfnResource
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
@@ -22,6 +24,10 @@ class KarpenterNodes(Construct):
     pools drain their nodes before the class removes instance profiles and launch templates); with a
     ``drain_bound``, every NodePool on it and it on every EC2NodeClass (on delete it runs between the
     two: the pools' drains end before any class waits for them).
+
+    Each object is applied over one of its name that the cluster already runs (``overwrite``: aws-cdk's kubectl
+    handler then creates it with ``kubectl apply``, not ``kubectl create``, which fails on an existing object), so a
+    running install's pools and classes are adopted by the first deploy; from then on the stack owns them.
 
     The objects are built from the specs as given: whether pools, classes, overlays and ``feature_gates``
     fit together is checked once, before, by the :class:`~constructs_lib.karpenter.Karpenter` construct that
@@ -61,7 +67,7 @@ class KarpenterNodes(Construct):
             security_group_ids=security_group_ids,
         )
         for name, obj in class_objects.items():
-            manifest = cluster.add_manifest(f"EC2NodeClass-{name}", obj)
+            manifest = _applied_over(cluster, f"EC2NodeClass-{name}", obj)
             manifest.node.add_dependency(*depends_on)  # one call into jsii, not one per dependency
             self.node_classes[name] = manifest
         pools_after = list(depends_on)
@@ -69,11 +75,20 @@ class KarpenterNodes(Construct):
             drain_bound.node.add_dependency(*self.node_classes.values())
             pools_after.append(drain_bound)
         for spec in node_pools:
-            manifest = cluster.add_manifest(f"NodePool-{spec.name}", pool_objects[spec.name])
+            manifest = _applied_over(cluster, f"NodePool-{spec.name}", pool_objects[spec.name])
             manifest.node.add_dependency(*pools_after, self.node_classes[spec.node_class])
             self.node_pools[spec.name] = manifest
         for name, obj in overlay_objects.items():
             # Read by the controller when it simulates launches; no finalizer, no node depends on it.
-            manifest = cluster.add_manifest(f"NodeOverlay-{name}", obj)
+            manifest = _applied_over(cluster, f"NodeOverlay-{name}", obj)
             manifest.node.add_dependency(*depends_on)
             self.node_overlays[name] = manifest
+
+
+def _applied_over(cluster: eks.ICluster, id: str, obj: Mapping[str, object]) -> eks.KubernetesManifest:
+    """``cluster.add_manifest(id, obj)`` (its construct path and logical id), applied over a running object of that
+    name: the manifest's ``Overwrite`` property (as ``KubernetesManifest(overwrite=True)`` writes it; an imported
+    cluster's proxy cannot be a construct's scope in Python, so the property is set on the custom resource)."""
+    manifest = cluster.add_manifest(id, dict(obj))
+    cast(CfnResource, manifest.node.default_child).add_property_override("Overwrite", True)
+    return manifest

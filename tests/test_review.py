@@ -568,3 +568,144 @@ def test_the_models_defaults_are_the_crds():
         "budgets": defaults["spec.disruption.budgets"],
         "expireAfter": defaults["spec.template.spec.expireAfter"],
     }
+
+
+# --- adopting a running install: what the first deploy does to the objects the cluster runs (tooling/review/adopt.py)
+
+
+def _as_kubectl_lists(obj: dict, **spec_changes) -> dict:
+    """An object as `kubectl get -o yaml` shows it: server metadata, Karpenter's hash annotations, status, the CRD's
+    defaults filled in."""
+    from tooling.cel_rules import KINDS, mirror, with_defaults
+
+    stored = with_defaults(obj, mirror("1.14.1")["kinds"][KINDS[obj["kind"]]]["defaults"])
+    stored["metadata"] = {
+        **{k: v for k, v in stored["metadata"].items() if k != "labels"},
+        "uid": "6b1f0c3e-0000-4000-8000-000000000000",
+        "resourceVersion": "123456",
+        "generation": 3,
+        "creationTimestamp": "2026-10-01T08:00:00Z",
+        "annotations": {"karpenter.sh/nodepool-hash": "1234567890", "karpenter.sh/nodepool-hash-version": "v3"},
+        "finalizers": ["karpenter.sh/termination"],
+    }
+    stored["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    for path, value in spec_changes.items():
+        *parents, last = path.split(".")
+        target = stored["spec"]
+        for key in parents:
+            target = target.setdefault(key, {})
+        if value is None:
+            target.pop(last, None)
+        else:
+            target[last] = value
+    return stored
+
+
+@pytest.fixture(scope="module")
+def running_install(default):
+    """The default configuration's objects as a running install of the same cluster would hold them."""
+    from tooling.review.adopt import _applied
+
+    templates = snapshot_templates("default", Path(default.app.outdir))
+    applied, _, cluster = _applied(templates)
+    node_class = copy.deepcopy(applied["EC2NodeClass/default"])
+    node_class["spec"]["role"] = f"KarpenterNodeRole-{cluster}"
+    return templates, {"pool": applied["NodePool/default"], "class": node_class}
+
+
+def _adopted(templates, tmp_path, *objects) -> list[str]:
+    from tooling.review.adopt import adoption, read_running, running_json
+
+    (tmp_path / "running.yaml").write_text(running_json({str(i): o for i, o in enumerate(objects)}))
+    return adoption(read_running("running.yaml", tmp_path), templates)[4:]
+
+
+def test_adopting_the_objects_the_app_writes_changes_nothing(running_install, tmp_path):
+    templates, objects = running_install
+    running = [_as_kubectl_lists(objects["class"]), _as_kubectl_lists(objects["pool"])]
+    assert _adopted(templates, tmp_path, *running) == [
+        "- EC2NodeClass `default`: adopted as it runs: nothing changes, no node drifts",
+        "- NodePool `default`: adopted as it runs: nothing changes, no node drifts",
+    ]
+
+
+def test_adopting_a_fleet_says_which_fields_drift_every_node(running_install, tmp_path):
+    """What the issue found: a running pool without terminationGracePeriod adopted by the typed settings (24h) drifts
+    every node; a class of another node role too; a pool the app does not define stays; a new one is created."""
+    templates, objects = running_install
+    other = copy.deepcopy(objects["pool"])
+    other["metadata"]["name"] = "legacy"
+    running = [
+        _as_kubectl_lists(objects["class"], role="eksctl-prod-NodeInstanceRole"),
+        _as_kubectl_lists(objects["pool"], **{"template.spec.terminationGracePeriod": None, "limits": None}),
+        _as_kubectl_lists(other),
+    ]
+    assert _adopted(templates, tmp_path, *running) == [
+        "- EC2NodeClass `default`: role change: all nodes of pools `default` drift and are replaced within their budgets",
+        "- NodePool `default`: template.spec.terminationGracePeriod change: all its nodes will be replaced by drift, "
+        "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for "
+        "Drifted); NodePool `default` (limits cpu none → 1000, memory none → 1000Gi): Karpenter launches nothing "
+        "beyond the limits; no running node is removed for them",
+        "- NodePool `legacy`: not in the app; it stays as it is, and the stack does not manage it",
+    ]
+
+
+def test_a_volume_size_is_compared_as_karpenter_hashes_it(running_install, tmp_path):
+    templates, objects = running_install
+    node_class = copy.deepcopy(objects["class"])
+    (mapping,) = node_class["spec"]["blockDeviceMappings"]
+    bytes_ = str(int(mapping["ebs"]["volumeSize"].removesuffix("Gi")) * 1024**3)
+    same = _as_kubectl_lists(
+        node_class, blockDeviceMappings=[{**mapping, "ebs": {**mapping["ebs"], "volumeSize": bytes_}}]
+    )
+    bigger = _as_kubectl_lists(
+        node_class, blockDeviceMappings=[{**mapping, "ebs": {**mapping["ebs"], "volumeSize": "100Gi"}}]
+    )
+    assert (
+        _adopted(templates, tmp_path, same)[0]
+        == "- EC2NodeClass `default`: adopted as it runs: nothing changes, no node drifts"
+    )
+    assert _adopted(templates, tmp_path, bigger)[0] == (
+        "- EC2NodeClass `default`: blockDeviceMappings change: all nodes of pools `default` drift and are replaced "
+        "within their budgets"
+    )
+
+
+def test_the_running_objects_are_read_live_with_kubectl(tmp_path, monkeypatch):
+    """ADOPT=live runs kubectl get with the user's kubeconfig (stood in for here); bad input is one line."""
+    from tooling.review.adopt import KUBECTL_GET, read_running
+    from tooling.review.model import ReviewError
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    listed = {
+        "kind": "List",
+        "items": [{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "a"}, "spec": {}}],
+    }
+    kubectl = bin_dir / "kubectl"
+    kubectl.write_text(
+        "#!/bin/sh\n"
+        f'[ "$*" = "{" ".join(KUBECTL_GET)}" ] || {{ echo "unexpected: $*" >&2; exit 9; }}\n'
+        f"cat <<'EOF'\n{json.dumps(listed)}\nEOF\n"
+    )
+    kubectl.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    assert list(read_running("live", tmp_path)) == ["NodePool/a"]
+    kubectl.write_text("#!/bin/sh\necho 'error: You must be logged in to the server (Unauthorized)' >&2\nexit 1\n")
+    with pytest.raises(ReviewError) as info:
+        read_running("live", tmp_path)
+    assert str(info.value) == (
+        f"ADOPT=live: kubectl {' '.join(KUBECTL_GET)} failed: error: You must be logged in to the server (Unauthorized)"
+    )
+    with pytest.raises(ReviewError) as missing:
+        read_running("running.yaml", tmp_path)
+    assert str(missing.value) == "ADOPT=running.yaml: cannot read it (No such file or directory)"
+
+
+def test_the_review_command_reads_the_running_objects_before_it_synthesizes(tmp_path, monkeypatch, capsys):
+    from tooling.review import cli
+
+    monkeypatch.setenv("ADOPT", "nowhere.yaml")
+    monkeypatch.setattr(cli, "synthesize", lambda *a: pytest.fail("synthesized before reading ADOPT"))
+    assert cli.main([]) == 2
+    assert capsys.readouterr().err == "review: ADOPT=nowhere.yaml: cannot read it (No such file or directory)\n"

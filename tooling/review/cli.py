@@ -33,6 +33,13 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--acknowledge", action="append", default=[], metavar="STACK/LOGICAL_ID")
     parser.add_argument("--output", type=Path, help="also write the report there (e.g. a CI job summary)")
     parser.add_argument("--accept", action="store_true", help="make the current synth the baseline instead")
+    parser.add_argument(
+        "--adopt",
+        default=os.environ.get("ADOPT") or None,
+        metavar="FILE|live",
+        help="the Karpenter objects the cluster runs (kubectl get nodepools,ec2nodeclasses,nodeoverlays -o yaml, or "
+        "live: read with kubectl): what the first deploy does to each (ADOPT)",
+    )
     live = parser.add_argument_group("against what is deployed (tooling/review/live.py)")
     live.add_argument("--live", action="store_true", help="compare with the deployed stacks instead of the baseline")
     live.add_argument("--stack", action="append", default=[], metavar="NAME", help="only this stack (repeatable)")
@@ -62,6 +69,11 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
 
     project = context_sources.project_dir()
     try:
+        running = None
+        if getattr(args, "adopt", None) and not args.accept:  # read first: a bad file stops before the synth
+            from .adopt import read_running
+
+            running = read_running(args.adopt, project)
         old = {} if args.accept or args.live else baseline_templates(directory, args.base, project)
         acknowledged = {
             **acknowledgments(project / ACKNOWLEDGMENTS.name),
@@ -91,6 +103,10 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
         text, blocking, failing = first_deploy(new, directory), list[str](), list[str]()
     else:
         text, blocking, failing = render(review(old, new), acknowledged)
+    if running is not None:
+        from .adopt import adoption
+
+        text = text.rstrip("\n") + "\n\n" + "\n".join(adoption(running, new)) + "\n"
     print(text)
     if args.output:
         args.output.write_text(text)
