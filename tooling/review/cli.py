@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         "--lookup-role", action="store_true", help="read each stack through its account's CDK bootstrap lookup role"
     )
     args = parser.parse_args(argv)
-    if args.live and (args.accept or args.base):
-        parser.error("--live compares with the deployed stacks: not with --accept or --base")
+    if args.live and (args.accept or args.base or args.adopt):
+        parser.error("--live compares with the deployed stacks: not with --accept, --base or --adopt (ADOPT)")
     from karpenter_stack import context_sources
 
     try:
