@@ -74,6 +74,58 @@ def _pool_refusals(config: AppConfig, stack_name: str, root: Path | None) -> lis
     return problems
 
 
+def _windows(node_class: dict[str, Any]) -> bool:
+    spec = node_class.get("spec", {})
+    aliases = [t.get("alias", "") for t in spec.get("amiSelectorTerms", []) if isinstance(t, dict)]
+    return str(spec.get("amiFamily", "")).lower().startswith("windows") or any(
+        str(a).startswith("windows") for a in aliases
+    )
+
+
+def _text(manifest: Any) -> str | None:
+    """A manifest property as JSON text: a string, or an Fn::Join whose references (a role's name) stand in as
+    ``"?"``; None for anything else."""
+    if isinstance(manifest, str):
+        return manifest
+    if isinstance(manifest, dict) and isinstance(manifest.get("Fn::Join"), list):
+        separator, parts = manifest["Fn::Join"]
+        return str(separator).join(p if isinstance(p, str) else "?" for p in parts)
+    return None
+
+
+def _node_role_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
+    """Every role a node runs with stays authorized until its nodes are gone. Without Windows classes the app drops
+    the Windows node role and its aws-auth mapping or access entry, in CloudFormation's update phase; a deployed
+    Windows pool is deleted (and drained) only in the cleanup, after it: its nodes would go NotReady and their pods
+    die without a drain (tooling/simulator replays it). Two deploys: the pools first, then the classes."""
+    found = _baseline(stack_name, root)
+    if found is None or any(c.windows for c in config.node_classes):
+        return []
+    source, resources = found
+    objects = [
+        obj
+        for resource in resources.values()
+        if resource.get("Type") == MANIFEST_TYPE
+        for obj in json.loads(_text(resource.get("Properties", {}).get("Manifest")) or "[]")
+        if isinstance(obj, dict)
+    ]
+    windows = {o["metadata"]["name"] for o in objects if o.get("kind") == "EC2NodeClass" and _windows(o)}
+    pools = sorted(
+        o["metadata"]["name"]
+        for o in objects
+        if o.get("kind") == "NodePool"
+        and o.get("spec", {}).get("template", {}).get("spec", {}).get("nodeClassRef", {}).get("name") in windows
+    )
+    if not pools:
+        return []
+    return [
+        f"nodeClasses: the deployed Windows pools {', '.join(json.dumps(p) for p in pools)} ({source}) run with the "
+        "Windows node role, which this deploy removes with the last Windows class before CloudFormation's cleanup "
+        "deletes the pools: their nodes would go NotReady and their pods die without a drain; deploy twice: first "
+        "without the Windows pools (Karpenter drains their nodes), then without the Windows classes"
+    ]
+
+
 def _hosting_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
     """The controller's hosting and its credentials cannot switch in one deploy: the Helm upgrade creates the new
     pods while the old hosting still exists (it is deleted in CloudFormation's cleanup), so they land there -- on
@@ -143,6 +195,7 @@ def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> li
     return (
         _release_refusals(config, stack_name, root)
         + _pool_refusals(config, stack_name, root)
+        + _node_role_refusals(config, stack_name, root)
         + _hosting_refusals(config, stack_name, root)
         + _network_refusals(config, stack_name, root)
         + _cluster_refusals(config, stack_name, root)

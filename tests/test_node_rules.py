@@ -189,6 +189,8 @@ def test_the_construct_runs_every_rule_function(monkeypatch):
 APP_OWNED = {
     ("karpenter_stack/baseline.py", "_pool_refusals"): "the deployed baseline's pools: the construct sees no "
     "deployed state",
+    ("karpenter_stack/baseline.py", "_node_role_refusals"): "the deployed baseline's Windows pools: the construct sees "
+    "no deployed state",
     ("karpenter_stack/cluster_stack.py", "__init__"): "the construct's handles (the demo workload after the pools)",
     ("karpenter_stack/cluster_stack.py", "windows"): "what a created cluster adds for Windows classes, no refusal",
     ("karpenter_stack/config/validate.py", "pinned_amis"): "the production profile is the app's",

@@ -177,8 +177,10 @@ def test_access_denied_and_no_credentials_are_one_line_and_exit_2(project, capsy
     assert capsys.readouterr().err == "review --live: no stack nope in the app (its stacks: eks-karpenter)\n"
     with pytest.raises(SystemExit) as usage:
         rv.main(["--live", "--base", "HEAD"])
-    assert usage.value.code == 2 and "--live compares with the deployed stacks: not with --accept or --base" in (
-        capsys.readouterr().err
+    assert (
+        usage.value.code == 2
+        and "--live compares with the deployed stacks: not with --accept, --base or --adopt (ADOPT)"
+        in (capsys.readouterr().err)
     )
 
 

@@ -277,3 +277,38 @@ def test_the_launch_template_replaces_the_system_node_group_ready_and_mapped_bef
     assert blocking == [f"eks-karpenter/{OLD_NODEGROUP}"]
     _, blocking, _ = rv.render(reports, {f"eks-karpenter/{OLD_NODEGROUP}": "system nodes with their launch template"})
     assert blocking == []
+
+
+def test_removing_the_windows_class_with_its_pool_deauthorizes_the_windows_nodes_before_their_drain(
+    default, example_windows, tmp_path
+):
+    """Issue 40: the Windows node role's mapping goes in the update phase, the Windows pool (and its drain) only in the
+    cleanup: every role a pool's nodes run with is watched, not only Karpenter's, and the synth refuses the deploy
+    against a baseline with the Windows pool, naming the two deploys."""
+    findings = _findings(_templates(example_windows), _templates(default))
+    assert [f for f in findings if "(authorized)" in f] == [
+        "from the update of the aws-auth ConfigMap until the deletion of NodePool `windows` in the cleanup (at worst 2 "
+        "min), the node role of NodePool `windows` (EC2NodeClass `windows`) is neither in aws-auth nor in an access entry: its "
+        "nodes cannot authenticate and go NotReady, their pods die without a drain (authorized)"
+    ]
+    (tmp_path / baseline.BASELINE_DIR).mkdir()
+    (tmp_path / baseline.BASELINE_DIR / "eks-karpenter.template.json").write_text(
+        json.dumps(_templates(example_windows)[TEMPLATE])
+    )
+    without = load_config(without_context())
+    assert baseline.refusals(without, "eks-karpenter", tmp_path) == [
+        'nodeClasses: the deployed Windows pools "windows" (baseline/eks-karpenter.template.json) run with the Windows '
+        "node role, which this deploy removes with the last Windows class before CloudFormation's cleanup deletes the "
+        "pools: their nodes would go NotReady and their pods die without a drain; deploy twice: first without the "
+        "Windows pools (Karpenter drains their nodes), then without the Windows classes"
+    ]
+    # step one, the pools only (the class stays, and with it the role): accepted
+    windows = json.loads((Path(__file__).parent.parent / "examples" / "windows.json").read_text())
+    pools_gone = load_config({**without_context(), "nodeClasses": windows["nodeClasses"]})
+    assert baseline.refusals(pools_gone, "eks-karpenter", tmp_path) == []
+
+
+def without_context() -> dict:
+    from tooling.configurations import PRODUCT_CONTEXT
+
+    return dict(PRODUCT_CONTEXT)

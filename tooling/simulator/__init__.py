@@ -5,8 +5,8 @@ step of the update phase, replays CloudFormation's rollback and its cleanup too.
 
 The invariants, each with its source:
 
-- **authorized**: every Fargate profile's and node group's role, and Karpenter's node role while NodePools exist,
-  is mapped in aws-auth or has an access entry (as the cluster's authentication mode reads them): a node whose
+- **authorized**: every Fargate profile's and node group's role, and the node role of each NodePool's EC2NodeClass
+  (Karpenter's, or the Windows node role) while the pool exists, is mapped in aws-auth or has an access entry (as the cluster's authentication mode reads them): a node whose
   kubelet cannot authenticate goes NotReady (EKS User Guide, "Grant IAM users access to Kubernetes").
 - **running**: CoreDNS and the Karpenter controller run on capacity that is Ready (their pods move only when they
   are re-created: a Helm upgrade that changes the controller's pod template, a deleted Fargate profile or node
@@ -400,11 +400,13 @@ class _Replay:
                     f"{host.name}'s role is neither in aws-auth nor in an access entry: its nodes cannot authenticate "
                     f"and {' and '.join(running)} go NotReady"
                 )
-        if w.pools and w.karpenter_role and w.karpenter_role not in w.authorized:
-            broken[("authorized", "karpenter")] = (
-                "Karpenter's node role is neither in aws-auth nor in an access entry: the nodes it launches cannot "
-                "join the cluster"
-            )
+        for pool, node_class in sorted(w.pools.items()):  # every role a pool's nodes run with, while the pool exists
+            role = w.class_roles.get(node_class)
+            if role is not None and role not in w.authorized:
+                broken[("authorized", f"karpenter:{pool}")] = (
+                    f"the node role of NodePool `{pool}` (EC2NodeClass `{node_class}`) is neither in aws-auth nor in an "
+                    "access entry: its nodes cannot authenticate and go NotReady, their pods die without a drain"
+                )
         for workload in w.workloads():
             if self.placed.get(workload.name) is None:
                 broken[("running", workload.name)] = f"{workload.name} has nowhere to run: no capacity takes its pods"

@@ -48,6 +48,9 @@ class Resolver:
     def __init__(self, *template_sets: Mapping[str, dict[str, Any]]) -> None:
         self.parsed: dict[tuple[int, str], Any] = {}  # a property's JSON text, parsed once (by the value's identity)
         self.scopes: dict[str, dict[str, Any]] = {}
+        # every scope's logical ids across the sets: a resource only the old templates have (a role the deploy
+        # deletes) is still what an old object refers to
+        self.ids: dict[str, set[str]] = {}
         self.parents: dict[str, tuple[str, dict[str, Any]]] = {}
         for templates in template_sets:  # later sets win: the new templates' outputs over the old ones'
             for name in templates:
@@ -57,6 +60,7 @@ class Resolver:
     def _add(self, templates: Mapping[str, dict[str, Any]], name: str, prefix: str) -> None:
         template = templates[name]
         self.scopes[prefix] = template
+        self.ids.setdefault(prefix, set()).update(template.get("Resources", {}))
         for logical_id, resource in template.get("Resources", {}).items():
             if resource.get("Type") == NESTED_STACK and "aws:cdk:path" in resource.get("Metadata", {}):
                 try:
@@ -83,7 +87,7 @@ class Resolver:
         if isinstance(value, dict) and len(value) == 1:
             (fn, arg), resources = next(iter(value.items())), self.scopes.get(prefix, {}).get("Resources", {})
             if fn == "Ref":
-                if arg in resources:
+                if arg in resources or arg in self.ids.get(prefix, ()):
                     return f"«{prefix}/{arg}»"
                 if prefix in self.parents:  # a nested stack's parameter: what its parent passes
                     parent, resource = self.parents[prefix]
@@ -163,7 +167,7 @@ class World:
     controller_namespace: str = "kube-system"
     pools: dict[str, str] = field(default_factory=dict)  # NodePool -> its EC2NodeClass
     classes: set[str] = field(default_factory=set)
-    karpenter_role: str | None = None  # the node role Karpenter's nodes join with (EC2NodeClass spec.role)
+    class_roles: dict[str, str] = field(default_factory=dict)  # EC2NodeClass -> the node role its nodes join with
 
     def workloads(self) -> list[Workload]:
         if not self.has_cluster:
@@ -302,5 +306,5 @@ def world(live: Live, resolver: Resolver, config_map: set[str]) -> World:
                 w.classes.add(name)
                 role = obj.get("spec", {}).get("role")
                 if role:
-                    w.karpenter_role = str(role)
+                    w.class_roles[name] = str(role)
     return w
