@@ -686,3 +686,57 @@ def test_the_reference_says_which_imported_release_a_value_needs():
     assert "`Balanced`. Karpenter releases: `Balanced` needs 1.14.1 (imported: 1.13.1, 1.14.1). |" in text
     assert "Karpenter releases: `capacityBuffer` needs 1.14.1 (imported: 1.13.1, 1.14.1). |" in text
     assert text.count("Karpenter releases:") == 2
+
+
+# --- the controller fits where it runs (karpenter_stack/config/capacity.py) ---------------------------------------
+
+
+def test_the_controller_must_fit_the_system_node_groups_instance_type():
+    """Issue 40: controller.cpu 2 on the default t3.medium cannot be scheduled beside CoreDNS, kube-proxy and the VPC
+    CNI; helm upgrade --wait timed out after one old replica was gone. Refused at synth, with the size that fits."""
+    from karpenter_stack.config import ConfigError
+    from tooling.configurations import PRODUCT_CONTEXT
+
+    nodegroup = {**PRODUCT_CONTEXT, "controllerHosting": "nodegroup"}
+    with pytest.raises(ConfigError) as info:
+        load_config({**nodegroup, "controller": {"cpu": "2"}}, today=TODAY)
+    assert str(info.value) == (
+        "controller cpu 2 / memory 1Gi: each node of systemNodeInstanceType t3.medium has about 1930m CPU and 3246Mi "
+        "memory for pods, and CoreDNS, kube-proxy and the VPC CNI take 225m and 70Mi of it: a controller replica of 2 "
+        "CPU and 1Gi does not fit, its pod stays Pending and helm upgrade --wait times out (the deploy rolls back); use "
+        "systemNodeInstanceType t3.xlarge or larger, or a smaller controller.cpu / controller.memory (from cdk.json)"
+    )
+    # what fits is accepted: the default controller on t3.medium, two CPUs on t3.xlarge, 3Gi on t3.medium
+    load_config(nodegroup, today=TODAY)
+    load_config({**nodegroup, "controller": {"cpu": "2"}, "systemNodeInstanceType": "t3.xlarge"}, today=TODAY)
+    load_config({**nodegroup, "controller": {"memory": "3Gi"}}, today=TODAY)
+    with pytest.raises(ConfigError, match=r"memory 4Gi: .* use systemNodeInstanceType t3.large or larger"):
+        load_config({**nodegroup, "controller": {"memory": "4Gi"}}, today=TODAY)
+    # on Fargate the Fargate bound applies instead; a type the table does not know is a warning, not a refusal
+    load_config({**PRODUCT_CONTEXT, "controller": {"cpu": "2"}}, today=TODAY)
+    unknown = load_config({**nodegroup, "systemNodeInstanceType": "x2gd.medium"}, today=TODAY)
+    assert [w for w in unknown.warnings if w.startswith("systemNodeInstanceType")] == [
+        "systemNodeInstanceType 'x2gd.medium': the app knows the allocatable CPU and memory of t3, t3a and t4g sizes "
+        "and of 5th-generation-and-later c, m and r sizes up to 4xlarge, not this type's, so it cannot check that a "
+        "controller replica (1 CPU, 1Gi) fits one of its nodes beside CoreDNS, kube-proxy and the VPC CNI"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "expected"),
+    [
+        # (millicores, MiB), worked by hand: vCPUs x 1000 less EKS's kube-reserved CPU (70m, 80m, 90m, 110m for 2, 4, 8,
+        # 16 vCPUs); GiB x 1024 x 0.925 less 11 MiB per pod + 255 MiB and the 100 MiB eviction threshold
+        ("t3.medium", (1930, 3246)),  # 17 pods: 3788.8 - 442 - 100
+        ("t4g.xlarge", (3920, 14162)),  # 58 pods: 15155.2 - 893 - 100
+        ("m7i.2xlarge", (7910, 29317)),  # 58 pods: 30310.4 - 893 - 100
+        ("c6g.4xlarge", (15890, 28745)),  # 234 pods capped at 110 below 30 vCPUs: 30310.4 - 1465 - 100
+        ("r5.large", (1930, 14481)),  # 29 pods: 15155.2 - 574 - 100
+        ("m6i.8xlarge", None),  # not in the table
+        ("c5n.large", None),  # more memory per vCPU than c5: not in the table
+    ],
+)
+def test_the_allocatable_of_a_system_node(instance_type, expected):
+    from karpenter_stack.config import capacity
+
+    assert capacity.allocatable(instance_type) == expected

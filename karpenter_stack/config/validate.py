@@ -26,6 +26,7 @@ from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.rules import ami_problems, name_problems, pool_problems, release_problems
 
 from .. import versions
+from . import capacity
 from .addresses import PRODUCTION_MAX_PUBLIC, public_addresses
 from .errors import BUILT_IN, ConfigError, format_errors, with_origins
 from .merge import SYSTEM_POOL, Layered
@@ -282,7 +283,27 @@ def controller(config: AppConfig) -> list[str]:
             f"controller cpu {config.controller.cpu} / memory {config.controller.memory} does not fit a Fargate pod "
             f"(at most {FARGATE_MAX_CPU} vCPU and {FARGATE_MAX_MEMORY_GIB} GiB); use controllerHosting=nodegroup"
         ]
+    if config.controller_hosting == "nodegroup" and config.existing_cluster is None:
+        problem = capacity.controller_fit(
+            config.system_node_instance_type, config.controller.cpu, config.controller.memory
+        )
+        if problem is not None:
+            return [f"controller cpu {config.controller.cpu} / memory {config.controller.memory}: {problem}"]
     return []
+
+
+def _system_capacity_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
+    """A system node type the capacity table does not know: the controller's fit is not checked."""
+    if config.controller_hosting != "nodegroup" or config.existing_cluster is not None:
+        return []
+    if capacity.shape(config.system_node_instance_type) is not None:
+        return []
+    return [
+        f"systemNodeInstanceType {quoted(config.system_node_instance_type)}: the app knows the allocatable CPU and "
+        "memory of t3, t3a and t4g sizes and of 5th-generation-and-later c, m and r sizes up to 4xlarge, not this "
+        f"type's, so it cannot check that a controller replica ({config.controller.cpu} CPU, "
+        f"{config.controller.memory}) fits one of its nodes beside CoreDNS, kube-proxy and the VPC CNI"
+    ]
 
 
 # --- access -------------------------------------------------------------------------------------------------
@@ -695,6 +716,7 @@ def _stale_reason_warnings(config: AppConfig, origins: Mapping[str, str]) -> lis
 
 WARNINGS: tuple[Callable[[AppConfig, Mapping[str, str]], list[str]], ...] = (
     _existing_cluster_warnings,
+    _system_capacity_warnings,
     _stale_reason_warnings,
     _foreign_account_warnings,
     _production_warnings,
