@@ -364,7 +364,9 @@ class AppConfig(CamelModel):
     )
     system_node_instance_type: Annotated[str, CREATED_CLUSTER] = Field(
         "t3.medium",
-        description="Instance type of the system node group (nodegroup hosting).",
+        description="Instance type of the system node group (nodegroup hosting); a controller replica must fit "
+        "one of its nodes beside CoreDNS, kube-proxy and the VPC CNI (checked at synth for t3, t3a, t4g and c, m, r "
+        "sizes up to 4xlarge; other types: a warning).",
         examples=["t3.large"],
         json_schema_extra=change(
             Change.REPLACE,
