@@ -48,6 +48,7 @@ images for ``kubernetes_version``. Each part acknowledges its own cdk-nag findin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from aws_cdk import Aws, RemovalPolicy, Stack, Tags
@@ -65,7 +66,7 @@ from .karpenter_release import KarpenterRelease, controller_values
 from .nag import acknowledge, managed_policy_finding, node_policy_reason
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
 from .queue_alarms import InterruptionQueueAlarms
-from .specs.rules import NodeSpecsError, check_nodes
+from .specs.rules import NodeSpecsError, check_nodes, own_role_classes, role_name
 from .teardown import TeardownSafetyNet
 
 __all__ = ["Karpenter", "KarpenterProps", "NodeAuthorization", "NodeSpecsError"]
@@ -108,6 +109,7 @@ class Karpenter(Construct):
             credentials=props.controller_credentials,
             cluster_name=props.cluster_name,
         )
+        self.own_node_roles_pass = self._own_pass_role() if props.own_node_roles else None
         self.release = self._release()
         self.crd_chart = self.release.crd_chart
         self.controller_chart = self.release.controller_chart
@@ -138,6 +140,7 @@ class Karpenter(Construct):
             feature_gates=props.controller.feature_gates,
             kubernetes_version=props.kubernetes_version,
             karpenter_version=props.version,
+            own_node_roles=props.own_node_roles,
         )
 
     def _discovery_tags(self) -> SecurityGroupTag | None:
@@ -274,6 +277,23 @@ class Karpenter(Construct):
             ],
         )
 
+    def _own_pass_role(self) -> iam.ManagedPolicy:
+        """The controller passes the node roles you already have to EC2 (own_node_roles), as the template's policy
+        passes its node role: for their instance profiles."""
+        return iam.ManagedPolicy(
+            self,
+            "OwnNodeRolesPassRole",
+            roles=[self.controller_role.role],
+            description="Karpenter controller: pass the node roles of classes that name their own to EC2",
+            statements=[
+                iam.PolicyStatement(
+                    actions=["iam:PassRole"],
+                    resources=list(self.props.own_node_roles),
+                    conditions={"StringEquals": {"iam:PassedToService": f"ec2.{Aws.URL_SUFFIX}"}},
+                )
+            ],
+        )
+
     def _authorize_nodes(self, how: NodeAuthorization) -> IDependable:
         """The node roles may join the cluster: aws-auth mappings, EKS access entries (EC2_LINUX for the
         node role, EC2_WINDOWS for the Windows node role), or both."""
@@ -289,6 +309,18 @@ class Karpenter(Construct):
                     self.windows_node_role.role_arn,
                     eks.AccessEntryType.EC2_WINDOWS,
                     [*NODE_GROUPS, WINDOWS_NODE_GROUP],
+                )
+            )
+        for arn, classes in own_role_classes(self.props.node_classes, self.props.own_node_roles).items():
+            windows = any(c.windows for c in classes)
+            key = re.sub(r"[^A-Za-z0-9]", "", role_name(arn))
+            roles.append(
+                (
+                    f"OwnNodeAccess{key}",
+                    iam.Role.from_role_arn(self, f"OwnNodeRole{key}", arn, mutable=False),
+                    arn,
+                    eks.AccessEntryType.EC2_WINDOWS if windows else eks.AccessEntryType.EC2_LINUX,
+                    [*NODE_GROUPS, WINDOWS_NODE_GROUP] if windows else list(NODE_GROUPS),
                 )
             )
         parts: list[IDependable] = []

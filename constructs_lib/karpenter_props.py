@@ -164,6 +164,14 @@ class KarpenterProps:
     :default: false
     """
 
+    own_node_roles: Sequence[str] = ()
+    """IAM role ARNs of node roles you already have (a running install's, on an existing cluster): an EC2NodeClass of a
+    file may name one in ``spec.role`` (its name); the construct authorizes each (an EC2_LINUX or EC2_WINDOWS access
+    entry, or an aws-auth mapping) and lets the controller pass it to EC2, as it does its own node roles.
+
+    :default: - the classes use the construct's node roles
+    """
+
     alarm_topic_arn: str | None = None
     """SNS topic the alarms notify (with ``interruption_queue_alarms``).
 

@@ -267,6 +267,7 @@ def load_node_manifests(
     node_overlays: Sequence[NodeOverlaySpec] = (),
     variables: Mapping[str, str] | None = None,
     role_names: Sequence[str] = (),
+    own_roles: Sequence[str] = (),
 ) -> NodeManifests:
     """The objects of the files ``patterns`` name (paths or globs relative to ``root``, the project folder by
     default), converted and checked, also against the typed specs they are applied with (``node_classes``, ...):
@@ -279,6 +280,7 @@ def load_node_manifests(
         root=root,
         variables=variables,
         role_names=role_names,
+        own_roles=own_roles,
     )
     manifests.check_with(node_classes, node_pools, node_overlays)
     return manifests
@@ -292,12 +294,14 @@ def read_node_manifests(
     root: Path | None = None,
     variables: Mapping[str, str] | None = None,
     role_names: Sequence[str] = (),
+    own_roles: Sequence[str] = (),
 ) -> NodeManifests:
     """The objects of the files, each converted into its spec (not yet checked against other specs:
     :meth:`NodeManifests.check_with`); ManifestError naming every file and object the app refuses.
     ``kubernetes_version``: an AMI alias without images for it is refused. ``variables``: the values of the
-    files' own placeholders (``${VAR}``, ``<<VAR>>``); ``role_names``: names the files give the app's node role."""
-    filling = Filling(cluster_name, dict(variables or {}), tuple(role_names))
+    files' own placeholders (``${VAR}``, ``<<VAR>>``); ``role_names``: names the files give the app's node role;
+    ``own_roles``: names of node roles the team has, kept as written."""
+    filling = Filling(cluster_name, dict(variables or {}), tuple(role_names), tuple(own_roles))
     problems: list[str] = []
     objects: list[ManifestObject] = []
     for source in manifest_files(patterns, root, problems):
@@ -381,6 +385,7 @@ class Filling:
     cluster_name: str
     variables: Mapping[str, str] = field(default_factory=dict)
     role_names: Sequence[str] = ()
+    own_roles: Sequence[str] = ()  # names of node roles the team already has (KarpenterProps.own_node_roles)
 
     def value(self, name: str) -> str | None:
         """The value of the placeholder ``name`` (CLUSTER_NAME is the cluster's name), None when none is given."""
@@ -527,12 +532,15 @@ def _without_app_role(obj: dict[str, Any], filling: Filling) -> dict[str, Any]:
     role of the class: its node role, or its Windows node role); another role is refused."""
     spec = obj["spec"]
     role = spec.get("role")
+    if "role" in spec and role in filling.own_roles:
+        return obj  # a node role the team has: deployed as written, authorized and passed by the construct
     if "role" in spec and not filling.app_role(role):
         raise _Refused(
             "spec.role",
             f"not the app's node role (KarpenterNodeRole-{filling.cluster_name}, Karpenter's name for it; Windows "
             "classes get a Windows node role of their own): list the name your files give it in nodeManifestRoles, "
-            "give a placeholder's value in nodeManifestVariables, or leave role out",
+            "give a placeholder's value in nodeManifestVariables, on an existing cluster list your own role's ARN in "
+            "existingNodeRoles, or leave role out",
             role,
         )
     return {**obj, "spec": {k: v for k, v in spec.items() if k != "role"}}

@@ -426,6 +426,7 @@ def test_every_list_or_object_setting_is_known_to_the_command_line_parser():
         "administrators",
         "controller",
         "existingCluster",
+        "existingNodeRoles",
         "nodeClasses",
         "nodeManifestRoles",
         "nodeManifestVariables",

@@ -448,7 +448,7 @@ CASES: dict[str, tuple[dict[str, str], dict, str]] = {
     "another role": (
         {K + "a.yaml": CLASS.replace('"KarpenterNodeRole-${CLUSTER_NAME}"', "MyNodeRole")},
         {},
-        "karpenter/a.yaml: EC2NodeClass/default: spec.role 'MyNodeRole': not the app's node role (KarpenterNodeRole-eks-karpenter, Karpenter's name for it; Windows classes get a Windows node role of their own): list the name your files give it in nodeManifestRoles, give a placeholder's value in nodeManifestVariables, or leave role out (from -c)",
+        "karpenter/a.yaml: EC2NodeClass/default: spec.role 'MyNodeRole': not the app's node role (KarpenterNodeRole-eks-karpenter, Karpenter's name for it; Windows classes get a Windows node role of their own): list the name your files give it in nodeManifestRoles, give a placeholder's value in nodeManifestVariables, on an existing cluster list your own role's ARN in existingNodeRoles, or leave role out (from -c)",
     ),
     "a role placeholder without a value": (
         {K + "a.yaml": CLASS.replace('"KarpenterNodeRole-${CLUSTER_NAME}"', "<<KARPENTER_NODE_IAM_ROLE_NAME>>")},
@@ -901,3 +901,69 @@ def test_the_silent_values_are_the_crds_defaults():
     assert "limits" not in silent and "terminationGracePeriod" not in silent["template"]["spec"]
     given = with_defaults(yaml_load.safe_load(POOL + "  disruption:\n    consolidationPolicy: WhenEmpty\n"), defaults)
     assert "consolidateAfter" not in given["spec"]["disruption"]  # the CRD then requires it: refused (CASES)
+
+
+# --- on an existing cluster: a node role the team already has --------------------------------------------------
+
+OWN_ROLE = "arn:aws:iam::111122223333:role/eks-node-role"
+
+
+def test_a_class_keeps_a_node_role_the_team_has_and_the_construct_authorizes_and_passes_it(tmp_path, monkeypatch):
+    from aws_cdk.assertions import Template
+
+    from tests.cfn import resources
+
+    own = CLASS.replace('"KarpenterNodeRole-${CLUSTER_NAME}"', "eks-node-role")
+    existing = json.loads((ROOT / "examples" / "existing-cluster.json").read_text())
+    config = _load(tmp_path, monkeypatch, {"class.yaml": own}, **existing, existingNodeRoles=[OWN_ROLE])
+    (node_class,) = [c for c in config.node_classes if c.written is not None]
+    assert node_class.manifest(cluster_name="shared-prod", node_role_name="app-role")["spec"]["role"] == "eks-node-role"
+    # the construct: an EC2_LINUX access entry for the role, and the controller may pass it to EC2
+    stack = bare_stack()
+    props = KarpenterProps(
+        cluster=imported_cluster(stack),
+        cluster_name=CLUSTER_NAME,
+        version="1.14.1",
+        template_file=versions.karpenter_template("1.14.1"),
+        node_classes=[node_class],
+        node_pools=[NodePoolSpec()],
+        node_authorization=NodeAuthorization.ACCESS_ENTRY,
+        own_node_roles=[OWN_ROLE],
+    )
+    Karpenter(stack, "Karpenter", props)
+    template = Template.from_stack(stack)
+    entries = {
+        e["Properties"]["PrincipalArn"]: e["Properties"]["Type"]
+        for e in resources(template, "AWS::EKS::AccessEntry").values()
+        if isinstance(e["Properties"]["PrincipalArn"], str)
+    }
+    assert entries == {OWN_ROLE: "EC2_LINUX"}
+    (policy,) = [
+        p
+        for k, p in resources(template, "AWS::IAM::ManagedPolicy").items()
+        if k.startswith("KarpenterOwnNodeRolesPassRole")
+    ]
+    assert policy["Properties"]["PolicyDocument"]["Statement"] == [
+        {
+            "Action": "iam:PassRole",
+            "Condition": {
+                "StringEquals": {"iam:PassedToService": {"Fn::Join": ["", ["ec2.", {"Ref": "AWS::URLSuffix"}]]}}
+            },
+            "Effect": "Allow",
+            "Resource": OWN_ROLE,
+        }
+    ]
+    # a class naming a role the props do not list is refused by the construct's rule
+    with pytest.raises(
+        NodeSpecsError, match=r"names the role 'eks-node-role', which is not among own_node_roles \(none\)"
+    ):
+        Karpenter(bare_stack(), "Karpenter", _props([node_class], [NodePoolSpec()]))
+
+
+def test_existing_node_roles_are_refused_on_a_cluster_the_app_creates(tmp_path, monkeypatch):
+    with pytest.raises(ConfigError) as info:
+        _load(tmp_path, monkeypatch, {"class.yaml": CLASS}, existingNodeRoles=[OWN_ROLE])
+    assert str(info.value) == (
+        f'existingNodeRoles ["{OWN_ROLE}"]: only with existingCluster (a running install\'s roles); on a cluster the app '
+        "creates, classes use its node role (from cdk.json)"
+    )

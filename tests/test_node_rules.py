@@ -182,7 +182,11 @@ def test_the_construct_runs_every_rule_function(monkeypatch):
 
         monkeypatch.setattr(rules, name, spy)
     _build(kubernetes_version="1.35")
-    assert sorted(called) == sorted(functions) == ["ami_problems", "name_problems", "pool_problems", "release_problems"]
+    assert (
+        sorted(called)
+        == sorted(functions)
+        == ["ami_problems", "name_problems", "pool_problems", "release_problems", "role_problems"]
+    )
 
 
 # Functions of the app layer that read the node specs and are no rule the construct runs, with why.

@@ -419,6 +419,7 @@ def test_the_matrix_is_generated_from_the_configuration_model():
         "region": "names the region the stack is deployed to",
         "controller": "moved field by field",
         "existingCluster": "moved field by field",
+        "existingNodeRoles": "moved with the files",
         "nodeClasses": "moved field by field",
         "nodeManifestRoles": "moved with the files",
         "nodeManifestVariables": "moved with the files",

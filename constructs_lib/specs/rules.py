@@ -187,6 +187,43 @@ def _release_problem(problem: Any, specs: Sequence[Any]) -> str:
     return f"{setting}{value}: {problem.verdict}; {fix}, or another karpenterVersion"
 
 
+def role_name(arn: str) -> str:
+    """An IAM role's name (its ARN's last part, without the path): what an EC2NodeClass's spec.role says."""
+    return arn.rsplit("/", 1)[-1]
+
+
+def own_role_classes(
+    node_classes: Sequence[NodeClassSpec], own_node_roles: Sequence[str]
+) -> dict[str, list[NodeClassSpec]]:
+    """Each of ``own_node_roles`` (ARNs) with the classes (of files) whose spec.role names it."""
+    return {
+        arn: [c for c in node_classes if c.written is not None and c.written["spec"].get("role") == role_name(arn)]
+        for arn in own_node_roles
+    }
+
+
+def role_problems(node_classes: Sequence[NodeClassSpec], own_node_roles: Sequence[str] = ()) -> list[str]:
+    """A class that names a role of its own (spec.role of a file) names one of ``own_node_roles``; each such role is
+    used by classes of one operating system (its access entry is EC2_LINUX or EC2_WINDOWS)."""
+    names = {role_name(arn) for arn in own_node_roles}
+    problems = [
+        f"nodeClasses {quoted(c.name)} names the role {quoted(c.written['spec']['role'])}, which is not among "
+        f"own_node_roles ({', '.join(sorted(names)) or 'none'}): the construct authorizes and passes only its node "
+        "roles and those"
+        for c in node_classes
+        if c.written is not None and "role" in c.written["spec"] and c.written["spec"]["role"] not in names
+    ]
+    for arn, classes in own_role_classes(node_classes, own_node_roles).items():
+        systems = sorted({c.operating_system for c in classes})
+        if len(systems) > 1:
+            problems.append(
+                f"own node role {quoted(arn)} is named by Linux and Windows classes "
+                f"({', '.join(c.name for c in classes)}): an EKS access entry is EC2_LINUX or EC2_WINDOWS; give each "
+                "operating system a role of its own"
+            )
+    return problems
+
+
 def check_nodes(
     where: str,
     *,
@@ -196,11 +233,13 @@ def check_nodes(
     feature_gates: Mapping[FeatureGate, bool],
     kubernetes_version: str | None = None,
     karpenter_version: str | None = None,
+    own_node_roles: Sequence[str] = (),
 ) -> None:
     """Every rule of this module, in the order the app's configuration runs them: :class:`NodeSpecsError` with
     the problems of the first rule that finds any (``where``: the construct, as the message names it)."""
     problems = (
         name_problems(node_classes, node_pools, node_overlays)
+        or role_problems(node_classes, own_node_roles)
         or pool_problems(node_classes, node_pools, feature_gates, node_overlays)
         or ami_problems(node_classes, kubernetes_version)
         or (

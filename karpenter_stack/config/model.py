@@ -45,6 +45,17 @@ def stack_name_for(cluster_name: str) -> str:
 # IAM role names are at most 64 characters and the template names the node role
 # KarpenterNodeRole-<cluster>.
 MAX_CLUSTER_NAME_LENGTH = 64 - len("KarpenterNodeRole-")
+# An existing cluster as its owner describes it (the documentation's account and ids).
+EXISTING_CLUSTER_EXAMPLE: dict[str, Any] = {
+    "kubectlRoleArn": "arn:aws:iam::111122223333:role/eks-cluster-admin",
+    "openIdConnectProviderArn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com"
+    "/id/0123456789ABCDEF0123456789ABCDEF",
+    "clusterSecurityGroupId": "sg-0123456789abcdef0",
+    "vpcId": "vpc-0123456789abcdef0",
+    "subnetIds": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
+    "privateEndpoint": True,
+    "authenticationMode": "API_AND_CONFIG_MAP",
+}
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
 _ROLE_NAME = re.compile(r"[A-Za-z0-9+=,.@_-]{1,64}", re.ASCII)
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -511,18 +522,7 @@ class AppConfig(CamelModel):
             "the imported cluster; adding or removing it makes another kind of stack",
             facts.BY_FIELD,
         ),
-        examples=[
-            {
-                "kubectlRoleArn": "arn:aws:iam::111122223333:role/eks-cluster-admin",
-                "openIdConnectProviderArn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com"
-                "/id/0123456789ABCDEF0123456789ABCDEF",
-                "clusterSecurityGroupId": "sg-0123456789abcdef0",
-                "vpcId": "vpc-0123456789abcdef0",
-                "subnetIds": ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
-                "privateEndpoint": True,
-                "authenticationMode": "API_AND_CONFIG_MAP",
-            }
-        ],
+        examples=[EXISTING_CLUSTER_EXAMPLE],
     )
     node_classes: Annotated[list[NodeClassSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodeClassSpec()],
@@ -597,6 +597,21 @@ class AppConfig(CamelModel):
             not_moved=facts.NOT_MOVED_FILLING,
         ),
         examples=[{"KARPENTER_NODE_IAM_ROLE_NAME": "KarpenterNodeRole-${CLUSTER_NAME}", "TEAM": "payments"}],
+    )
+    existing_node_roles: Annotated[list[str], KarpenterProp("own_node_roles")] = Field(
+        default_factory=list,
+        description="On an existing cluster: ARNs of node roles your team already has (a running install's), which "
+        "nodeManifests classes may name in spec.role (by name) and keep: the app authorizes each (an EC2_LINUX or "
+        "EC2_WINDOWS access entry) and lets the controller pass it to EC2, as it does its own node role; the safety "
+        "net removes the instance profiles Karpenter made for them with the rest of this stack's.",
+        json_schema_extra=change(
+            Change.RESOURCES,
+            "an access entry per role and the controller's PassRole policy for them",
+            facts.NODE_MANIFESTS,
+            not_moved=facts.NOT_MOVED_FILLING,
+            needs={"existingCluster": EXISTING_CLUSTER_EXAMPLE},
+        ),
+        examples=[["arn:aws:iam::111122223333:role/eks-node-role"]],
     )
     node_manifest_roles: list[str] = Field(
         default_factory=list,

@@ -23,7 +23,14 @@ from constructs_lib.node_manifests import ManifestError, read_node_manifests
 from constructs_lib.specs.base import quoted
 from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
 from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.rules import ami_problems, name_problems, pool_problems, release_problems
+from constructs_lib.specs.rules import (
+    ami_problems,
+    name_problems,
+    pool_problems,
+    release_problems,
+    role_name,
+    role_problems,
+)
 
 from .. import versions
 from . import capacity
@@ -91,6 +98,7 @@ def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig,
             kubernetes_version=config.kubernetes_version,
             variables=config.node_manifest_variables,
             role_names=config.node_manifest_roles,
+            own_roles=[role_name(arn) for arn in config.existing_node_roles],
         )
         typed = {
             name: getattr(config, name) if name in config.model_fields_set or not getattr(files, name) else []
@@ -312,7 +320,11 @@ def _system_capacity_warnings(config: AppConfig, origins: Mapping[str, str]) -> 
 def administrators(config: AppConfig) -> list[str]:
     """Each administrator a role people can assume, in a form the authentication mode matches, and a principal of
     its own: EKS keeps one access entry per principal (and aws-auth one mapping per role ARN)."""
-    node_roles = {f"KarpenterNodeRole-{config.cluster_name}", *config.node_manifest_roles}
+    node_roles = {
+        f"KarpenterNodeRole-{config.cluster_name}",
+        *config.node_manifest_roles,
+        *(role_name(arn) for arn in config.existing_node_roles),
+    }
     for i, arn in enumerate(config.administrators):
         if not ROLE_ARN.fullmatch(arn):
             return [
@@ -513,8 +525,42 @@ def node_images(config: AppConfig) -> list[str]:
 
 # The rules across settings, in the order they run: a configuration is told the problems of the first rule
 # that finds any (the order in which these messages have always come).
+def existing_node_roles(config: AppConfig) -> list[str]:
+    """Node roles the team has: role ARNs, each name once, on an existing cluster only (a cluster the app creates
+    runs no node of another role); a class names one of them or the app's (specs.rules.role_problems)."""
+    arns = config.existing_node_roles
+    if not arns:
+        return []
+    if config.existing_cluster is None:
+        return [
+            f"existingNodeRoles {json.dumps(arns)}: only with existingCluster (a running install's roles); on a cluster "
+            "the app creates, classes use its node role"
+        ]
+    for i, arn in enumerate(arns):
+        if not ROLE_ARN.fullmatch(arn):
+            return [
+                f"existingNodeRoles[{i}] {quoted(arn)} must be an IAM role ARN like arn:aws:iam::<account>:role/<name>"
+            ]
+        if (
+            role_name(arn) in [role_name(a) for a in arns[:i]]
+            or role_name(arn) == f"KarpenterNodeRole-{config.cluster_name}"
+        ):
+            return [
+                f"existingNodeRoles[{i}] {quoted(arn)}: its name is also another node role's (a class names its role "
+                "by name): one role per name"
+            ]
+    return []
+
+
+def own_roles_fit(config: AppConfig) -> list[str]:
+    """The classes that name a role of their own name one of existingNodeRoles, of one OS each (specs.rules)."""
+    return role_problems(config.node_classes, config.existing_node_roles)
+
+
 RULES: tuple[Rule, ...] = (
     existing_cluster,
+    existing_node_roles,
+    own_roles_fit,
     api_endpoint,
     production_endpoint,
     alarm_topic,
