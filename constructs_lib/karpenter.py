@@ -263,32 +263,25 @@ class Karpenter(Construct):
 
     def _windows_pass_role(self, windows_role: iam.Role) -> iam.ManagedPolicy:
         """The template lets the controller pass only its node role to EC2; Windows classes use this one."""
-        return iam.ManagedPolicy(
-            self,
-            "WindowsNodeRolePassRole",
-            roles=[self.controller_role.role],
-            description="Karpenter controller: pass the Windows node role to EC2",
-            statements=[
-                iam.PolicyStatement(
-                    actions=["iam:PassRole"],
-                    resources=[windows_role.role_arn],
-                    conditions={"StringEquals": {"iam:PassedToService": f"ec2.{Aws.URL_SUFFIX}"}},
-                )
-            ],
-        )
+        return self._pass_role("WindowsNodeRolePassRole", "the Windows node role", [windows_role.role_arn])
 
     def _own_pass_role(self) -> iam.ManagedPolicy:
-        """The controller passes the node roles you already have to EC2 (own_node_roles), as the template's policy
-        passes its node role: for their instance profiles."""
+        """The node roles you already have (own_node_roles), passed to EC2 for their instance profiles."""
+        return self._pass_role(
+            "OwnNodeRolesPassRole", "the node roles of classes that name their own", list(self.props.own_node_roles)
+        )
+
+    def _pass_role(self, id: str, what: str, arns: list[str]) -> iam.ManagedPolicy:
+        """The controller may pass ``arns`` to EC2 only, as the template's policy passes its node role."""
         return iam.ManagedPolicy(
             self,
-            "OwnNodeRolesPassRole",
+            id,
             roles=[self.controller_role.role],
-            description="Karpenter controller: pass the node roles of classes that name their own to EC2",
+            description=f"Karpenter controller: pass {what} to EC2",
             statements=[
                 iam.PolicyStatement(
                     actions=["iam:PassRole"],
-                    resources=list(self.props.own_node_roles),
+                    resources=arns,
                     conditions={"StringEquals": {"iam:PassedToService": f"ec2.{Aws.URL_SUFFIX}"}},
                 )
             ],

@@ -6,10 +6,12 @@ objects (tooling/upstream_examples.py, `python -m tooling.upstream_examples`).""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
+from aws_cdk import Stack
 
 from constructs_lib import yaml_load
 from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization, NodeSpecsError
@@ -919,17 +921,8 @@ def test_a_class_keeps_a_node_role_the_team_has_and_the_construct_authorizes_and
     (node_class,) = [c for c in config.node_classes if c.written is not None]
     assert node_class.manifest(cluster_name="shared-prod", node_role_name="app-role")["spec"]["role"] == "eks-node-role"
     # the construct: an EC2_LINUX access entry for the role, and the controller may pass it to EC2
-    stack = bare_stack()
-    props = KarpenterProps(
-        cluster=imported_cluster(stack),
-        cluster_name=CLUSTER_NAME,
-        version="1.14.1",
-        template_file=versions.karpenter_template("1.14.1"),
-        node_classes=[node_class],
-        node_pools=[NodePoolSpec()],
-        node_authorization=NodeAuthorization.ACCESS_ENTRY,
-        own_node_roles=[OWN_ROLE],
-    )
+    props = dataclasses.replace(_props([node_class], [NodePoolSpec()]), own_node_roles=[OWN_ROLE])
+    stack = Stack.of(props.cluster)
     Karpenter(stack, "Karpenter", props)
     template = Template.from_stack(stack)
     entries = {
