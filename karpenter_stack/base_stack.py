@@ -41,6 +41,8 @@ class AppStack(Stack):
             TerminationProtection(self, "TerminationProtection")
         for warning in config.warnings:
             Annotations.of(self).add_warning_v2("eks-karpenter:configuration", warning)
+        for note in config.notes:
+            Annotations.of(self).add_info(note)
 
     def add_karpenter_outputs(self, karpenter: Karpenter) -> None:
         CfnOutput(

@@ -637,11 +637,16 @@ def test_adopting_a_fleet_says_which_fields_drift_every_node(running_install, tm
     other["metadata"]["name"] = "legacy"
     running = [
         _as_kubectl_lists(objects["class"], role="eksctl-prod-NodeInstanceRole"),
-        _as_kubectl_lists(objects["pool"], **{"template.spec.terminationGracePeriod": None, "limits": None}),
+        {
+            **_as_kubectl_lists(objects["pool"], **{"template.spec.terminationGracePeriod": None, "limits": None}),
+            "status": {"resources": {"nodes": "7", "cpu": "28"}},
+        },
         _as_kubectl_lists(other),
     ]
     assert _adopted(templates, tmp_path, *running) == [
-        "- EC2NodeClass `default`: role change: all nodes of pools `default` drift and are replaced within their budgets",
+        "- EC2NodeClass `default`: role eksctl-prod-NodeInstanceRole → KarpenterNodeRole-eks-karpenter: the role is part "
+        "of the class's drift hash, so all nodes of pools `default` (7 running) drift and are replaced within their "
+        "budgets (to keep the running role, list its ARN in existingNodeRoles and name it in the class)",
         "- NodePool `default`: template.spec.terminationGracePeriod change: all its nodes will be replaced by drift, "
         "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for "
         "Drifted); NodePool `default` (limits cpu none → 1000, memory none → 1000Gi): Karpenter launches nothing "
@@ -709,3 +714,35 @@ def test_the_review_command_reads_the_running_objects_before_it_synthesizes(tmp_
     monkeypatch.setattr(cli, "synthesize", lambda *a: pytest.fail("synthesized before reading ADOPT"))
     assert cli.main([]) == 2
     assert capsys.readouterr().err == "review: ADOPT=nowhere.yaml: cannot read it (No such file or directory)\n"
+
+
+def test_selector_terms_by_id_that_select_what_the_class_resolved_drift_nothing(running_install, tmp_path):
+    """Found by a newcomer trial: an existing cluster's class selects subnets and security groups by id; the running
+    class selected them by tag, and Karpenter's status lists the ids it resolved: the same ones, so nothing drifts."""
+    templates, objects = running_install
+    ours = copy.deepcopy(objects["class"])
+    by_id = {
+        "subnetSelectorTerms": [{"id": "subnet-0123456789abcdef0"}],
+        "securityGroupSelectorTerms": [{"id": "sg-0123456789abcdef0"}],
+    }
+    ours["spec"].update(by_id)
+    manifest = next(
+        k
+        for k, r in templates["eks-karpenter.template"]["Resources"].items()
+        if r["Type"] == rv.MANIFEST and "EC2NodeClass" in json.dumps(r["Properties"]["Manifest"])
+    )
+    edited = copy.deepcopy(templates)
+    edited["eks-karpenter.template"]["Resources"][manifest]["Properties"]["Manifest"] = json.dumps([ours])
+    running = {
+        **_as_kubectl_lists(objects["class"]),
+        "status": {"subnets": [{"id": "subnet-0123456789abcdef0"}], "securityGroups": [{"id": "sg-0123456789abcdef0"}]},
+    }
+    assert _adopted(edited, tmp_path, running)[0] == (
+        "- EC2NodeClass `default`: securityGroupSelectorTerms, subnetSelectorTerms by id select what the running class "
+        "resolved (its status): no node drifts for them"
+    )
+    running["status"]["subnets"] = [{"id": "subnet-0fedcba9876543210"}]
+    assert _adopted(edited, tmp_path, running)[0].endswith(
+        "subnetSelectorTerms change: nodes of pools `default` whose subnets no longer match are replaced by drift, within "
+        "their budgets"
+    )

@@ -734,10 +734,17 @@ class AppConfig(CamelModel):
 
     # Filled by load_config: things the user should know that do not stop the synth.
     _warnings: tuple[str, ...] = PrivateAttr(default=())
+    # Filled by load_config: what the app did that changes nothing the user meant (a namespace left out of a
+    # cluster-scoped object of a file), said as information, not as a warning.
+    _notes: tuple[str, ...] = PrivateAttr(default=())
 
     @property
     def warnings(self) -> tuple[str, ...]:
         return self._warnings
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self._notes
 
     # Filled by load_config: where each node class was written ("" for nodeClasses, else "<file>: EC2NodeClass/<name>"
     # of nodeManifests), so that a rule's message names the file.

@@ -59,7 +59,7 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
         config = AppConfig.model_validate(layered.settings)
     except ValidationError as err:
         raise fail(format_errors(err, prefix)) from None
-    config, origins, file_warnings = with_node_manifests(config, layered)
+    config, origins, file_warnings, file_notes = with_node_manifests(config, layered)
     problems = rule_problems(config)
     if problems:
         raise fail("\n".join(_in_files(line, config, layered) or prefix + line for line in problems))
@@ -76,21 +76,22 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
     warnings = [support] if support else []
     warnings += [w for warn in WARNINGS for w in warn(config, origins)]
     config._warnings = (*(_placed(w, prefix, origins) for w in warnings), *file_warnings)
+    config._notes = tuple(file_notes)
     return config
 
 
 _NODE_LISTS = ("node_classes", "node_pools", "node_overlays")
 
 
-def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig, dict[str, str], list[str]]:
+def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig, dict[str, str], list[str], list[str]]:
     """The configuration with the objects of nodeManifests after the typed node classes, pools and overlays (a kind
     the files define and no layer sets loses its built-in default), the origins with the files' layer for the
-    node settings they fill, and the warnings about the files' objects (where one is not what the app recommends,
-    what the app left out); ConfigError with one line per file and object refused, naming nodeManifests' layer (the
+    node settings they fill, the warnings about the files' objects (where one is not what the app recommends) and
+    the notes (what the app left out); ConfigError with one line per file and object refused, naming nodeManifests' layer (the
     production profile refuses what its guarantees exclude)."""
     origins = dict(layered.origins)
     if not config.node_manifests:
-        return config, origins, []
+        return config, origins, [], []
     try:
         files = read_node_manifests(
             config.node_manifests,
@@ -122,14 +123,13 @@ def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig,
     if refused:
         raise ConfigError("\n".join(refused))
     warnings = [
-        _from_files(line, layered)
+        _from_files(f"{o.where}: {p.path}: {p.message}", layered)
         for o in files.objects
-        for line in [
-            *o.note_lines(),
-            *(f"{o.where}: {p.path}: {p.message}" for p in o.opinions if not (production and p.guaranteed)),
-        ]
+        for p in o.opinions
+        if not (production and p.guaranteed)
     ]
-    return merged, origins, warnings
+    notes = [_from_files(line, layered) for o in files.objects for line in o.note_lines()]
+    return merged, origins, warnings, notes
 
 
 def _in_files(line: str, config: AppConfig, layered: Layered) -> str | None:

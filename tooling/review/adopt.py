@@ -90,6 +90,8 @@ def read_running(source: str, root: Path) -> dict[str, dict[str, Any]]:
                 "kind": item["kind"],
                 "metadata": kept,
                 "spec": item.get("spec") or {},
+                # what Karpenter resolved (not compared): a pool's node count, a class's subnets and security groups
+                "status": item.get("status") or {},
             }
     return running
 
@@ -136,7 +138,7 @@ def adoption(running: Mapping[str, dict[str, Any]], templates: Mapping[str, dict
             lines.append(f"- {kind} `{name}`: created")
             continue
         theirs = _as_stored(running[key], version)
-        effects = _effects(kind, name, theirs, ours, home)
+        effects = _effects(kind, name, theirs, ours, home, running)
         lines.append(
             f"- {kind} `{name}`: "
             + ("; ".join(effects) if effects else "adopted as it runs: nothing changes, no node drifts")
@@ -169,7 +171,33 @@ def _as_stored(obj: dict[str, Any], version: str) -> dict[str, Any]:
     return with_defaults(stored, kinds[kind]["defaults"]) if kind in kinds else stored
 
 
-def _effects(kind: str, name: str, theirs: dict[str, Any], ours: dict[str, Any], template: dict[str, Any]) -> list[str]:
+def _nodes(pools: list[str], running: Mapping[str, dict[str, Any]]) -> str:
+    """The pools named, with the nodes they run (their status.resources.nodes) where the export says."""
+    counts = [running.get(f"NodePool/{p}", {}).get("status", {}).get("resources", {}).get("nodes") for p in pools]
+    known = [int(c) for c in counts if isinstance(c, (int, str)) and str(c).isdecimal()]
+    shown = ", ".join(f"`{p}`" for p in pools) or "(none)"
+    return f"{shown} ({sum(known)} running)" if known and len(known) == len(pools) else shown
+
+
+def _selected(key: str, theirs: dict[str, Any], ours: dict[str, Any]) -> bool:
+    """Whether our selector terms select what the running class resolved: our terms are ids, and the running
+    class's status lists exactly those (Karpenter resolves each class's subnets and security groups into status)."""
+    status_key = {"subnetSelectorTerms": "subnets", "securityGroupSelectorTerms": "securityGroups"}.get(key)
+    terms = ours.get("spec", {}).get(key) or []
+    if status_key is None or not terms or not all(isinstance(t, dict) and set(t) == {"id"} for t in terms):
+        return False
+    resolved = theirs.get("status", {}).get(status_key) or []
+    return {t["id"] for t in terms} == {r.get("id") for r in resolved if isinstance(r, dict)}
+
+
+def _effects(
+    kind: str,
+    name: str,
+    theirs: dict[str, Any],
+    ours: dict[str, Any],
+    template: dict[str, Any],
+    running: Mapping[str, dict[str, Any]],
+) -> list[str]:
     a, b = theirs.get("spec", {}), ours.get("spec", {})
     effects = []
     if theirs.get("metadata") != ours.get("metadata"):
@@ -190,18 +218,31 @@ def _effects(kind: str, name: str, theirs: dict[str, Any], ours: dict[str, Any],
         effects += disruption.pool_effects(name, theirs, ours)
     elif kind == "EC2NodeClass":
         fields = sorted(k for k in a.keys() | b.keys() if not _same(k, a.get(k), b.get(k)))
+        same = [f for f in fields if _selected(f, theirs, ours)]
+        fields = [f for f in fields if f not in same]
         hashed = [f for f in fields if f not in CLASS_IGNORED]
         family_same = _family(theirs) == _family(ours)
         selected = [CLASS_IGNORED[f] for f in fields if CLASS_IGNORED.get(f)]
-        pools = _pools_of(name, template)
+        pools = _nodes(_pools_of(name, template), running)
+        if same:
+            effects.append(
+                f"{', '.join(same)} by id select what the running class resolved (its status): no node drifts for them"
+            )
+        if "role" in hashed:
+            effects.append(
+                f"role {a.get('role')} → {b.get('role')}: the role is part of the class's drift hash, so all nodes of "
+                f"pools {pools} drift and are replaced within their budgets (to keep the running role, list its ARN in "
+                "existingNodeRoles and name it in the class)"
+            )
+            hashed = [f for f in hashed if f != "role"]
         if hashed or (not family_same and "amiFamily" in fields):
             effects.append(
-                f"{', '.join(hashed or ['amiFamily'])} change: all nodes of pools "
-                f"{', '.join(f'`{p}`' for p in pools) or '(none)'} drift and are replaced within their budgets"
+                f"{', '.join(hashed or ['amiFamily'])} change: all nodes of pools {pools} drift and are replaced within "
+                "their budgets"
             )
         elif selected:
             effects.append(
-                f"{', '.join(fields)} change: nodes of pools {', '.join(f'`{p}`' for p in pools) or '(none)'} whose "
+                f"{', '.join(f for f in fields if f in CLASS_IGNORED)} change: nodes of pools {pools} whose "
                 f"{', '.join(selected)} no longer match are replaced by drift, within their budgets"
             )
     elif a != b:
