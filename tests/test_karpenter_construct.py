@@ -296,19 +296,16 @@ def test_the_apps_settings_that_are_props_name_props_of_the_construct():
 
 
 def _object_ids(node_classes: list[NodeClassSpec], node_pools: list[NodePoolSpec]) -> dict[str, str]:
-    """Kind/name -> the logical id of the manifest that applies it."""
+    """Kind/name -> the logical id of the manifest that applies it (resolved from the construct tree, no synth)."""
     stack = bare_stack()
-    _karpenter(
+    karpenter = _karpenter(
         stack, node_authorization=NodeAuthorization.ACCESS_ENTRY, node_classes=node_classes, node_pools=node_pools
     )
-    found = {}
-    for logical_id, resource in (
-        Template.from_stack(stack).find_resources("Custom::AWSCDK-EKS-KubernetesResource").items()
-    ):
-        text = render(resource["Properties"]["Manifest"])
-        for kind, name in re.findall(r'"kind":"(EC2NodeClass|NodePool)","metadata":\{"name":"([^"]+)"', text):
-            found[f"{kind}/{name}"] = logical_id
-    return found
+    manifests = {
+        **{f"EC2NodeClass/{n}": m for n, m in karpenter.node_classes.items()},
+        **{f"NodePool/{n}": m for n, m in karpenter.node_pools.items()},
+    }
+    return {key: stack.resolve(m.node.default_child.logical_id) for key, m in manifests.items()}
 
 
 def test_reordering_inserting_or_removing_a_pool_or_class_keeps_every_other_objects_logical_id():
