@@ -69,6 +69,14 @@ def class_opinions(written: Mapping[str, Any], family: str | None) -> Iterator[t
             f"nodeClasses' default {recommended}Gi",
             False,
         )
+    if not mappings and family == ami.CUSTOM:
+        yield (
+            "spec.blockDeviceMappings",
+            "not given: amiFamily Custom has no default volumes, so the image's own block device mappings apply, with "
+            "the size and encryption its snapshots have; the app recommends giving the root device (deviceName, "
+            "ebs.volumeSize, encrypted: true)",
+            True,
+        )
     for j, mapping in enumerate(mappings or []):
         ebs = (mapping or {}).get("ebs") or {}
         path = f"spec.blockDeviceMappings[{j}].ebs"

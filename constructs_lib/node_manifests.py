@@ -685,12 +685,7 @@ def volume_settings(spec: Mapping[str, Any], family: str | None, paths: dict[str
     dataVolumes; Bottlerocket's OS volume as Karpenter's default, which the app writes itself."""
     mappings = _list_at(spec, "blockDeviceMappings", "spec")
     if family == ami.CUSTOM and not mappings:
-        raise _Refused(
-            "spec.blockDeviceMappings",
-            "amiFamily Custom has no default volumes, and the app sizes and encrypts the root volume: give your "
-            "image's root device (deviceName, ebs.volumeSize)",
-            show=False,
-        )
+        return {}  # the image's own volumes (manifest_opinions says so)
     if not mappings and family in ami.KARPENTER_VOLUME_GIB:  # Karpenter's own volumes for the family
         paths["rootVolumeSizeGib"] = paths["rootVolumeType"] = "spec.blockDeviceMappings"
         return {"rootVolumeSizeGib": ami.KARPENTER_VOLUME_GIB[family], "rootVolumeType": "gp3"}
@@ -924,7 +919,7 @@ class _Invalid(Exception):
 
 def _validated(kind: str, settings: Mapping[str, Any], paths: Mapping[str, str]) -> Any:
     try:
-        return SPECS[kind].model_validate(settings)
+        return SPECS[kind].model_validate(settings, context={"written": True})
     except ValidationError as err:
         raise _Invalid([_error_line(error, paths) for error in err.errors()]) from None
 

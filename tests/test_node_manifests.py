@@ -85,10 +85,6 @@ STALE_PIN = (
     "EKS-optimized AMIs for 1.36 start with its EKS release (2026-04-22 at the earliest); pin al2023@v20260422 or "
     "later, or al2023@latest"
 )
-CUSTOM_WITHOUT_ROOT = (
-    "EC2NodeClass/custom-family: spec.blockDeviceMappings: amiFamily Custom has no default volumes, and the app sizes "
-    "and encrypts the root volume: give your image's root device (deviceName, ebs.volumeSize)"
-)
 # upstream's file -> accepted, or the synth's message (with why upstream's example is refused in NOTES)
 VERDICTS = {
     "100-cpu-limit.yaml": "accepted",
@@ -102,8 +98,12 @@ VERDICTS = {
     "al2023-custom-userdata.yaml": "accepted",
     "bottlerocket.yaml": "accepted",
     "br-custom-userdata.yaml": "accepted",
-    "custom-family-with-alias.yaml": _refused("custom-family-with-alias.yaml", CUSTOM_WITHOUT_ROOT),
-    "custom-family.yaml": _refused("custom-family.yaml", CUSTOM_WITHOUT_ROOT),
+    "custom-family-with-alias.yaml": "accepted",
+    "custom-family.yaml": _refused(
+        "custom-family.yaml",
+        "EC2NodeClass/custom-family: spec.amiSelectorTerms[0].id 'ami-123': must look like ami-0123456789abcdef0",
+        "EC2NodeClass/custom-family: spec.amiSelectorTerms[1].id 'ami-456': must look like ami-0123456789abcdef0",
+    ),
     "general-purpose.yaml": "accepted",
     "instance-store-ephemeral-storage.yaml": "accepted",
     "large-instances.yaml": "accepted",
@@ -179,6 +179,13 @@ TYPED_DIFFERENCES = {
         "NodePool/default": [SHORTCUTS_FIRST],
     },
     "spot.yaml": {"EC2NodeClass/default": [KARPENTER_VOLUMES]},
+    # the typed settings cannot say "the image's own volumes" of a Custom class: they refuse it
+    "custom-family-with-alias.yaml": {
+        "typed settings": [
+            "nodeClasses[0]: amiFamily Custom has no default volumes: set rootVolumeDeviceName to your image's root "
+            "device (e.g. /dev/xvda), so that its size, type and encryption apply (from cdk.json)"
+        ]
+    },
 }
 
 
@@ -198,7 +205,7 @@ def test_the_typed_settings_of_every_accepted_example_write_only_karpenters_volu
 def test_the_table_prints_every_file(verdicts):
     table = upstream_examples.table(list(verdicts.values()))
     assert table.count("\n| ") == 22  # a row per file
-    assert table.endswith("16 of 22 files accepted, 6 refused.\n")
+    assert table.endswith("17 of 22 files accepted, 5 refused.\n")
     assert "| windows-custom-userdata.yaml | refused: windows-custom-userdata.yaml: NodePool/windows2022: " in table
 
 
@@ -956,3 +963,24 @@ def test_existing_node_roles_are_refused_on_a_cluster_the_app_creates(tmp_path, 
         f'existingNodeRoles ["{OWN_ROLE}"]: only with existingCluster (a running install\'s roles); on a cluster the app '
         "creates, classes use its node role (from cdk.json)"
     )
+
+
+def test_a_custom_class_without_volumes_keeps_its_images_own_and_production_refuses_it(tmp_path, monkeypatch):
+    custom = CLASS.replace(
+        "  amiSelectorTerms:\n    - alias: al2023@latest\n",
+        "  amiFamily: Custom\n  amiSelectorTerms:\n    - id: ami-0123456789abcdef0\n"
+        "  userData: |\n    #!/bin/bash\n    /usr/local/bin/join-cluster --taint karpenter.sh/unregistered:NoExecute\n",
+    )
+    config = _load(tmp_path, monkeypatch, {"class.yaml": custom})
+    at = "class.yaml: EC2NodeClass/default: spec.blockDeviceMappings"
+    assert [w for w in config.warnings if w.startswith(at)] == [
+        f"{at}: not given: amiFamily Custom has no default volumes, so the image's own block device mappings apply, "
+        "with the size and encryption its snapshots have; the app recommends giving the root device (deviceName, "
+        "ebs.volumeSize, encrypted: true) (from cdk.json)"
+    ]
+    (node_class,) = [c for c in config.node_classes if c.written is not None]
+    assert "blockDeviceMappings" not in node_class.manifest(cluster_name="c", node_role_name="r")["spec"]
+    with pytest.raises(
+        ConfigError, match=r"spec.blockDeviceMappings: not given: .*; the production profile requires it"
+    ):
+        _load(tmp_path, monkeypatch, {"class.yaml": custom}, profile="production", administrators=[ADMINISTRATOR])

@@ -45,9 +45,9 @@ NOTES = {
     "al2023-custom-userdata.yaml": "its MIME archive ends with --// instead of --//--, which Karpenter's reader "
     "takes as the end",
     "custom-family-with-alias.yaml": "Custom with a bottlerocket alias and a shell script calling /etc/eks/bootstrap.sh, "
-    "which Bottlerocket images do not have; the app refuses Custom without the image's root device (it sizes and "
-    "encrypts that volume): the app cannot express it, and the example would not join a node anyway",
-    "custom-family.yaml": "placeholder ids (ami-123, ami-456) too, and no root device for Custom",
+    "which Bottlerocket images do not have: deployed as written (the image's own volumes, a warning), but no node it "
+    "launches would join; its typed settings cannot say the image's own volumes (rootVolumeDeviceName is required)",
+    "custom-family.yaml": "placeholder ids (ami-123, ami-456), not EC2 image ids",
     "min-values-family.yaml": "al2023@v20240625 (June 2024) has no image for any Kubernetes version the app "
     "supports (1.31 came out 2024-09-26): a stale pin",
     "min-values-multiple-keys.yaml": "the same stale pin, al2023@v20240625",
@@ -83,13 +83,19 @@ def verdict(path: Path) -> Verdict:
             return Verdict(path.name, refused=str(err))
         settings = read_node_manifests([source], cluster_name=CLUSTER).settings()
     objects = config_objects(config)
-    typed = config_objects(load_config({**base, **settings}, today=TODAY))
+    typed_refused: str | None = None
+    try:
+        typed = config_objects(load_config({**base, **settings}, today=TODAY))
+    except ConfigError as err:  # what the typed settings cannot say (a Custom class with its image's own volumes)
+        typed, typed_refused = [], str(err)
     upstream = upstream_objects(path)
     return Verdict(
         path.name,
         objects=_keyed(objects),
         differences={key: differences(upstream.get(key), obj) for key, obj in _keyed(objects).items()},
-        typed_differences={
+        typed_differences={"typed settings": [typed_refused]}
+        if typed_refused
+        else {
             key: found for key, obj in _keyed(typed).items() if (found := differences(_keyed(objects).get(key), obj))
         },
         violations=[v for obj in objects for v in _violations(obj, config.kubernetes_version)],

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..names import (
@@ -578,7 +578,7 @@ class NodeClassSpec(NodeObjectSpec):
         return self.alias is not None and not self.alias.endswith("@latest")
 
     @model_validator(mode="after")
-    def _ami_selection(self) -> NodeClassSpec:
+    def _ami_selection(self, info: ValidationInfo) -> NodeClassSpec:
         if self.ami_selector_terms and "ami_alias" in self.model_fields_set:
             raise ValueError("amiAlias and amiSelectorTerms both select images: give one (an alias term is amiAlias)")
         if len(self.ami_selector_terms) > 1 and any(t.alias for t in self.ami_selector_terms):
@@ -598,7 +598,9 @@ class NodeClassSpec(NodeObjectSpec):
                 f"amiFamily {quoted(self.ami_family)} does not fit the alias family {alias_family}: with an alias, "
                 "amiFamily is its family or Custom (the CRD's rule)"
             )
-        if self.family == ami.CUSTOM and self.root_volume_device_name is None:
+        # a class of a file deploys as written: without mappings, its image's own volumes (a warning says so)
+        as_written = bool(info.context and info.context.get("written"))
+        if self.family == ami.CUSTOM and self.root_volume_device_name is None and not as_written:
             raise ValueError(
                 "amiFamily Custom has no default volumes: set rootVolumeDeviceName to your image's root device "
                 "(e.g. /dev/xvda), so that its size, type and encryption apply"
@@ -607,6 +609,8 @@ class NodeClassSpec(NodeObjectSpec):
 
     @model_validator(mode="after")
     def _data_volume_devices(self) -> NodeClassSpec:
+        if not self.data_volumes:
+            return self
         taken = ami.reserved_devices(self.family, self.storage_device)
         for volume in self.data_volumes:
             if volume.letter in taken:
@@ -768,7 +772,10 @@ class NodeClassSpec(NodeObjectSpec):
 
     def block_device_mappings(self) -> list[dict[str, Any]]:
         """The volume for images, logs and pods at the family's device and size, after the family's own
-        volumes (Bottlerocket's OS volume); then the extra data volumes."""
+        volumes (Bottlerocket's OS volume); then the extra data volumes. None for Custom without a root device (a
+        class of a file: its image's own volumes)."""
+        if self.family == ami.CUSTOM and self.root_volume_device_name is None:
+            return []
         storage = {
             "deviceName": self.storage_device,
             "ebs": ebs_volume(
