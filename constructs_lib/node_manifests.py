@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from . import yaml_load
 from .manifest_opinions import SILENT_POOL, opinions
 from .names import (
     DISCOVERY_TAG_KEY,
@@ -49,7 +49,8 @@ from .names import (
 )
 from .specs import ami
 from .specs.base import ascii_int, quoted, shown
-from .specs.node_class import NodeClassSpec, project_path, read_project_file
+from .specs.files import inside, project_path, read_project_file
+from .specs.node_class import NodeClassSpec
 from .specs.node_overlay import NodeOverlaySpec
 from .specs.node_pool import OS_KEY, SHORTCUTS, NodePoolSpec
 from .specs.not_exposed import not_exposed
@@ -173,6 +174,7 @@ class NodeManifests:
     """The objects of the files, in file order, each converted into its spec."""
 
     objects: tuple[ManifestObject, ...] = ()
+    notes: tuple[str, ...] = ()  # what a glob left out, one line each
 
     def specs(self, kind: str) -> list[Any]:
         return [o.spec for o in self.objects if o.kind == kind]
@@ -304,11 +306,17 @@ def read_node_manifests(
     filling = Filling(cluster_name, dict(variables or {}), tuple(role_names), tuple(own_roles))
     problems: list[str] = []
     objects: list[ManifestObject] = []
-    for source in manifest_files(patterns, root, problems):
+    notes: list[str] = []
+    files = manifest_files(patterns, root, problems, notes)
+    unrelated: dict[str, list[str]] = {}  # a glob -> its files that hold no node object
+    for source, glob in files:
         try:
             documents = parse_yaml(read_project_file(source, root))
         except ValueError as err:
             problems.append(f"nodeManifests: {err}" if str(err).startswith(quoted(source)) else f"{source}: {err}")
+            continue
+        if glob is not None and not any(_node_object(d) for d in documents) and _many(glob, files):
+            unrelated.setdefault(glob, []).append(source)
             continue
         for number, document in enumerate(documents, 1):
             try:
@@ -317,15 +325,39 @@ def read_node_manifests(
                 problems += err.problems
             except _Refused as err:
                 problems.append(f"{source}: document {number}: {err.line()}")
+    for glob, sources in unrelated.items():
+        taken = sum(1 for _, g in files if g == glob) - len(sources)
+        hold = "holds" if len(sources) == 1 else "hold"
+        held = f"{len(sources)} of its files {hold} no EC2NodeClass, NodePool or NodeOverlay (e.g. {sources[0]})"
+        if taken == 0:
+            problems.append(
+                f"nodeManifests: {quoted(glob)}: {held}: name the files of your node objects, or a narrower glob"
+            )
+        else:
+            notes.append(f"nodeManifests: {quoted(glob)}: {held} and are left out")
     if problems:
         raise ManifestError(problems)
-    return NodeManifests(tuple(objects))
+    return NodeManifests(tuple(objects), tuple(notes))
 
 
-def manifest_files(patterns: Iterable[str], root: Path | None, problems: list[str]) -> list[str]:
-    """The files ``patterns`` name, each once, in pattern order (a glob's matches sorted), relative to ``root``."""
+def _many(glob: str, files: Sequence[tuple[str, str | None]]) -> bool:
+    """A glob that matched more than one file: its files without node objects are counted in one line (one file is
+    refused object by object, as a named file is)."""
+    return sum(1 for _, g in files if g == glob) > 1
+
+
+def _node_object(document: Any) -> bool:
+    return isinstance(document, dict) and str(document.get("kind")) in {kind for _, kind in CONVERTERS}
+
+
+def manifest_files(
+    patterns: Iterable[str], root: Path | None, problems: list[str], notes: list[str] | None = None
+) -> list[tuple[str, str | None]]:
+    """The files ``patterns`` name, each once, in pattern order (a glob's matches sorted), relative to ``root``, with
+    the glob that found each (None: named). A glob takes only regular files inside the project (symlinks resolved);
+    what it leaves out is said in one line (``notes``)."""
     base = root or Path()
-    found: list[str] = []
+    found: list[tuple[str, str | None]] = []
     for pattern in patterns:
         try:
             project_path(pattern)
@@ -333,48 +365,35 @@ def manifest_files(patterns: Iterable[str], root: Path | None, problems: list[st
             problems.append(f"nodeManifests: {err}")
             continue
         if not _GLOB.search(pattern):
-            found += [] if pattern in found else [pattern]
+            found += [] if pattern in [f for f, _ in found] else [(pattern, None)]
             continue
-        matches = sorted(p.relative_to(base).as_posix() for p in base.glob(pattern) if p.is_file())
+        matches, left_out = [], 0
+        for path in sorted(base.glob(pattern)):
+            relative = path.relative_to(base).as_posix()
+            if path.is_dir() and not path.is_symlink():
+                continue  # a folder is no file a glob means
+            try:
+                inside(relative, root)
+            except ValueError:
+                left_out += 1
+                continue
+            matches.append(relative)
+        outside = f"{left_out} left out: symlinks outside the project or not regular files"
         if not matches:
             problems.append(
                 f"nodeManifests: {quoted(pattern)} matches no file (paths are relative to the project folder)"
+                + (f"; {outside}" if left_out else "")
             )
-        found += [m for m in matches if m not in found]
+        elif left_out and notes is not None:
+            notes.append(f"nodeManifests: {quoted(pattern)}: took {len(matches)} files; {outside}")
+        found += [(m, pattern) for m in matches if m not in [f for f, _ in found]]
     return found
 
 
-class _Loader(yaml.SafeLoader):  # the pure-Python loader: its error messages are the ones users read
-    """YAML as kubectl reads it: a key given twice in one mapping is an error, not the last one winning."""
-
-
-def _mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    keys: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        if key in keys:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {quoted(key)} is given twice in one mapping", key_node.start_mark
-            )
-        keys.add(key)
-    return dict(loader.construct_mapping(node))
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-
-
 def parse_yaml(text: str) -> list[Any]:
-    """The documents of a YAML file (``---``-separated; empty ones left out); ValueError with the line."""
-    try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]  # a SafeLoader
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err)
-        # what was open when it failed (a flow sequence, a mapping) starts where the mistake usually is
-        context, opened = getattr(err, "context", None), getattr(err, "context_mark", None)
-        since = f", {context} from line {opened.line + 1}" if context and opened is not None else ""
-        raise ValueError(f"{where}not valid YAML ({' '.join(str(problem).split())}{since})") from None
+    """The documents of a YAML file (``---``-separated; empty ones left out), read as kubectl reads them and bounded
+    (``yaml_load.user_documents``); ValueError with the line."""
+    return [d for d in yaml_load.user_documents(text) if d is not None]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
@@ -47,6 +46,7 @@ from .ec2 import (
     ec2_id,
     ec2_tag_characters,
 )
+from .files import read_project_file
 from .kubelet import KubeletSpec
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
 from .written import NodeObjectSpec, filled_class
@@ -797,27 +797,6 @@ def read_user_data(path: str) -> str:
     """A userDataFile's content: a path relative to the project folder (the synth's working directory), so the
     synth reads the same file on every machine; a missing or unreadable file is one line naming the path."""
     return read_project_file(path)
-
-
-def project_path(path: str) -> str:
-    """``path`` when it is relative to the project folder and stays inside it (no absolute path, no '..'); else
-    ValueError naming it."""
-    if PurePosixPath(path).is_absolute() or Path(path).is_absolute() or ".." in PurePosixPath(path).parts:
-        raise ValueError(f"{quoted(path)} must be a path inside the project folder, relative to it (where cdk.json is)")
-    return path
-
-
-def read_project_file(path: str, root: Path | None = None) -> str:
-    """The text of a file of the project: ``path`` relative to ``root`` (default: the project folder, the synth's
-    working directory); a path outside it, or a missing or unreadable file, is one line naming the path."""
-    project_path(path)
-    try:
-        return ((root or Path()) / path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"{quoted(path)}: no such file (paths are relative to the project folder)") from None
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
-        raise ValueError(f"{quoted(path)}: cannot read it ({reason})") from None
 
 
 def _terms(terms: Sequence[CamelModel]) -> list[dict[str, Any]]:

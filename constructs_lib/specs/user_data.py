@@ -24,8 +24,6 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from .. import yaml_load
 from .base import quoted
 
@@ -205,17 +203,19 @@ def _al2023(text: str) -> None:
 
 
 def _yaml_map(text: str) -> bool:
+    """One YAML document, a mapping (read bounded: yaml_load.user_documents)."""
     try:
-        return isinstance(yaml_load.safe_load(text), dict)
-    except yaml.YAMLError:
+        documents = yaml_load.user_documents(text)
+    except ValueError:
         return False
+    return len(documents) == 1 and isinstance(documents[0], dict)
 
 
 def _yaml_documents(text: str, where: str) -> list[Any]:
     try:
-        return [d for d in yaml_load.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as err:
-        raise ValueError(f"user data {where}: not YAML ({' '.join(str(err).split())[:120]})") from None
+        return [d for d in yaml_load.user_documents(text) if d is not None]
+    except ValueError as err:
+        raise ValueError(f"user data {where}: {err}") from None
 
 
 def _node_config(document: Any, where: str) -> None:

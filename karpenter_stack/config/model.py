@@ -26,7 +26,8 @@ from constructs_lib.specs.change import (
 )
 from constructs_lib.specs.controller import ControllerSpec
 from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE, unknown_instance_type
-from constructs_lib.specs.node_class import NodeClassSpec, project_path
+from constructs_lib.specs.files import project_path
+from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import NodePoolSpec
 from constructs_lib.specs.rules import duplicates

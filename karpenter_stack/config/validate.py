@@ -128,7 +128,7 @@ def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig,
         for p in o.opinions
         if not (production and p.guaranteed)
     ]
-    notes = [_from_files(line, layered) for o in files.objects for line in o.note_lines()]
+    notes = [_from_files(line, layered) for line in [*files.notes, *(n for o in files.objects for n in o.note_lines())]]
     return merged, origins, warnings, notes
 
 
