@@ -16,6 +16,9 @@ PRODUCT = ROOT / "tooling" / "product"
 # The toolchain `make` set up: linked into every copy, never copied (and never installed again: the
 # copies keep the files' modification times, so make's stamps stay newer than the requirements).
 TOOLCHAIN = (".venv", "node_modules", ".venv-checkov")
+# Folders of files the configuration names (nodeManifests, userDataFile): copied, as a clone holds them, since a
+# project file must resolve inside the project (constructs_lib/specs/files.py), which a link to this one does not.
+COPIED = ("examples",)
 # What a project folder holds that is the user's (or the CLI's) rather than the product's.
 OWN = {"cdk.json", "cdk.context.json", "baseline", "cdk.out", "cdk.out.next", ".git", *TOOLCHAIN}
 
@@ -37,7 +40,9 @@ def linked(dest: Path, cdk_json: dict[str, Any] | None = None, cdk_context: dict
     the product's) and ``cdk_context`` (default: the product's, empty) as its own files."""
     dest.mkdir(parents=True, exist_ok=True)
     for entry in sorted(ROOT.iterdir()):
-        if entry.name not in OWN and not entry.name.startswith((".pytest", ".mypy", ".ruff", ".hypothesis")):
+        if entry.name in COPIED:
+            shutil.copytree(entry, dest / entry.name)
+        elif entry.name not in OWN and not entry.name.startswith((".pytest", ".mypy", ".ruff", ".hypothesis")):
             (dest / entry.name).symlink_to(entry)
     _link_toolchain(dest)
     _own_files(dest, cdk_json, cdk_context)
