@@ -175,6 +175,14 @@ def test_access_denied_and_no_credentials_are_one_line_and_exit_2(project, capsy
     assert capsys.readouterr().err == f"review --live: {live.NO_CREDENTIALS}\n"
     assert rv.main(["--live", "--region", REGION, "--stack", "nope"]) == 2
     assert capsys.readouterr().err == "review --live: no stack nope in the app (its stacks: eks-karpenter)\n"
+    # a profile that does not exist (issue 41: 64 lines of traceback before) is one line
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
+    assert rv.main(["--live"]) == 2
+    assert capsys.readouterr().err == (
+        "review --live: your AWS configuration: The config profile (no-such-profile) could not be found\n"
+    )
     with pytest.raises(SystemExit) as usage:
         rv.main(["--live", "--base", "HEAD"])
     assert (

@@ -430,5 +430,6 @@ def _default_region() -> str | None:
     only AWS_DEFAULT_REGION and the profile -- found by a newcomer trial), then the default chain's."""
     import boto3
 
-    region = os.environ.get("AWS_REGION") or boto3.Session().region_name
+    with calling("your AWS configuration"):  # a profile that does not exist (AWS_PROFILE) is one line, not a traceback
+        region = os.environ.get("AWS_REGION") or boto3.Session().region_name
     return str(region) if region else None
