@@ -307,6 +307,23 @@ def test_artifacts_that_cannot_be_parsed(root, tmp_path, capsys):
     assert _fails(["1.13.1", "--from", str(folder)], root, capsys) == (
         f"karpenter-import: {folder}/cloudformation.yaml: not YAML at line 2 (did not find expected node content)"
     )
+    # a chart whose CRDs are symlinks (a repository's layout) reads as Helm reads it; a dangling one is one line
+    # a CRD the mirrors cannot read is one line naming the chart's file (issue 41: a traceback before)
+    rendered = folder / "charts" / "karpenter-crd" / "templates" / "karpenter.sh_nodepools.yaml"
+    kept = rendered.read_text()
+    rendered.write_text(kept[: kept.index("  versions:")] + "  versions: []\n")
+    assert _fails(["1.13.1", "--from", str(folder)], root, capsys) == (
+        f"karpenter-import: {folder}/charts/karpenter-crd/templates/karpenter.sh_nodepools.yaml: serves 0 versions "
+        "(spec.versions[].served); the mirrors read exactly one"
+    )
+    rendered.write_text(kept)
+    crd = folder / "charts" / "karpenter" / "crds" / "karpenter.sh_nodepools.yaml"
+    crd.unlink()
+    crd.symlink_to("/nonexistent/pkg/apis/crds/karpenter.sh_nodepools.yaml")
+    assert _fails(["1.13.1", "--from", str(folder)], root, capsys) == (
+        f"karpenter-import: {crd}: cannot read it (No such file or directory; a symlink whose target is missing?): "
+        "give the chart's files as Helm reads them"
+    )
     shutil.rmtree(folder / "charts" / "karpenter")
     (folder / "charts" / "karpenter-1.13.1.tgz").write_bytes(b"not a tar archive")
     assert _fails(["1.13.1", "--from", str(folder)], root, capsys) == (
@@ -542,3 +559,42 @@ def test_a_release_whose_changes_need_a_decision_is_not_imported(tmp_path, capsy
     )
     assert err.rstrip().endswith("; nothing was written") and err.count("\n") == 1
     assert tree(root) == before
+
+
+@pytest.mark.parametrize(
+    ("crd", "problem"),
+    [
+        ({"spec": "x"}, "a CustomResourceDefinition without spec.group"),
+        ({"spec": {"group": "g"}}, "a CustomResourceDefinition without spec.names.kind"),
+        (
+            {"spec": {"group": "g", "names": {"kind": "K"}, "versions": "v1"}},
+            "serves 0 versions (spec.versions[].served); the mirrors read exactly one",
+        ),
+        (
+            {
+                "spec": {
+                    "group": "g",
+                    "names": {"kind": "K"},
+                    "versions": [{"name": "v1", "served": True, "schema": []}],
+                }
+            },
+            "version v1: schema.openAPIV3Schema.properties.spec is not a mapping",
+        ),
+        (
+            {
+                "spec": {
+                    "group": "g",
+                    "names": {"kind": "K"},
+                    "versions": [
+                        {"name": "v1", "served": True, "schema": {"openAPIV3Schema": {"properties": {"spec": {}}}}}
+                    ],
+                }
+            },
+            None,
+        ),
+    ],
+)
+def test_a_crd_the_mirrors_cannot_read_is_named(crd, problem):
+    from tooling.karpenter_import import crd_shape_problem
+
+    assert crd_shape_problem(crd) == problem

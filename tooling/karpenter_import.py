@@ -144,7 +144,15 @@ def from_folder(folder: Path, version: str, scratch: Path) -> Artifacts:
     charts = scratch / "charts"
     charts.mkdir()
     for name in CHARTS:
-        shutil.copytree(_local_chart(folder / "charts", name, version, scratch), charts / name)
+        chart = _local_chart(folder / "charts", name, version, scratch)
+        try:  # as Helm reads a chart folder: a symlink is its target's content
+            shutil.copytree(chart, charts / name)
+        except shutil.Error as err:
+            source, _, why = err.args[0][0]
+            raise ImportFailure(
+                f"{source}: cannot read it ({str(why).split('] ', 1)[-1].split(':', 1)[0]}; a symlink whose target "
+                "is missing?): give the chart's files as Helm reads them"
+            ) from None
     try:
         text = template.read_text()
     except UnicodeDecodeError:
@@ -239,10 +247,33 @@ def render_crds(chart: Path, shown: str) -> dict[str, str]:
             loaded = None
         if not isinstance(loaded, dict) or loaded.get("kind") != "CustomResourceDefinition":
             raise ImportFailure(f"{shown}/templates/{name}: does not render a CustomResourceDefinition")
+        problem = crd_shape_problem(loaded)
+        if problem is not None:
+            raise ImportFailure(f"{shown}/templates/{name}: {problem}")
     missing = sorted(set(mirror_crd_schema.CRD_FILES.values()) - set(crds))
     if missing:
         raise ImportFailure(f"{shown}: renders no {', '.join(missing)} (the schema mirrors are taken from it)")
     return crds
+
+
+def crd_shape_problem(crd: dict[str, Any]) -> str | None:
+    """What the mirrors need of a CRD and it lacks (None: it has it): a group and a kind, exactly one served
+    version, whose OpenAPI schema is a mapping with a spec of properties."""
+    spec = crd.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("group"), str):
+        return "a CustomResourceDefinition without spec.group"
+    if not isinstance(spec.get("names"), dict) or not isinstance(spec["names"].get("kind"), str):
+        return "a CustomResourceDefinition without spec.names.kind"
+    versions = spec.get("versions")
+    served = [v for v in versions if isinstance(v, dict) and v.get("served")] if isinstance(versions, list) else []
+    if len(served) != 1:
+        return f"serves {len(served)} versions (spec.versions[].served); the mirrors read exactly one"
+    schema = served[0].get("schema")
+    openapi = schema.get("openAPIV3Schema") if isinstance(schema, dict) else None
+    properties = openapi.get("properties") if isinstance(openapi, dict) else None
+    if not isinstance(properties, dict) or not isinstance(properties.get("spec"), dict):
+        return f"version {served[0].get('name')!s}: schema.openAPIV3Schema.properties.spec is not a mapping"
+    return None
 
 
 def feature_gates(values: dict[str, Any], shown: str) -> dict[str, bool]:
