@@ -1,0 +1,3 @@
+module harness
+
+go 1.19
