@@ -98,13 +98,14 @@ def _check(node: yaml.Node) -> None:
     size(node)
 
 
-def user_documents(text: str) -> list[Any]:
+def user_documents(text: str, first_only: bool = False) -> list[Any]:
     """The documents of YAML a user wrote, each checked before it is built (:func:`_check`); ValueError in one line:
-    ``line L, column C: not valid YAML (<reason>)``."""
+    ``line L, column C: not valid YAML (<reason>)``. ``first_only``: read the first document only, as go-yaml v2's
+    Unmarshal does (what follows it is not parsed)."""
     loader = UserLoader(text)
     documents: list[Any] = []
     try:
-        while loader.check_node():
+        while loader.check_node() and not (first_only and documents):
             node = loader.get_node()
             if node is None:
                 documents.append(None)

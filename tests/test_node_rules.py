@@ -116,6 +116,21 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         "nodeClasses[1].amiAlias 'al2@latest': EKS publishes no Amazon Linux 2 AMIs for Kubernetes 1.35 (the last "
         "is 1.32); use al2023 or bottlerocket",
     ),
+    "user data that outgrows EC2's limit with a pool's labels": (
+        {
+            "node_classes": [
+                NodeClassSpec(name="general", user_data="#!/bin/bash\n" + "echo 0123456789abcdef\n" * 560)
+            ],
+            "node_pools": [
+                NodePoolSpec(
+                    name="labelled", node_class="general", labels={f"example.com/l{i:03}": "v" * 60 for i in range(40)}
+                )
+            ],
+        },
+        "nodeClasses 'general': the user data Karpenter would send to a node of nodePools 'labelled' is 17855 bytes "
+        "(the class's userData, 12332 bytes, and Karpenter's al2023 part with the pool's labels, taints and the "
+        "class's kubelet settings): EC2 takes at most 16384; shorten the user data or the pool's labels",
+    ),
     "a Kubernetes version the AMI rule cannot read": (
         {"kubernetes_version": "1.x"},
         "kubernetesVersion '1.x' is not of the form 1.NN (e.g. 1.35)",
@@ -185,7 +200,7 @@ def test_the_construct_runs_every_rule_function(monkeypatch):
     assert (
         sorted(called)
         == sorted(functions)
-        == ["ami_problems", "name_problems", "pool_problems", "release_problems", "role_problems"]
+        == ["ami_problems", "name_problems", "pool_problems", "release_problems", "role_problems", "user_data_problems"]
     )
 
 

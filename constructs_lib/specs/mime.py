@@ -77,7 +77,10 @@ def read_archive(text: str) -> list[Entry]:
     media_type, params = parse_media_type(_get(headers, "Content-Type"))
     if not media_type.startswith("multipart/"):
         raise MimeError(f"archive is not in multipart format (Content-Type {media_type!r})")
-    return _parts(lines, params.get("boundary", ""))
+    try:
+        return _parts(lines, params.get("boundary", ""))
+    except MimeError as err:  # mime.go: fmt.Errorf("parsing content, %w", err)
+        raise MimeError(f"parsing content, {err}") from None
 
 
 def serialize(entries: list[Entry]) -> str:
@@ -330,7 +333,7 @@ def _body(lines: _Lines, nl_dash: str, dash: str) -> str:
     while True:
         found = text.find(nl_dash, search)
         if found < 0:
-            raise MimeError("parsing content, unexpected EOF")
+            raise MimeError("unexpected EOF")
         if _boundary_follows(text, found + len(nl_dash)):
             lines.pos = found
             return text[start:found]

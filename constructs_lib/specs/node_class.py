@@ -17,7 +17,7 @@ from ..names import (
     RESTRICTED_TAG_KEYS,
     RESTRICTED_TAG_PREFIX,
 )
-from . import ami, user_data
+from . import ami, user_data, user_data_merged
 from .base import (
     CamelModel,
     annotations_fit,
@@ -669,6 +669,13 @@ class NodeClassSpec(NodeObjectSpec):
                 user_data.check(self.family, text)
             except ValueError as err:
                 raise ValueError(f"{which}: {err}") from None
+            sent = user_data_merged.size(self.family, text, self.kubelet.manifest(), user_data_merged.BARE_POOL)
+            if sent > user_data_merged.EC2_USER_DATA_BYTES:
+                raise ValueError(
+                    f"{which}: {len(text.encode())} bytes, and with Karpenter's {self.family} part for a pool that adds "
+                    f"no label or taint of its own the user data of a node is {sent} bytes: EC2 takes at most "
+                    f"{user_data_merged.EC2_USER_DATA_BYTES}"
+                )
         self._user_data = text
         return self
 

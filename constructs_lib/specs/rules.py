@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import ami
+from . import ami, user_data_merged
 from .base import quoted
 from .controller import FeatureGate, gate_on
 from .node_class import NodeClassSpec
@@ -224,6 +224,34 @@ def role_problems(node_classes: Sequence[NodeClassSpec], own_node_roles: Sequenc
     return problems
 
 
+def user_data_problems(node_classes: Sequence[NodeClassSpec], node_pools: Sequence[NodePoolSpec]) -> list[str]:
+    """The user data Karpenter would send to a node of each pool fits EC2's 16 KB: the class's user data with
+    Karpenter's part for the pool's labels, taints and the class's kubelet settings (specs/user_data_merged.py);
+    one problem per class, naming its largest pool."""
+    problems = []
+    for node_class in node_classes:
+        pools = [p for p in node_pools if p.node_class == node_class.name]
+        if not pools:
+            continue
+        text, kubelet = node_class.user_data_text, node_class.kubelet.manifest()
+        sizes = {
+            p.name: user_data_merged.size(
+                node_class.family, text, kubelet, user_data_merged.pool_of(p, node_class.name)
+            )
+            for p in pools
+        }
+        worst = max(sizes, key=lambda name: sizes[name])
+        if sizes[worst] > user_data_merged.EC2_USER_DATA_BYTES:
+            problems.append(
+                f"nodeClasses {quoted(node_class.name)}: the user data Karpenter would send to a node of nodePools "
+                f"{quoted(worst)} is {sizes[worst]} bytes (the class's userData, {len((text or '').encode())} bytes, "
+                f"and Karpenter's {node_class.family} part with the pool's labels, taints and the class's kubelet "
+                "settings): EC2 takes at most "
+                f"{user_data_merged.EC2_USER_DATA_BYTES}; shorten the user data or the pool's labels"
+            )
+    return problems
+
+
 def check_nodes(
     where: str,
     *,
@@ -242,6 +270,7 @@ def check_nodes(
         or role_problems(node_classes, own_node_roles)
         or pool_problems(node_classes, node_pools, feature_gates, node_overlays)
         or ami_problems(node_classes, kubernetes_version)
+        or user_data_problems(node_classes, node_pools)
         or (
             release_problems(node_classes, node_pools, node_overlays, feature_gates, karpenter_version)
             if karpenter_version is not None

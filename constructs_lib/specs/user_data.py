@@ -1,57 +1,72 @@
-"""A node class's user data, checked at synth as Karpenter 1.14 merges it for each AMI family.
+"""A node class's user data, judged at synth as Karpenter 1.14 reads and merges it for each AMI family.
 
-Sources (aws/karpenter-provider-aws, the 1.14 line): ``website/content/en/v1.14/concepts/nodeclasses.md``
-("spec.userData"), ``pkg/providers/amifamily/bootstrap/{nodeadm,eksbootstrap,bottlerocket,bottlerocketsettings,
-windows,custom}.go`` and ``bootstrap/mime/mime.go``; EC2's limit: the EC2 User Guide, "Instance user data"
-(16 KB, before base64).
+Sources (aws/karpenter-provider-aws v1.14.1, ``pkg/providers/amifamily/bootstrap/``): ``nodeadm.go`` (AL2023),
+``eksbootstrap.go`` (AL2), ``bottlerocket.go`` and ``bottlerocketsettings.go`` (Bottlerocket), ``windows.go``,
+``custom.go``, and ``mime/mime.go``; the 1.14 docs' "spec.userData" (website/content/en/v1.14/concepts/nodeclasses.md).
 
-- AL2023: a MIME multi-part archive, a bare ``NodeConfig`` (YAML or JSON) or a shell script; Karpenter makes a
-  non-MIME value one part and adds its own NodeConfig, whose values win (cluster, kubelet, labels, taints).
-- AL2: a MIME archive or a shell script, run before the part Karpenter adds to call /etc/eks/bootstrap.sh.
-- Bottlerocket: TOML; Karpenter overwrites the cluster's settings, the node labels and taints and every
-  ``settings.kubernetes`` key its kubelet settings write, and drops keys its settings model does not know.
-- Windows: PowerShell commands, put inside Karpenter's ``<powershell>`` block before its bootstrap call.
-- Custom: used as given; it must join the node to the cluster itself.
-
-What Karpenter would override is refused here, naming the key and the setting that says it instead: the node
-would otherwise run with something other than what Karpenter computed its capacity from.
+- **Reading.** A value that starts (spaces trimmed) with ``MIME-Version:`` or ``Content-Type:`` exactly as written
+  is a MIME archive, read by Go's library (:mod:`.mime` mirrors it; what it refuses, Karpenter refuses and launches
+  no node). Otherwise AL2023 takes it as one NodeConfig part if its first YAML document is a mapping (or empty), else
+  as a shell script; AL2 as a shell script. A value that starts with those headers in another case is neither.
+- **Karpenter's values.** What Karpenter writes from the cluster and the pools (cluster identity, kubelet settings,
+  labels, taints) is refused wherever the user data says it too, naming the setting that says it instead: in each
+  YAML document of a NodeConfig part (config keys and kubelet flags, in either spelling), as a kubelet flag anywhere
+  in a shell part (``--max-pods=5``, ``--max-pods 5``, ``--max_pods``), as a call of ``/etc/eks/bootstrap.sh`` or
+  ``nodeadm init`` (Karpenter's part does that), in Bottlerocket's ``settings.kubernetes``.
+- **Bottlerocket types.** The TOML is decoded into Karpenter's settings structs (:mod:`.bottlerocket_settings`): a
+  value of the wrong type fails there, on every launch.
+- **Windows.** The user's commands go inside Karpenter's ``<powershell>`` block: EC2Launch's own tags cannot.
+- **Size.** EC2 takes at most 16 KB of user data; :mod:`.user_data_merged` builds what Karpenter sends (the
+  user's parts and Karpenter's, for the pool's labels, taints and kubelet settings); the node class alone is
+  checked with a pool that adds nothing, each pool by the cross-object rules (rules.py).
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
 from typing import Any
 
 from .. import yaml_load
+from . import bottlerocket_settings as br
+from . import mime
 from .base import quoted
-
-# EC2 refuses user data over 16 KB, counted before base64 (EC2 User Guide, "Instance user data").
-EC2_USER_DATA_BYTES = 16 * 1024
-# What Karpenter adds to the user's data, at most, for each family: its bootstrap part rendered with a
-# 100-character cluster name, an 80-character endpoint, an EKS cluster CA (a 1,1xx-byte PEM: 1,500
-# base64 characters), the cluster DNS IP and a node-labels flag of 600 characters (the pool's own labels and
-# Karpenter's), plus the MIME framing. The user's part may take the rest of EC2's 16 KB.
-KARPENTER_PART_BYTES = {
-    "al2023": 3000,
-    "al2": 2800,
-    "bottlerocket": 2700,
-    "windows": 2600,
-    "custom": 0,
-}
+from .user_data_shell import flags, words
 
 NODE_CONFIG_API_VERSION = "node.eks.aws/v1alpha1"
-NODE_CONFIG_CONTENT_TYPE = "application/node.eks.aws"
-SHELL_CONTENT_TYPE = "text/x-shellscript"
 # nodeadm.go: a NodeConfig's spec.cluster comes from Karpenter (name, endpoint, CA, service CIDR).
 NODE_CONFIG_CLUSTER_KEYS = ("name", "apiServerEndpoint", "certificateAuthority", "cidr")
-# nodeadm.go: kubelet config keys Karpenter writes besides those of spec.kubelet (taints: registerWithTaints).
+# The kubelet settings of spec.kubelet, by the name Karpenter writes them in a NodeConfig's kubelet config
+# (KubeletConfiguration JSON), as bootstrap.sh / kubelet flags (bootstrap.go kubeletExtraArgs, the flags Karpenter
+# passes on AL2 and Windows) and as Bottlerocket settings.kubernetes keys (bottlerocket.go).
+KUBELET_SETTINGS: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "maxPods": (("max-pods",), "max-pods"),
+    "podsPerCore": (("pods-per-core",), None),
+    "systemReserved": (("system-reserved",), "system-reserved"),
+    "kubeReserved": (("kube-reserved",), "kube-reserved"),
+    "evictionHard": (("eviction-hard",), "eviction-hard"),
+    "evictionSoft": (("eviction-soft",), "eviction-soft"),
+    "evictionSoftGracePeriod": (("eviction-soft-grace-period",), "eviction-soft-grace-period"),
+    "evictionMaxPodGracePeriod": (("eviction-max-pod-grace-period",), "eviction-max-pod-grace-period"),
+    "imageGCHighThresholdPercent": (("image-gc-high-threshold",), "image-gc-high-threshold-percent"),
+    "imageGCLowThresholdPercent": (("image-gc-low-threshold",), "image-gc-low-threshold-percent"),
+    "cpuCFSQuota": (("cpu-cfs-quota",), "cpu-cfs-quota-enforced"),
+    "clusterDNS": (("cluster-dns", "dns-cluster-ip"), "cluster-dns-ip"),
+}
+KUBELET_CONFIG_KEYS = tuple(KUBELET_SETTINGS)
+BOTTLEROCKET_KUBELET_KEYS = {name: key for name, (_, key) in KUBELET_SETTINGS.items() if key is not None}
+# Kubelet flags Karpenter passes from the pools (bootstrap.go nodeLabelArg, nodeTaintArg), and nodeadm.go's
+# registerWithTaints kubelet config key.
+POOL_FLAGS = {"node-labels": "the pool's labels", "register-with-taints": "the pool's taints and startupTaints"}
 NODE_CONFIG_KUBELET_KEYS = {"registerWithTaints": "the pool's taints and startupTaints"}
-# nodeadm.go: kubelet flags Karpenter passes (the pool's labels, via --node-labels).
-NODE_CONFIG_FLAGS = {"--node-labels": "the pool's labels", "--register-with-taints": "the pool's taints"}
-
-# bottlerocket.go: settings.kubernetes keys Karpenter always sets, with the setting that says them instead.
+# bootstrap.sh's own flags that carry what Karpenter passes (eksbootstrap.go eksBootstrapScript).
+BOOTSTRAP_FLAGS = {
+    "kubelet-extra-args": "the node class's kubelet settings and the pool's labels and taints",
+    "use-max-pods": "the node class's kubelet.maxPods",
+    "apiserver-endpoint": "the cluster",
+    "b64-cluster-ca": "the cluster",
+}
+# bottlerocket.go: settings.kubernetes keys Karpenter writes from the cluster and the pools.
 BOTTLEROCKET_OWNED = {
     "cluster-name": "the cluster (clusterName)",
     "api-server": "the cluster's endpoint",
@@ -59,197 +74,148 @@ BOTTLEROCKET_OWNED = {
     "node-labels": "the pool's labels",
     "node-taints": "the pool's taints and startupTaints",
 }
-# bottlerocket.go: the kubelet settings (spec.kubelet) Karpenter writes as settings.kubernetes keys.
-BOTTLEROCKET_KUBELET_KEYS = {
-    "maxPods": "max-pods",
-    "clusterDNS": "cluster-dns-ip",
-    "systemReserved": "system-reserved",
-    "kubeReserved": "kube-reserved",
-    "evictionHard": "eviction-hard",
-    "evictionSoft": "eviction-soft",
-    "evictionSoftGracePeriod": "eviction-soft-grace-period",
-    "evictionMaxPodGracePeriod": "eviction-max-pod-grace-period",
-    "imageGCHighThresholdPercent": "image-gc-high-threshold-percent",
-    "imageGCLowThresholdPercent": "image-gc-low-threshold-percent",
-    "cpuCFSQuota": "cpu-cfs-quota-enforced",
-}
-# bottlerocketsettings.go, BottlerocketKubernetes: the settings.kubernetes keys Karpenter keeps (others are dropped,
-# "Unknown parameter in userData K8s settings").
-BOTTLEROCKET_KUBERNETES_KEYS = frozenset(
-    {
-        *BOTTLEROCKET_OWNED,
-        *BOTTLEROCKET_KUBELET_KEYS.values(),
-        "cloud-provider",
-        "credential-providers",
-        "static-pods",
-        "allowed-unsafe-sysctls",
-        "server-tls-bootstrap",
-        "registry-qps",
-        "registry-burst",
-        "event-qps",
-        "event-burst",
-        "kube-api-qps",
-        "kube-api-burst",
-        "container-log-max-size",
-        "container-log-max-files",
-        "cpu-manager-policy",
-        "cpu-manager-policy-options",
-        "cpu-manager-reconcile-period",
-        "topology-manager-scope",
-        "topology-manager-policy",
-        "ids-per-pod",
-        "shutdown-grace-period",
-        "shutdown-grace-period-for-critical-pods",
-        "cluster-domain",
-        "seccomp-default",
-        "pod-pids-limit",
-        "device-ownership-from-security-context",
-        "single-process-oom-kill",
-        "container-log-max-workers",
-        "container-log-monitor-interval",
-        "hostname-override-source",
-        "log-level",
-    }
-)
-# The kubelet settings of spec.kubelet Karpenter passes to AL2023 as NodeConfig kubelet config (its own names).
-KUBELET_CONFIG_KEYS = tuple(BOTTLEROCKET_KUBELET_KEYS) + ("podsPerCore",)
+# EC2Launch's user data tags (EC2 User Guide, "Run commands on your Windows instance at launch"): Karpenter writes
+# the user's commands inside its own <powershell> block, where none of them is read as a tag.
+WINDOWS_TAGS = ("powershell", "script", "persist", "runAsLocalSystem", "powershellArguments")
 
-_MIME_START = re.compile(r"^\s*(MIME-Version:|Content-Type:)", re.IGNORECASE | re.ASCII)
-
-
-@dataclass(frozen=True)
-class Part:
-    content_type: str  # the media type, lowercase, without parameters
-    body: str
+_LOOKS_MIME = re.compile(r"(mime-version|content-type)[ \t]*:", re.IGNORECASE | re.ASCII)
+_WINDOWS_TAG = re.compile(r"</?(" + "|".join(WINDOWS_TAGS) + r")\s*>", re.IGNORECASE | re.ASCII)
 
 
 def check(family: str, text: str) -> None:
-    """Refuse user data Karpenter 1.14 cannot merge for ``family`` (al2023, al2, bottlerocket, windows20XX,
-    custom) or whose keys it would override; ValueError names the part, key and the setting to use."""
+    """Refuse user data Karpenter 1.14 cannot read for ``family`` (al2023, al2, bottlerocket, windows20XX, custom) or
+    whose values it writes itself; ValueError names the part, the key and the setting to use."""
     if not text.strip():
         raise ValueError("user data is empty: leave it unset")
     kind = "windows" if family.startswith("windows") else family
-    limit = EC2_USER_DATA_BYTES - KARPENTER_PART_BYTES[kind]
-    size = len(text.encode())
-    if size > limit:
-        raise ValueError(
-            f"user data of {size} bytes is too large: EC2 allows {EC2_USER_DATA_BYTES} bytes for the final user "
-            f"data, and Karpenter's {kind} bootstrap part takes up to {KARPENTER_PART_BYTES[kind]} of them "
-            f"(at most {limit} are yours)"
-        )
     {"al2023": _al2023, "al2": _al2, "bottlerocket": _bottlerocket, "windows": _windows, "custom": _custom}[kind](text)
 
 
-def is_mime(text: str) -> bool:
-    """Karpenter reads user data as a MIME archive when it starts with a MIME-Version or Content-Type header."""
-    return _MIME_START.match(text) is not None
-
-
-def mime_parts(text: str) -> list[Part]:
-    """The parts of a MIME multi-part archive as Karpenter reads it (bootstrap/mime/mime.go over Go's net/mail and
-    mime/multipart): a multipart Content-Type with a boundary, then parts each opened by a ``--boundary`` line. A
-    part ends at the next boundary line; ``--boundary--`` closes the archive, and so does a ``--boundary`` line
-    with nothing after it (Go's reader then finds no part headers: io.EOF, which Karpenter takes as the end). A
-    part that runs to the end of the text with no boundary line after it fails Go's reader (unexpected EOF)."""
-    head, sep, body = text.lstrip().replace("\r\n", "\n").partition("\n\n")
-    if not sep:
-        raise ValueError("MIME user data: no blank line between the headers and the parts")
-    content_type = _header(head, "content-type")
-    match = re.match(r'\s*multipart/[a-z]+\s*;.*boundary="?([^";\n]+)"?', content_type or "", re.IGNORECASE | re.ASCII)
-    if match is None:
-        raise ValueError(
-            f"MIME user data: Content-Type {quoted(content_type or '')} is not multipart/mixed with a boundary"
-        )
-    delimiter = f"--{match.group(1)}"
-    lines = body.split("\n")
-    marks = [i for i, line in enumerate(lines) if line.rstrip() in (delimiter, delimiter + "--")]
-    if not marks or lines[marks[0]].rstrip() != delimiter:
-        raise ValueError(f"MIME user data: no part starts with a {quoted(delimiter)} line")
-    closed = next((i for i in marks if lines[i].rstrip() == delimiter + "--"), None)
-    opens = [i for i in marks if closed is None or i < closed]
-    parts: list[Part] = []
-    for start, end in zip(opens, [*opens[1:], closed if closed is not None else len(lines)], strict=True):
-        segment = "\n".join(lines[start + 1 : end])
-        if end == len(lines):  # after the last boundary line, with no closing line
-            if not segment.strip():
-                break
+def entries(family: str, text: str) -> list[mime.Entry]:
+    """The parts Karpenter makes of AL2023 or AL2 user data (nodeadm.go parseUserData, eksbootstrap.go mimeify)."""
+    if mime.is_mime(text):
+        try:
+            return mime.read_archive(text)
+        except mime.MimeError as err:
             raise ValueError(
-                f"MIME user data: the last part runs to the end with no {quoted(delimiter)} or "
-                f"{quoted(delimiter + '--')} line after it; Karpenter's MIME reader fails on it"
-            )
-        part_head, _, part_body = segment.partition("\n\n")
-        part_type = (_header(part_head, "content-type") or "text/plain").split(";", 1)[0].strip().lower()
-        parts.append(Part(part_type, part_body))
-    return parts
+                f"user data starts with a MIME header, and Karpenter's MIME reader refuses it: {err}"
+            ) from None
+    if _LOOKS_MIME.match(text.lstrip()):
+        first = text.lstrip().split(":", 1)[0]
+        raise ValueError(
+            f"user data starts with {quoted(first + ':')}: Karpenter takes user data as MIME only when it starts with "
+            "'MIME-Version:' or 'Content-Type:' written so, and would run this one as a shell script"
+        )
+    if family == "al2023" and _node_config_first(text):
+        return [mime.Entry(mime.CONTENT_TYPE_NODE_CONFIG, text)]
+    return [mime.Entry(mime.CONTENT_TYPE_SHELL, text)]
 
 
-def _header(head: str, name: str) -> str | None:
-    for line in head.split("\n"):
-        key, sep, value = line.partition(":")
-        if sep and key.strip().lower() == name:
-            return value.strip()
-    return None
+def _node_config_first(text: str) -> bool:
+    """nodeadm.go: sigs.k8s.io/yaml Unmarshal into a map succeeds: the first YAML document is a mapping or empty."""
+    try:
+        first = yaml_load.user_documents(text, first_only=True)
+    except ValueError:
+        return False
+    return not first or first[0] is None or isinstance(first[0], dict)
 
 
 def _al2023(text: str) -> None:
-    if is_mime(text):
-        parts = mime_parts(text)
-    else:  # nodeadm.go: YAML (a NodeConfig) if it parses as a YAML map, else a shell script
-        parts = [Part(NODE_CONFIG_CONTENT_TYPE if _yaml_map(text) else SHELL_CONTENT_TYPE, text)]
-    for number, part in enumerate(parts, 1):
-        if part.content_type == NODE_CONFIG_CONTENT_TYPE:
-            for document in _yaml_documents(part.body, f"part {number}"):
-                _node_config(document, f"part {number}")
-
-
-def _yaml_map(text: str) -> bool:
-    """One YAML document, a mapping (read bounded: yaml_load.user_documents)."""
-    try:
-        documents = yaml_load.user_documents(text)
-    except ValueError:
-        return False
-    return len(documents) == 1 and isinstance(documents[0], dict)
+    for number, entry in enumerate(entries("al2023", text), 1):
+        where = f"user data part {number}"
+        if entry.media_type == mime.CONTENT_TYPE_NODE_CONFIG:
+            documents = _yaml_documents(entry.content, where)
+            if not any(d is not None for d in documents):
+                raise ValueError(
+                    f"{where}: a NodeConfig part with no YAML document (Karpenter takes user data whose first YAML "
+                    "document is empty, e.g. only comments, as a NodeConfig)"
+                )
+            for index, document in enumerate(documents):
+                if document is not None:
+                    _node_config(document, where if len(documents) == 1 else f"{where}, document {index + 1}")
+        elif entry.media_type == "text/x-shellscript":
+            _shell(entry.content, where, "al2023")
 
 
 def _yaml_documents(text: str, where: str) -> list[Any]:
     try:
-        return [d for d in yaml_load.user_documents(text) if d is not None]
+        return yaml_load.user_documents(text)
     except ValueError as err:
-        raise ValueError(f"user data {where}: {err}") from None
+        raise ValueError(f"{where}: {err}") from None
 
 
 def _node_config(document: Any, where: str) -> None:
     """One NodeConfig document: the right apiVersion and kind, and none of the fields Karpenter writes."""
     if not isinstance(document, dict):
-        raise ValueError(f"user data {where}: a NodeConfig is a YAML or JSON object")
+        raise ValueError(f"{where}: a NodeConfig is a YAML or JSON object")
     api, kind = document.get("apiVersion"), document.get("kind")
     if api != NODE_CONFIG_API_VERSION or kind != "NodeConfig":
         raise ValueError(
-            f"user data {where}: apiVersion {quoted(api)} kind {quoted(kind)} is not a NodeConfig "
+            f"{where}: apiVersion {quoted(api)} kind {quoted(kind)} is not a NodeConfig "
             f"(apiVersion {NODE_CONFIG_API_VERSION}, kind NodeConfig); Karpenter reads YAML user data as a NodeConfig, "
             "so other YAML (e.g. #cloud-config) goes in a MIME part of its own type"
         )
-    spec = document.get("spec") or {}
-    cluster = spec.get("cluster") or {}
+    spec = _mapping(document.get("spec"))
+    cluster = _mapping(spec.get("cluster"))
     for key in NODE_CONFIG_CLUSTER_KEYS:
         if key in cluster:
             raise ValueError(
-                f"user data {where}: NodeConfig spec.cluster.{key} is written by Karpenter from the cluster, "
+                f"{where}: NodeConfig spec.cluster.{key} is written by Karpenter from the cluster, "
                 "and Karpenter's value wins; leave it out"
             )
-    kubelet = spec.get("kubelet") or {}
-    config = kubelet.get("config") or {}
-    for key in config:
-        if key in KUBELET_CONFIG_KEYS:
-            raise ValueError(_kubelet_owned(f"user data {where}: NodeConfig spec.kubelet.config.{key}", key))
+    kubelet = _mapping(spec.get("kubelet"))
+    for key in _mapping(kubelet.get("config")):
+        if key in KUBELET_SETTINGS:
+            raise ValueError(_kubelet_owned(f"{where}: NodeConfig spec.kubelet.config.{key}", key))
         if key in NODE_CONFIG_KUBELET_KEYS:
+            raise ValueError(_owned(f"{where}: NodeConfig spec.kubelet.config.{key}", NODE_CONFIG_KUBELET_KEYS[key]))
+    raw_flags = kubelet.get("flags") or []
+    for flag in raw_flags if isinstance(raw_flags, list) else [raw_flags]:
+        _kubelet_flags(str(flag), f"{where}: NodeConfig kubelet flag")
+
+
+def _mapping(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _kubelet_flags(text: str, where: str) -> None:
+    """Refuse a kubelet flag of Karpenter's in ``text`` (a word or an argument list), in any spelling."""
+    for name, written in flags(text):
+        if name in POOL_FLAGS:
+            raise ValueError(_owned(f"{where} {written}", POOL_FLAGS[name]))
+        setting = next((s for s, (names, _) in KUBELET_SETTINGS.items() if name in names), None)
+        if setting is not None:
+            raise ValueError(_kubelet_owned(f"{where} {written}", setting))
+
+
+def _shell(script: str, where: str, family: str) -> None:
+    """A shell part: no call of the bootstrap Karpenter runs, no kubelet flag Karpenter passes."""
+    found = words(script)
+    for index, word in enumerate(found):
+        name = word.text.rsplit("/", 1)[-1]
+        if word.command and name == "bootstrap.sh":
             raise ValueError(
-                _owned(f"user data {where}: NodeConfig spec.kubelet.config.{key}", NODE_CONFIG_KUBELET_KEYS[key])
+                f"{where}, line {word.line}, runs {word.text}: "
+                + (
+                    "Karpenter adds a part that runs it with the cluster's and the pool's parameters after yours, "
+                    "and a node must join once (for a bootstrap of your own: amiFamily Custom)"
+                    if family == "al2"
+                    else "AL2023 images join with nodeadm and Karpenter's NodeConfig part (for a bootstrap of your "
+                    "own: amiFamily Custom)"
+                )
             )
-    for flag in kubelet.get("flags") or []:
-        name = str(flag).split("=", 1)[0].strip()
-        if name in NODE_CONFIG_FLAGS:
-            raise ValueError(_owned(f"user data {where}: NodeConfig kubelet flag {name}", NODE_CONFIG_FLAGS[name]))
+        following = found[index + 1] if index + 1 < len(found) else None
+        if word.command and name == "nodeadm" and following is not None and following.text == "init":
+            raise ValueError(
+                f"{where}, line {word.line}, runs nodeadm init: the node runs it once with Karpenter's NodeConfig "
+                "part and yours merged; give your settings in a NodeConfig part instead"
+            )
+        for flag, written in flags(word.text):
+            if flag in BOOTSTRAP_FLAGS:
+                raise ValueError(
+                    _owned(f"{where}, line {word.line}: bootstrap.sh flag {written}", BOOTSTRAP_FLAGS[flag])
+                )
+        _kubelet_flags(word.text, f"{where}, line {word.line}: kubelet flag")
 
 
 def _owned(what: str, instead: str) -> str:
@@ -266,14 +232,9 @@ def _kubelet_owned(what: str, kubelet_key: str) -> str:
 
 
 def _al2(text: str) -> None:
-    parts = mime_parts(text) if is_mime(text) else [Part(SHELL_CONTENT_TYPE, text)]
-    for number, part in enumerate(parts, 1):
-        if "/etc/eks/bootstrap.sh" in part.body:
-            raise ValueError(
-                f"user data part {number} calls /etc/eks/bootstrap.sh: Karpenter adds a part that runs it with the "
-                "cluster's and the pool's parameters after yours, and a node must join once (for a bootstrap of "
-                "your own: amiFamily Custom)"
-            )
+    for number, entry in enumerate(entries("al2", text), 1):
+        if entry.media_type in ("text/x-shellscript", ""):
+            _shell(entry.content, f"user data part {number}", "al2")
 
 
 def _bottlerocket(text: str) -> None:
@@ -287,9 +248,33 @@ def _bottlerocket(text: str) -> None:
             f"Bottlerocket user data: top-level {', '.join(quoted(k) for k in others)} is dropped by Karpenter, "
             "which keeps only [settings]"
         )
-    kubernetes = (settings_toml.get("settings") or {}).get("kubernetes") or {}
-    for key in kubernetes:
+    settings = settings_toml.get("settings", {})
+    if not isinstance(settings, dict):
+        raise ValueError(_typed(br.type_problem(settings, {}, "settings")))
+    kubernetes = settings.get("kubernetes", {})
+    if (problem := br.type_problem(kubernetes, {}, "settings.kubernetes")) is not None:
+        raise ValueError(_typed(problem))
+    for key, value in kubernetes.items():
         _bottlerocket_key(key)
+        if (problem := br.type_problem(value, br.KUBERNETES[key], f"settings.kubernetes.{key}")) is not None:
+            raise ValueError(_typed(problem))
+    commands = settings.get("bootstrap-commands", {})
+    if (problem := br.type_problem(commands, ("map", br.BOOTSTRAP_COMMAND), "settings.bootstrap-commands")) is not None:
+        raise ValueError(_typed(problem))
+    for name, command in commands.items():
+        mode = command.get("mode")
+        if mode is not None and mode not in br.BOOTSTRAP_MODES:
+            raise ValueError(
+                f"Bottlerocket user data: settings.bootstrap-commands.{name}.mode {quoted(mode)} is not a mode "
+                f"Bottlerocket runs ({', '.join(br.BOOTSTRAP_MODES)})"
+            )
+
+
+def _typed(problem: str | None) -> str:
+    return (
+        f"Bottlerocket user data: {problem} (bottlerocketsettings.go): the decode fails and no node of the class "
+        "launches"
+    )
 
 
 def _bottlerocket_key(key: str) -> None:
@@ -299,16 +284,18 @@ def _bottlerocket_key(key: str) -> None:
     kubelet = {toml_key: name for name, toml_key in BOTTLEROCKET_KUBELET_KEYS.items()}
     if key in kubelet:
         raise ValueError(_kubelet_owned(where, kubelet[key]))
-    if key not in BOTTLEROCKET_KUBERNETES_KEYS:
+    if key not in br.KUBERNETES:
         raise ValueError(f"{where} is not a setting Karpenter 1.14 knows: it drops it from the user data")
 
 
 def _windows(text: str) -> None:
-    if re.search(r"</?powershell>", text, re.IGNORECASE):
+    tag = _WINDOWS_TAG.search(text)
+    if tag is not None:
         raise ValueError(
-            "Windows user data: leave out <powershell> tags; Karpenter puts your commands inside its own "
-            "<powershell> block, before its bootstrap call"
+            f"Windows user data: leave out {tag.group(0)}; Karpenter writes your commands inside its own <powershell> "
+            "block, before its bootstrap call, where EC2Launch reads no tag"
         )
+    _kubelet_flags(text, "Windows user data: kubelet flag")
 
 
 def _custom(text: str) -> None:

@@ -30,6 +30,7 @@ from constructs_lib.specs.rules import (
     release_problems,
     role_name,
     role_problems,
+    user_data_problems,
 )
 
 from .. import versions
@@ -518,6 +519,11 @@ def pools_fit_classes(config: AppConfig) -> list[str]:
     return pool_problems(config.node_classes, config.node_pools, config.controller.feature_gates, config.node_overlays)
 
 
+def user_data_fits(config: AppConfig) -> list[str]:
+    """The user data Karpenter would send to a node of each pool fits EC2's 16 KB (specs.rules)."""
+    return user_data_problems(config.node_classes, config.node_pools)
+
+
 def node_images(config: AppConfig) -> list[str]:
     """Every node class's AMI alias has images for the Kubernetes version (run after the version checks)."""
     return ami_problems(config.node_classes, config.kubernetes_version)
@@ -574,6 +580,7 @@ RULES: tuple[Rule, ...] = (
     production_nodes,
     distinct_names,
     pools_fit_classes,
+    user_data_fits,
     production_administrators,  # last: what else a production configuration needs is said first
 )
 

@@ -7,10 +7,17 @@ H = 'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
 SHELL = 'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\necho hi\n'
 NODE = "Content-Type: application/node.eks.aws\n\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n"
 
+VALID = H + "--//\n" + SHELL + "\n--//--\n"
+
 
 def cases() -> dict[str, str]:
     """Name -> user data text."""
-    valid = H + "--//\n" + SHELL + "\n--//--\n"
+    return _archive_cases() | _part_cases()
+
+
+def _archive_cases() -> dict[str, str]:
+    """The archive's headers and boundary."""
+    valid = VALID
     eks_guide = (
         'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="==MYBOUNDARY=="\n\n--==MYBOUNDARY==\n'
         'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\necho "Running custom user data script"\n'
@@ -47,6 +54,13 @@ def cases() -> dict[str, str]:
         "folded Content-Type header": valid.replace(
             'multipart/mixed; boundary="//"', 'multipart/mixed;\n boundary="//"'
         ),
+    }
+
+
+def _part_cases() -> dict[str, str]:
+    """The parts: their headers, bodies and the lines between them."""
+    valid = VALID
+    return {
         "preamble before the first part": H + "This is a preamble.\n\n--//\n" + SHELL + "\n--//--\n",
         "epilogue after the last part": valid + "an epilogue\n",
         "part without headers (body right after the boundary)": H + "--//\n#!/bin/bash\necho hi\n\n--//--\n",
