@@ -206,7 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", metavar="FILE", help="print the typed settings of one file of the fixtures")
     args = parser.parse_args(argv)
     if args.settings:
-        found = verdict(FIXTURES / args.settings)
+        path = (FIXTURES / args.settings).resolve()
+        if path.parent != FIXTURES.resolve() or path.suffix != ".yaml" or not path.is_file():
+            names = sorted(p.name for p in FIXTURES.glob("*.yaml"))
+            print(
+                f"upstream-examples: --settings {args.settings!r}: the name of one of Karpenter's examples in "
+                f"{FIXTURES.relative_to(ROOT).as_posix()}/ ({len(names)}: {names[0]}, ..., {names[-1]})",
+                file=sys.stderr,
+            )
+            return 2
+        found = verdict(path)
         print(json.dumps(found.settings, indent=2) if found.refused is None else found.refused)
         return 0 if found.refused is None else 1
     print(table(verdicts()), end="")
