@@ -1,7 +1,8 @@
 """Where a node object of a file (``nodeManifests``) is not what the app recommends. The app deploys the object as
 written (:mod:`constructs_lib.specs.written`); each of these is a warning naming the file, the object and the field,
 and what the app recommends — the defaults its typed settings write. Those the docs promise as a guarantee
-(docs/security.md: encrypted volumes) are refused under the production profile.
+(docs/security.md: encrypted volumes, selector terms bounded to what they name) are refused under the production
+profile.
 
 The silent values are the CRD's defaults (Karpenter 1.14.1's ``karpenter.sh_nodepools.yaml``: ``disruption``
 defaults to ``{consolidateAfter: 0s}``; ``terminationGracePeriod`` and ``limits`` have none) and Karpenter's own
@@ -19,6 +20,8 @@ from .specs import ami
 from .specs.base import quoted
 from .specs.node_class import NodeClassSpec
 from .specs.node_pool import NodePoolSpec
+from .specs.reach import SUBNET, selector_reach
+from .specs.written import SELECTOR_LISTS
 
 # What a NodePool runs with where its file is silent (the CRD's defaults).
 SILENT_POOL = {"consolidateAfter": "0s"}
@@ -57,7 +60,9 @@ def pool_opinions(written: Mapping[str, Any]) -> Iterator[tuple[str, str, bool]]
         )
 
 
-def class_opinions(written: Mapping[str, Any], family: str | None) -> Iterator[tuple[str, str, bool]]:
+def class_opinions(
+    written: Mapping[str, Any], family: str | None, cluster_name: str | None = None
+) -> Iterator[tuple[str, str, bool]]:
     spec = written.get("spec") or {}
     mappings = spec.get("blockDeviceMappings")
     recommended = _app_default(NodeClassSpec, "root_volume_size_gib")
@@ -96,12 +101,19 @@ def class_opinions(written: Mapping[str, Any], family: str | None) -> Iterator[t
                 "are deleted with their instance (true)",
                 False,
             )
+    # subnet and security group terms that reach beyond what they name, as EC2 reads them (docs/security.md)
+    terms = [[t if isinstance(t, Mapping) else {} for t in spec.get(key) or []] for key in SELECTOR_LISTS]
+    for kind, j, reach in selector_reach(terms[0], terms[1], cluster_name):
+        key = SELECTOR_LISTS[0] if kind == SUBNET else SELECTOR_LISTS[1]
+        yield f"spec.{key}[{j}].{reach.field}", reach.opinion(), True
 
 
-def opinions(kind: str, written: Mapping[str, Any], family: str | None) -> Iterator[tuple[str, str, bool]]:
+def opinions(
+    kind: str, written: Mapping[str, Any], family: str | None, cluster_name: str | None = None
+) -> Iterator[tuple[str, str, bool]]:
     """(path, message, guaranteed) for each field of ``written`` that is not what the app recommends."""
     if kind == NODE_CLASS_KIND:
-        yield from class_opinions(written, family)
+        yield from class_opinions(written, family, cluster_name)
     elif kind == "NodePool":
         yield from pool_opinions(written)
 

@@ -461,7 +461,7 @@ def convert(
         spec,
         os_requirement,
         notes=tuple(notes),
-        opinions=tuple(Opinion(*o) for o in opinions(kind, written, _family(written["spec"]))),
+        opinions=tuple(Opinion(*o) for o in opinions(kind, written, _family(written["spec"]), filling.cluster_name)),
     )
 
 

@@ -181,18 +181,17 @@ def test_production_keeps_imds_at_hop_limit_1(hops):
 )
 def test_production_refuses_selector_terms_that_select_by_any_value(setting, tags):
     refusal = _refusal({**PRODUCTION_PRIVATE, "nodeClasses": [{**PINNED, setting: [{"tags": tags}]}]})
-    wild = sorted(k for k, v in tags.items() if v == "*")
+    wild = [k for k, v in tags.items() if v == "*"]
     if not wild:
         assert refusal is None, refusal
         return
-    what = (
-        f"subnet tagged {', '.join(wild)}, the public ones among them"
-        if "Subnet" in setting
-        else f"security group tagged {', '.join(wild)}, other workloads' among them"
-    )
-    assert refusal == (
-        f"nodeClasses[0].{setting}[0].tags {json.dumps(tags)}: '*' selects every {what}, which the production "
-        "profile refuses; name the value, or select by id (from cdk.json)"
+    among = "the public ones among them" if "Subnet" in setting else "other workloads' among them"
+    kind = "subnet" if "Subnet" in setting else "security group"
+    assert refusal == "\n".join(
+        f"nodeClasses[0].{setting}[0].tags.{key} '*': '*' selects every {kind} tagged {key}, in every VPC of the "
+        f"region, {among}, which the production profile refuses; name exact values ('\\*' is a literal '*', '\\?' a "
+        "'?'), or select by id (from cdk.json)"
+        for key in wild
     )
 
 

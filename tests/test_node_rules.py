@@ -214,6 +214,7 @@ APP_OWNED = {
     ("karpenter_stack/cluster_stack.py", "windows"): "what a created cluster adds for Windows classes, no refusal",
     ("karpenter_stack/config/validate.py", "pinned_amis"): "the production profile is the app's",
     ("karpenter_stack/config/validate.py", "production_nodes"): "the production profile is the app's",
+    ("karpenter_stack/config/validate.py", "_selector_reach"): "the production profile's refusals and their warnings",
     ("karpenter_stack/config/validate.py", "_existing_cluster_warnings"): "warnings, not refusals",
     ("karpenter_stack/config/validate.py", "_production_warnings"): "warnings, not refusals",
     ("karpenter_stack/config/reference.py", "_needs_release"): "the configuration reference's text, no refusal",

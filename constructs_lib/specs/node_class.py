@@ -49,6 +49,7 @@ from .ec2 import (
 from .files import read_project_file
 from .kubelet import KubeletSpec
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
+from .reach import SECURITY_GROUP, SUBNET, Reach, selector_reach
 from .written import NodeObjectSpec, filled_class
 
 # A root device name (EC2 block device names: /dev/xvda, /dev/sda1, /dev/nvme0n1).
@@ -755,6 +756,15 @@ class NodeClassSpec(NodeObjectSpec):
                 **self._optional_fields(),
             },
         }
+
+    def selector_reach(self, cluster_name: str | None = None) -> list[tuple[str, Reach]]:
+        """Where the extra subnet and security group terms reach beyond what they name, as EC2 reads them
+        (specs.reach): (the setting of the term, ``extraSubnetSelectorTerms[1]``, the Reach)."""
+        settings = {SUBNET: "extraSubnetSelectorTerms", SECURITY_GROUP: "extraSecurityGroupSelectorTerms"}
+        found = selector_reach(
+            _terms(self.extra_subnet_selector_terms), _terms(self.extra_security_group_selector_terms), cluster_name
+        )
+        return [(f"{settings[kind]}[{j}]", reach) for kind, j, reach in found]
 
     def _optional_fields(self) -> dict[str, Any]:
         """The spec fields written only when set."""

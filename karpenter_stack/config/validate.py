@@ -23,6 +23,7 @@ from constructs_lib.node_manifests import ManifestError, read_node_manifests
 from constructs_lib.specs.base import quoted
 from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
 from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.specs.reach import Reach
 from constructs_lib.specs.rules import (
     ami_problems,
     name_problems,
@@ -435,19 +436,15 @@ def pinned_amis(config: AppConfig) -> list[str]:
     return [_unpinned(i, c) for i, c in enumerate(config.node_classes) if not c.pinned and not c.windows][:1]
 
 
-# Tags that mark public subnets: aws-cdk's subnet type (aws-ec2 Vpc tags every subnet aws-cdk:subnet-type), and the
-# role tag of subnets for internet-facing load balancers (EKS User Guide, "Subnet requirements and considerations":
-# kubernetes.io/role/elb on public subnets). ("*": any value.)
-PUBLIC_SUBNET_TAGS = frozenset({("aws-cdk:subnet-type", "Public"), ("kubernetes.io/role/elb", "*")})
-
-
 def production_nodes(config: AppConfig) -> list[str]:
     """The production profile keeps what docs/security.md calls fixed on Karpenter's nodes: IMDSv2 at hop limit 1
-    (a pod cannot reach the node's role), and selector terms that name what they select -- a '*' tag value selects
-    every subnet or security group carrying the key (the public subnets, every group in the VPC)."""
+    (a pod cannot reach the node's role), no public IP addresses, and selector terms bounded to what they name, read
+    as EC2 reads them (specs.reach: a wildcard anywhere reaches subnets of any VPC, the public ones among them, and
+    other workloads' security groups; a subnet term that can match a public subnet's tag reaches those)."""
     if config.profile != "production":
         return []
     problems = []
+    reach = _selector_reach(config)
     for i, node_class in enumerate(config.node_classes):
         if node_class.metadata_hop_limit != 1:
             problems.append(
@@ -455,38 +452,25 @@ def production_nodes(config: AppConfig) -> list[str]:
                 "at hop limit 1, so pods cannot reach the node's credentials; use 1 (pods that need AWS credentials get "
                 "their own through IRSA or Pod Identity)"
             )
-        tagged: tuple[tuple[str, list[dict[str, str]]], ...] = (
-            ("extraSubnetSelectorTerms", [t.tags for t in node_class.extra_subnet_selector_terms]),
-            ("extraSecurityGroupSelectorTerms", [t.tags for t in node_class.extra_security_group_selector_terms]),
-        )
         if node_class.associate_public_ip_address:
             problems.append(
                 f"nodeClasses[{i}].associatePublicIPAddress true: the production profile launches nodes without "
                 "public IP addresses (private subnets only); use false or leave it unset"
             )
-        for j, tags in enumerate(tagged[0][1]):
-            public = sorted(
-                k for k, v in tags.items() if (k, v) in PUBLIC_SUBNET_TAGS or (k, "*") in PUBLIC_SUBNET_TAGS
-            )
-            if public:
-                problems.append(
-                    f"nodeClasses[{i}].extraSubnetSelectorTerms[{j}].tags {json.dumps(tags)}: {', '.join(public)} marks "
-                    "public subnets, which the production profile refuses for nodes; select private subnets"
-                )
-        for setting, terms in tagged:
-            for j, tags in enumerate(terms):
-                wild = sorted(k for k, v in tags.items() if v == "*")
-                if wild:
-                    problems.append(
-                        f"nodeClasses[{i}].{setting}[{j}].tags {json.dumps(tags)}: '*' selects every "
-                        + (
-                            f"subnet tagged {', '.join(wild)}, the public ones among them"
-                            if "Subnet" in setting
-                            else f"security group tagged {', '.join(wild)}, other workloads' among them"
-                        )
-                        + ", which the production profile refuses; name the value, or select by id"
-                    )
+        problems += [r.refusal(setting) for at, setting, r in reach if at == i]
     return problems
+
+
+def _selector_reach(config: AppConfig) -> list[tuple[int, str, Reach]]:
+    """Where the typed classes' extra selector terms reach beyond what they name (specs.reach): (the class's index,
+    the term's setting, the Reach). A class of nodeManifests is its file's: its opinions name the file's own fields."""
+    sources = config.node_class_sources
+    return [
+        (i, f"nodeClasses[{i}].{setting}", reach)
+        for i, node_class in enumerate(config.node_classes)
+        if not (i < len(sources) and sources[i])
+        for setting, reach in node_class.selector_reach(config.cluster_name)
+    ]
 
 
 def _unpinned(i: int, node_class: NodeClassSpec) -> str:
@@ -757,6 +741,13 @@ def _production_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[
     return warnings
 
 
+def _selector_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
+    """Outside the production profile, the selector terms it refuses (production_nodes) are synth warnings."""
+    if config.profile == "production":
+        return []
+    return [reach.warning(setting) for _, setting, reach in _selector_reach(config)]
+
+
 def _stale_reason_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
     """widePublicAccessReason where the endpoint is within the production profile's bound: it acknowledges nothing."""
     if config.wide_public_access_reason is None or wide_public_access(config) is not None:
@@ -773,6 +764,7 @@ WARNINGS: tuple[Callable[[AppConfig, Mapping[str, str]], list[str]], ...] = (
     _stale_reason_warnings,
     _foreign_account_warnings,
     _production_warnings,
+    _selector_warnings,
 )
 
 
