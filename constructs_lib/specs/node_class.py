@@ -107,7 +107,11 @@ class SubnetTermSpec(SelectorTermSpec):
     REFERENCE_NOTE: ClassVar[str] = "exactly one key each"
 
     id: str | None = Field(None, description="A subnet id (subnet-...).")
-    tags: dict[str, str] = Field(default_factory=dict, description="Tags the subnets carry ('*': any value).")
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tags the subnets carry, read as EC2 filters: `*` and `?` are wildcards anywhere in keys and values "
+        "(`*` alone: any value; a backslash before one makes it literal).",
+    )
 
     ID_KIND: ClassVar[str] = "subnet"
 
@@ -123,8 +127,16 @@ class SecurityGroupTermSpec(SelectorTermSpec):
     REFERENCE_NOTE: ClassVar[str] = "exactly one key each"
 
     id: str | None = Field(None, description="A security group id (sg-...).")
-    name: str | None = Field(None, description="A security group name (its GroupName, not its Name tag).")
-    tags: dict[str, str] = Field(default_factory=dict, description="Tags the groups carry ('*': any value).")
+    name: str | None = Field(
+        None,
+        description="A security group name (its GroupName, not its Name tag), in any VPC of the region; `*` and `?` "
+        "are EC2 wildcards in it.",
+    )
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tags the groups carry, read as EC2 filters: `*` and `?` are wildcards anywhere in keys and values "
+        "(`*` alone: any value; a backslash before one makes it literal).",
+    )
 
     ID_KIND: ClassVar[str] = "sg"
 
@@ -493,8 +505,9 @@ class NodeClassSpec(NodeObjectSpec):
     extra_subnet_selector_terms: list[SubnetTermSpec] = Field(
         default_factory=list,
         max_length=MAX_SELECTOR_TERMS - 1,
-        description="More subnets, ORed with the discovery tag (or the given subnet ids): {id} or {tags}. Nodes in "
-        "subnets no longer selected are replaced (drift).",
+        description="More subnets, ORed with the discovery tag (or the given subnet ids): {id} or {tags}. A term with "
+        "a wildcard, or one that can match a public subnet's tag, is a warning (the production profile refuses it). "
+        "Nodes in subnets no longer selected are replaced (drift).",
         json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.subnetSelectorTerms", EC2_NODE_CLASS_SELECTORS),
         examples=[[{"tags": {"tier": "private"}}]],
     )
@@ -502,7 +515,8 @@ class NodeClassSpec(NodeObjectSpec):
         default_factory=list,
         max_length=MAX_SELECTOR_TERMS - 1,
         description="More security groups for the nodes, on top of the cluster security group: {id}, {name} or "
-        "{tags}. Changing them replaces the nodes (drift).",
+        "{tags}. A term with a wildcard is a warning (the production profile refuses it). Changing them replaces the "
+        "nodes (drift).",
         json_schema_extra=change(Change.DYNAMIC_DRIFT, "spec.securityGroupSelectorTerms", EC2_NODE_CLASS_SELECTORS),
         examples=[[{"tags": {"team": "data"}}]],
     )
