@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
 from aws_cdk import Annotations, Aws, CfnOutput, CfnResource, CfnWaitConditionHandle
@@ -23,6 +23,7 @@ from constructs_lib.key_policies import deny_direct_grants
 from constructs_lib.nag import acknowledge, managed_policy_finding
 from constructs_lib.names import ADMIN_ROLE_ID, POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
 from constructs_lib.network import ClusterVpc
+from constructs_lib.specs.base import quoted
 
 from .acknowledgments import acknowledge_cluster
 from .base_stack import AppStack
@@ -67,6 +68,29 @@ def check_controller_placement(private_subnets: Sequence[ec2.ISubnet], hosting: 
         )
 
 
+def public_subnet_terms(config: AppConfig, public_ids: Collection[str], vpc_id: str) -> list[str]:
+    """The subnet terms that name, by id, a public subnet of the existing VPC (its lookup says which are public; the
+    configuration cannot): one line each, naming the typed setting or the file's own field."""
+    found = []
+    sources = config.node_class_sources
+    for i, node_class in enumerate(config.node_classes):
+        source = sources[i] if i < len(sources) else ""
+        if source and node_class.written is not None:
+            written = node_class.written["spec"].get("subnetSelectorTerms") or []
+            terms = [(f"{source}: spec.subnetSelectorTerms[{j}]", t) for j, t in enumerate(written)]
+        else:
+            terms = [
+                (f"nodeClasses[{i}].extraSubnetSelectorTerms[{j}]", {"id": t.id})
+                for j, t in enumerate(node_class.extra_subnet_selector_terms)
+            ]
+        found += [
+            f"{at}.id {quoted(term['id'])}: a public subnet of VPC {vpc_id} (its lookup in cdk.context.json says so)"
+            for at, term in terms
+            if isinstance(term, dict) and term.get("id") in public_ids
+        ]
+    return found
+
+
 class KarpenterClusterStack(AppStack):
     """An EKS cluster with no default capacity, autoscaled by Karpenter: network -> cluster ->
     controller hosting (and the add-ons that run there) -> Karpenter."""
@@ -90,6 +114,8 @@ class KarpenterClusterStack(AppStack):
             # deployed, but must not be empty (CloudFormation validation rejects that).
             CfnWaitConditionHandle(self, "AwaitingVpcLookup")
             return
+        if not self.network.created:
+            self._public_subnet_terms()
         self.cluster = self._cluster()
         if cluster_only:
             return
@@ -102,6 +128,19 @@ class KarpenterClusterStack(AppStack):
         self._cluster_outputs()
         self.add_karpenter_outputs(self.karpenter)
         self.finish()
+
+    def _public_subnet_terms(self) -> None:
+        """An existing VPC's public subnets by id: refused by the production profile, a warning otherwise."""
+        config = self.config
+        public = {s.subnet_id for s in self.network.vpc.public_subnets}
+        lines = public_subnet_terms(config, public, self.network.vpc.vpc_id)
+        if lines and config.profile == "production":
+            refused = "which the production profile refuses for nodes; select private subnets"
+            raise ConfigError("\n".join(f"{line}, {refused}" for line in lines))
+        for line in lines:
+            Annotations.of(self).add_warning_v2(
+                "eks-karpenter:configuration", f"{line}; select private subnets (the production profile refuses it)"
+            )
 
     def _network(self) -> ClusterVpc:
         config = self.config

@@ -212,6 +212,7 @@ APP_OWNED = {
     "no deployed state",
     ("karpenter_stack/cluster_stack.py", "__init__"): "the construct's handles (the demo workload after the pools)",
     ("karpenter_stack/cluster_stack.py", "windows"): "what a created cluster adds for Windows classes, no refusal",
+    ("karpenter_stack/cluster_stack.py", "public_subnet_terms"): "an existing VPC's lookup: the construct sees no VPC",
     ("karpenter_stack/config/validate.py", "pinned_amis"): "the production profile is the app's",
     ("karpenter_stack/config/validate.py", "production_nodes"): "the production profile is the app's",
     ("karpenter_stack/config/validate.py", "_selector_reach"): "the production profile's refusals and their warnings",

@@ -349,3 +349,24 @@ def test_karpenters_own_examples_name_what_they_select():
     for node_class in classes:
         spec = node_class["spec"]
         assert selector_reach(spec["subnetSelectorTerms"], spec["securityGroupSelectorTerms"], CLUSTER) == []
+
+
+# --- an existing VPC: its lookup says which subnets are public ----------------------------------------------------
+def test_an_existing_vpcs_public_subnet_named_by_id_is_named_with_its_vpc(tmp_path, monkeypatch):
+    from karpenter_stack.cluster_stack import public_subnet_terms
+
+    public, private = "subnet-0bbbbbbbbbbbbbbb1", "subnet-0aaaaaaaaaaaaaaa1"
+    (tmp_path / "class.yaml").write_text(CLASS.replace("subnet-0123456789abcdef0", public))
+    monkeypatch.chdir(tmp_path)
+    typed = [{"id": private}, {"tags": {"tier": "private"}}, {"id": public}]
+    config = load_config(
+        {**PRODUCT_CONTEXT, "nodeClasses": [{**PINNED, "name": "typed", S: typed}], "nodeManifests": ["class.yaml"]},
+        today=TODAY,
+    )
+    assert public_subnet_terms(config, {public}, "vpc-0123456789abcdef0") == [
+        f"nodeClasses[0].{S}[2].id '{public}': a public subnet of VPC vpc-0123456789abcdef0 (its lookup in "
+        "cdk.context.json says so)",
+        f"class.yaml: EC2NodeClass/default: spec.subnetSelectorTerms[2].id '{public}': a public subnet of VPC "
+        "vpc-0123456789abcdef0 (its lookup in cdk.context.json says so)",
+    ]
+    assert public_subnet_terms(config, set(), "vpc-0123456789abcdef0") == []
