@@ -9,6 +9,7 @@ from aws_cdk import cloudformation_include as cfn_inc
 from constructs import Construct
 
 from constructs_lib.iam_grants import structured_document, wildcard_acknowledgments
+from constructs_lib.iam_resources import GRANTING
 from constructs_lib.nag import acknowledge
 from constructs_lib.template_parity import parsed_template, widening_problems
 
@@ -25,8 +26,8 @@ CONTROLLER_POLICIES = (
     "KarpenterControllerZonalShiftPolicy",
     "KarpenterControllerResourceDiscoveryPolicy",
 )
-# Resource types whose PolicyDocument the nested stack structures.
-POLICY_TYPES = ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy")
+# Resource types whose PolicyDocument the nested stack structures: every type of the gate's table that holds one.
+POLICY_TYPES = tuple(kind for kind, holder in GRANTING.items() if "PolicyDocument" in holder.documents)
 
 
 class KarpenterInfraStack(NestedStack):

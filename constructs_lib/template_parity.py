@@ -4,15 +4,17 @@ The project's template is its own version of upstream's getting-started template
 upstream grants for the same release, or less: :func:`widenings` lists every grant of the project's template that
 upstream's does not make (a new action, a wider resource, a dropped condition, a dropped Deny, a new principal or
 managed policy), per principal: the controller (every managed policy: the installer attaches all of them to the
-controller's role), each role, each resource policy. The synth refuses a widening that is not acknowledged with a
-reason in ``templates/changes/karpenter-<version>.yaml`` (``widenings:``), which also says why each other
+controller's role), each role, user or group, each resource policy. The grants are read by
+constructs_lib.iam_resources, whatever resource type or intrinsic holds them; one it cannot read refuses the template.
+The synth refuses a widening that is not acknowledged with a reason in ``templates/changes/karpenter-<version>.yaml``
+(``widenings:``, each naming principal, policy, statement, action and resource), which also says why each other
 difference exists (``make template-diff`` prints them all: tooling/template_parity.py).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,10 @@ from typing import Any
 import yaml
 
 from constructs_lib import yaml_load
-from constructs_lib.iam_grants import Grant, grants, render, uncovered
+from constructs_lib.iam_grants import Grant, uncovered
+from constructs_lib.iam_resources import CONTROLLER as CONTROLLER
+from constructs_lib.iam_resources import GrantError as GrantError
+from constructs_lib.iam_resources import read_grants
 
 
 class _CfnLoader(yaml_load.SAFE_LOADER):  # type: ignore[misc,valid-type]
@@ -52,44 +57,10 @@ def load_template(path: Path) -> dict[str, Any]:
     return loaded
 
 
-CONTROLLER = "the controller's managed policies"
-
-
-def principal_of(logical_id: str, resource: Mapping[str, Any]) -> str | None:
-    """Whom a template resource grants to: the controller, a role, a resource policy; None for a non-IAM resource."""
-    kind = resource.get("Type")
-    if kind == "AWS::IAM::ManagedPolicy":
-        return CONTROLLER
-    if kind == "AWS::IAM::Role":
-        return f"role {render(resource.get('Properties', {}).get('RoleName', logical_id))}"
-    if kind in ("AWS::IAM::Policy", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy", "AWS::IAM::InstanceProfile"):
-        return f"{kind} {logical_id}"
-    return None
-
-
-def template_grants(template: Mapping[str, Any]) -> dict[str, list[Grant]]:
-    """Every grant of a template's IAM resources, per principal."""
-    found: dict[str, list[Grant]] = {}
-    for logical_id, resource in template.get("Resources", {}).items():
-        principal = principal_of(logical_id, resource)
-        if principal is None:
-            continue
-        found.setdefault(principal, []).extend(_resource_grants(logical_id, resource))
-    return found
-
-
-def _resource_grants(logical_id: str, resource: Mapping[str, Any]) -> Iterator[Grant]:
-    props = resource.get("Properties", {})
-    for name in ("PolicyDocument", "AssumeRolePolicyDocument"):
-        if name in props:
-            yield from grants(logical_id, props[name])
-    for inline in props.get("Policies", []):
-        yield from grants(f"{logical_id}/{render(inline.get('PolicyName'))}", inline["PolicyDocument"])
-    for arn in props.get("ManagedPolicyArns", []):
-        yield Grant(logical_id, "ManagedPolicyArns", "Allow", "attach", render(arn), frozenset())
-    if resource.get("Type") == "AWS::IAM::InstanceProfile":
-        for role in props.get("Roles", []):
-            yield Grant(logical_id, "Roles", "Allow", "instance profile", render(role), frozenset())
+def template_grants(template: Mapping[str, Any], where: str = "the template") -> dict[str, list[Grant]]:
+    """Every grant of a template, per principal, whatever resource type or intrinsic holds it
+    (constructs_lib.iam_resources); raises GrantError, one line per grant it cannot read."""
+    return read_grants(template, where)
 
 
 @dataclass(frozen=True)
@@ -98,14 +69,24 @@ class Widening:
     grant: Grant
 
     @property
-    def key(self) -> tuple[str, str, str, str]:
-        """How an acknowledgment names it: policy (logical id), statement Sid, action, resource."""
-        return (self.grant.policy, self.grant.sid, self.grant.action, self.grant.resource)
+    def key(self) -> tuple[str, str, str, str, str]:
+        """How an acknowledgment names it: principal, policy (logical id), statement Sid, action, resource."""
+        return (self.principal, self.grant.policy, self.grant.sid, self.grant.action, self.grant.resource)
+
+    def describe(self) -> str:
+        """One grant, with whom it is granted to; a dropped Deny says so."""
+        said = self.grant.describe()
+        return (
+            f"{said} (to {self.principal})" if self.grant.effect == "Allow" else f"{said}, dropped ({self.principal})"
+        )
 
 
-def widenings(project: Mapping[str, Any], upstream: Mapping[str, Any]) -> list[Widening]:
-    """Grants of ``project`` that ``upstream`` does not make, per principal (and upstream's Deny that it drops)."""
-    ours, theirs = template_grants(project), template_grants(upstream)
+def widenings(
+    project: Mapping[str, Any], upstream: Mapping[str, Any], names: tuple[str, str] = ("the template", "upstream's")
+) -> list[Widening]:
+    """Grants of ``project`` that ``upstream`` does not make, per principal (and upstream's Deny that it drops);
+    raises GrantError when a grant of either cannot be read (``names`` name them in its lines)."""
+    ours, theirs = template_grants(project, names[0]), template_grants(upstream, names[1])
     return [
         Widening(principal, grant)
         for principal in sorted(set(ours) | set(theirs))
@@ -113,9 +94,11 @@ def widenings(project: Mapping[str, Any], upstream: Mapping[str, Any]) -> list[W
     ]
 
 
-def narrowings(project: Mapping[str, Any], upstream: Mapping[str, Any]) -> list[Widening]:
+def narrowings(
+    project: Mapping[str, Any], upstream: Mapping[str, Any], names: tuple[str, str] = ("the template", "upstream's")
+) -> list[Widening]:
     """Grants of ``upstream`` that ``project`` does not make (what the project narrowed or dropped)."""
-    return widenings(upstream, project)
+    return widenings(upstream, project, (names[1], names[0]))
 
 
 def upstream_template(template: Path) -> Path:
@@ -134,13 +117,13 @@ def _changes(path: Path) -> dict[str, Any]:
     return loaded or {}
 
 
-WIDENING_KEYS = ("policy", "sid", "action", "resource", "why")
+WIDENING_KEYS = ("principal", "policy", "sid", "action", "resource", "why")
 MIN_REASON = 20
 
 
 def _widening_entries(template: Path) -> tuple[list[dict[str, str]], list[str]]:
-    """The changes file's ``widenings:`` entries, and one line per entry that is not {policy, sid, action, resource,
-    why} with a reason a reviewer can check."""
+    """The changes file's ``widenings:`` entries, and one line per entry that is not {principal, policy, sid, action,
+    resource, why} with a reason a reviewer can check (every field written out: a pattern matches only itself)."""
     entries, problems = [], []
     where = f"templates/changes/{template.name}"
     for i, entry in enumerate(_changes(changes_file(template)).get("widenings") or []):
@@ -156,9 +139,13 @@ def _widening_entries(template: Path) -> tuple[list[dict[str, str]], list[str]]:
     return entries, problems
 
 
-def acknowledged_widenings(template: Path) -> dict[tuple[str, str, str, str], str]:
-    """The widenings acknowledged in the changes file: (policy, sid, action, resource) -> reason."""
-    return {(w["policy"], w["sid"], w["action"], w["resource"]): w["why"] for w in _widening_entries(template)[0]}
+def _key(entry: Mapping[str, str]) -> tuple[str, str, str, str, str]:
+    return (entry["principal"], entry["policy"], entry["sid"], entry["action"], entry["resource"])
+
+
+def acknowledged_widenings(template: Path) -> dict[tuple[str, str, str, str, str], str]:
+    """The widenings acknowledged in the changes file: (principal, policy, sid, action, resource) -> reason."""
+    return {_key(w): w["why"] for w in _widening_entries(template)[0]}
 
 
 @functools.cache
@@ -169,34 +156,49 @@ def parsed_template(path: Path) -> dict[str, Any]:
 
 @functools.cache
 def widening_problems(template: Path) -> tuple[str, ...]:
-    """The synth's check (empty: the template grants no more than upstream's, or says why): one line for the grants
-    without a reason (grouped by statement and action), one per malformed acknowledgment, one per acknowledgment of
-    a grant the template does not make (it would approve that grant in advance)."""
+    """The synth's check (empty: the template grants no more than upstream's, or says why): one line per grant the
+    gate cannot read (an unknown IAM type, a document hidden behind an intrinsic, a nested stack), one for the grants
+    without a reason (grouped by principal, statement and action), one per malformed acknowledgment, one per
+    acknowledgment of a grant the template does not make (it would approve that grant in advance)."""
     reference = upstream_template(template)
     where = f"templates/{template.name}"
     if not reference.exists():
         return (f"{where}: upstream's template of the release is missing (templates/upstream/{template.name})",)
     entries, problems = _widening_entries(template)
     acknowledged = acknowledged_widenings(template)
-    found = widenings(parsed_template(template), parsed_template(reference))
-    open_: dict[tuple[str, str, str], list[str]] = {}
+    try:
+        found = widenings(
+            parsed_template(template), parsed_template(reference), (where, f"templates/upstream/{template.name}")
+        )
+    except GrantError as error:
+        return (*error.lines, *problems)
+    open_: dict[tuple[str, str, str, str, str], list[str]] = {}
     for w in found:
         if w.key not in acknowledged:
-            open_.setdefault(w.key[:3], []).append(w.grant.resource)
+            open_.setdefault((w.principal, w.grant.policy, w.grant.sid, w.grant.effect, w.grant.action), []).append(
+                w.grant.resource
+            )
     if open_:
         said = "; ".join(
-            f"{policy} statement {sid!r}: Allow {action} on {', '.join(resources)}"
-            for (policy, sid, action), resources in open_.items()
+            f"{principal}: {policy} statement {sid!r}: "
+            + (
+                f"Allow {action} on {', '.join(resources)}"
+                if effect == "Allow"
+                else f"drops upstream's Deny {action} on {', '.join(resources)}"
+            )
+            for (principal, policy, sid, effect, action), resources in open_.items()
         )
         problems.append(
             f"{where} grants more than upstream's template of the release: {said} (acknowledge each grant with a "
-            f"reason under widenings: in templates/changes/{template.name}, or remove it)"
+            f"reason under widenings: in templates/changes/{template.name}, naming its principal, policy, sid, "
+            "action and resource, or remove it)"
         )
     made = {w.key for w in found}
     problems += [
         f"templates/changes/{template.name}: widenings acknowledges {e['action']} on {e['resource']} "
-        f"({e['policy']} statement {e['sid']!r}), which the template does not grant beyond upstream's; remove it"
+        f"({e['principal']}: {e['policy']} statement {e['sid']!r}), which the template does not grant beyond "
+        "upstream's; remove it"
         for e in entries
-        if (e["policy"], e["sid"], e["action"], e["resource"]) not in made
+        if _key(e) not in made
     ]
     return tuple(problems)

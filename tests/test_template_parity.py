@@ -91,11 +91,13 @@ def test_a_fork_that_widens_a_controller_policy_is_refused_naming_policy_and_sta
     assert problem.startswith("templates/karpenter-1.14.1.yaml grants more than upstream's template of the release: ")
     assert named in problem, problem
     assert problem.endswith(
-        "(acknowledge each grant with a reason under widenings: in templates/changes/karpenter-1.14.1.yaml, or remove it)"
+        "(acknowledge each grant with a reason under widenings: in templates/changes/karpenter-1.14.1.yaml, naming its "
+        "principal, policy, sid, action and resource, or remove it)"
     )
     # the diff command says the same and fails
     lines, failures = template_parity.report(path)
     assert any(line.startswith("  + KarpenterControllerNodeLifecyclePolicy statement") for line in lines)
+    assert any(line.endswith("(to the controller's managed policies)") for line in lines if line.startswith("  + "))
     assert any("not acknowledged" in f for f in failures)
 
 
@@ -110,6 +112,7 @@ def test_a_widening_acknowledged_with_a_reason_passes_and_the_diff_shows_the_rea
     reason = "Our volumes outlive their instances; the cluster tag condition still applies."
     loaded["widenings"] = [
         {
+            "principal": CONTROLLER,
             "policy": "KarpenterControllerNodeLifecyclePolicy",
             "sid": "DeleteClusterInstancesAndLaunchTemplates",
             "action": "ec2:DeleteVolume",
@@ -285,10 +288,10 @@ def test_the_synth_refuses_a_widened_fork_in_one_line_and_builds_nothing(tmp_pat
     with pytest.raises(ConfigError) as info:
         build(app, today=TODAY)
     assert str(info.value) == (
-        "templates/karpenter-1.14.1.yaml grants more than upstream's template of the release: "
-        "KarpenterControllerInterruptionPolicy statement 'ConsumeInterruptionQueue': Allow sqs:* on "
+        "templates/karpenter-1.14.1.yaml grants more than upstream's template of the release: the controller's managed "
+        "policies: KarpenterControllerInterruptionPolicy statement 'ConsumeInterruptionQueue': Allow sqs:* on "
         "${KarpenterInterruptionQueue.Arn} (acknowledge each grant with a reason under widenings: in "
-        "templates/changes/karpenter-1.14.1.yaml, or remove it)"
+        "templates/changes/karpenter-1.14.1.yaml, naming its principal, policy, sid, action and resource, or remove it)"
     )
     assert app.node.children == [] and list(out.iterdir()) == []
 
@@ -308,7 +311,12 @@ def test_a_malformed_or_stale_widening_acknowledgment_is_refused_in_one_line(tmp
     shutil.copytree(TEMPLATE.parent, root)
     changes = root / "changes" / TEMPLATE.name
     loaded = yaml_load.safe_load(changes.read_text())
-    grant = {"policy": "KarpenterControllerInterruptionPolicy", "sid": "ConsumeInterruptionQueue", "action": "sqs:*"}
+    grant = {
+        "principal": CONTROLLER,
+        "policy": "KarpenterControllerInterruptionPolicy",
+        "sid": "ConsumeInterruptionQueue",
+        "action": "sqs:*",
+    }
     loaded["widenings"] = [
         {**grant, "resource": "*"},  # no why
         {**grant, "resource": "*", "why": "short"},
@@ -317,12 +325,13 @@ def test_a_malformed_or_stale_widening_acknowledgment_is_refused_in_one_line(tmp
     changes.write_text(yaml.safe_dump(loaded))
     widening_problems.cache_clear()
     assert widening_problems(root / TEMPLATE.name) == (
-        "templates/changes/karpenter-1.14.1.yaml: widenings[0] has ['action', 'policy', 'resource', 'sid']: each "
-        "needs exactly policy, sid, action, resource, why",
+        "templates/changes/karpenter-1.14.1.yaml: widenings[0] has ['action', 'policy', 'principal', 'resource', 'sid']: "
+        "each needs exactly principal, policy, sid, action, resource, why",
         "templates/changes/karpenter-1.14.1.yaml: widenings[1].why: a reason a reviewer can check, at least 20 "
         "characters",
-        "templates/changes/karpenter-1.14.1.yaml: widenings acknowledges sqs:* on * (KarpenterControllerInterruptionPolicy "
-        "statement 'ConsumeInterruptionQueue'), which the template does not grant beyond upstream's; remove it",
+        "templates/changes/karpenter-1.14.1.yaml: widenings acknowledges sqs:* on * (the controller's managed policies: "
+        "KarpenterControllerInterruptionPolicy statement 'ConsumeInterruptionQueue'), which the template does not grant "
+        "beyond upstream's; remove it",
     )
     _, failures = template_parity.report(root / TEMPLATE.name)
     assert len(failures) == 3

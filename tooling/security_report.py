@@ -386,8 +386,10 @@ def exceptions_section(app: cdk.App) -> str:
         if wide and config.wide_public_access_reason:
             rows.append([stack.stack_name, f"widePublicAccessReason: {wide}", config.wide_public_access_reason])
         template = versions.karpenter_template(config.karpenter_version)
-        for (policy, sid, action, resource), why in acknowledged_widenings(template).items():
-            rows.append([stack.stack_name, f"{template.name}: {policy} {sid}: {action} on {resource}", why])
+        for (principal, policy, sid, action, resource), why in acknowledged_widenings(template).items():
+            rows.append(
+                [stack.stack_name, f"{template.name}: {principal}: {policy} {sid}: {action} on {resource}", why]
+            )
     header = f"Acknowledged beyond the product's bounds: {len(rows) or 'nothing'}"
     return header if not rows else header + "\n\n" + _table(["stack", "what", "reason"], rows)
 

@@ -9,9 +9,12 @@ Compares templates/karpenter-<version>.yaml with upstream's template of the same
   name), properties added, removed or changed (values compared with their intrinsics written as ``${...}``;
   a policy document compared by its grants);
 
-each with the reason given in templates/changes/karpenter-<version>.yaml (``changes:``, subjects as glob
-patterns). Exits 1 when a difference has no reason, a reason matches no difference, or a widening is not
-acknowledged.
+each with the reason given in templates/changes/karpenter-<version>.yaml (``changes:``). A subject may be a glob
+pattern, except for IAM content (constructs_lib.iam_resources: a resource that grants, added, removed or renamed, or
+one of its properties that hold, direct or attach grants): that is explained only by a reason under its exact
+subject, and each grant it adds by a ``widenings:`` entry naming principal, policy, statement, action and resource;
+a pattern never explains it. Exits 1 when a difference has no reason, a reason matches no difference (or only IAM
+content), a grant cannot be read, or a widening is not acknowledged.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 from constructs_lib import yaml_load
 from constructs_lib.iam_grants import render
+from constructs_lib.iam_resources import GrantError, grant_properties, is_iam_type
 from constructs_lib.template_parity import (
     acknowledged_widenings,
     changes_file,
@@ -39,7 +43,6 @@ from constructs_lib.template_parity import (
 )
 from karpenter_stack import versions
 
-IAM_DOCUMENTS = ("PolicyDocument", "AssumeRolePolicyDocument", "ManagedPolicyArns", "Policies")
 # CloudFormation's defaults: writing them out or leaving them out is the same resource.
 DEFAULTS = {"Path": "/"}
 
@@ -48,6 +51,7 @@ DEFAULTS = {"Path": "/"}
 class Difference:
     subject: str  # e.g. Resources.KarpenterNodeRole.Properties.Path (the project's logical id)
     what: str
+    iam: bool = False  # IAM content: explained by its exact subject (and its grants by widenings:), never a pattern
 
 
 def _value(node: Any) -> Any:
@@ -83,23 +87,26 @@ def differences(project: Mapping[str, Any], upstream: Mapping[str, Any]) -> list
     ours = {_identity(k, v): (k, v) for k, v in project.get("Resources", {}).items()}
     theirs = {_identity(k, v): (k, v) for k, v in upstream.get("Resources", {}).items()}
     for identity in sorted(set(ours) | set(theirs)):
+        kind = identity[0]
+        iam = is_iam_type(kind)
         if identity not in ours:
-            found.append(Difference(f"Resources.{theirs[identity][0]}", "removed (upstream has it)"))
+            found.append(Difference(f"Resources.{theirs[identity][0]}", f"removed {kind} (upstream has it)", iam))
             continue
         logical_id, resource = ours[identity]
         if identity not in theirs:
-            found.append(Difference(f"Resources.{logical_id}", "added (upstream has no such resource)"))
+            found.append(Difference(f"Resources.{logical_id}", f"added {kind} (upstream has no such resource)", iam))
             continue
         upstream_id, upstream_resource = theirs[identity]
         if upstream_id != logical_id:
-            found.append(Difference(f"Resources.{logical_id}", f"logical id {upstream_id} renamed"))
+            found.append(Difference(f"Resources.{logical_id}", f"logical id {upstream_id} renamed", iam))
         props, upstream_props = resource.get("Properties", {}), upstream_resource.get("Properties", {})
         for name in sorted(set(props) | set(upstream_props)):
             subject = f"Resources.{logical_id}.Properties.{name}"
             mine, other = props.get(name, DEFAULTS.get(name)), upstream_props.get(name, DEFAULTS.get(name))
-            if name in IAM_DOCUMENTS:
-                if name in props and name in upstream_props and _show(mine) != _show(other):
-                    found.append(Difference(subject, "rewritten (compared by its grants above)"))
+            if name in grant_properties(kind):
+                if _show(mine) != _show(other):
+                    change = "rewritten" if name in props and name in upstream_props else "added" if mine else "removed"
+                    found.append(Difference(subject, f"{change} (IAM content: compared by its grants above)", True))
             elif _show(mine) != _show(other):
                 found.append(Difference(subject, f"{_show(other)} -> {_show(mine)}"))
         for key in sorted((set(resource) | set(upstream_resource)) - {"Properties", "Type"}):
@@ -126,11 +133,17 @@ def _mapping_diff(subject: str, mine: Any, other: Any) -> list[Difference]:
     ]
 
 
+def _is_pattern(subject: str) -> bool:
+    return any(c in subject for c in "*?[")
+
+
 def report(template: Path) -> tuple[list[str], list[str]]:
-    """The diff as lines, and the problems (differences without a reason, stale reasons, open widenings)."""
+    """The diff as lines, and the problems (differences without a reason, stale reasons, grants the gate cannot
+    read, open widenings)."""
     reference = upstream_template(template)
     project, upstream = load_template(template), load_template(reference)
     reasons_path = changes_file(template)
+    where = f"templates/changes/{reasons_path.name}"
     reasons: dict[str, str] = (
         (yaml_load.safe_load(reasons_path.read_text()) or {}).get("changes") or {} if reasons_path.exists() else {}
     )
@@ -139,41 +152,66 @@ def report(template: Path) -> tuple[list[str], list[str]]:
         "",
     ]
     problems: list[str] = []
-    ours, theirs = template_grants(project), template_grants(upstream)
-    lines.append("Grants (one action on one resource), per principal: the project's / upstream's")
-    for principal in sorted(set(ours) | set(theirs)):
-        lines.append(f"  {principal}: {len(ours.get(principal, []))} / {len(theirs.get(principal, []))}")
+    names = (f"templates/{template.name}", f"templates/upstream/{reference.name}")
+    try:
+        ours, theirs = template_grants(project, names[0]), template_grants(upstream, names[1])
+        wider, narrower = widenings(project, upstream, names), narrowings(project, upstream, names)
+    except GrantError as error:
+        lines.append("Grants: not read (the gate reads every grant or refuses the template)")
+        problems.extend(error.lines)
+        ours, theirs, wider, narrower = {}, {}, [], []
+    else:
+        lines.append("Grants (one action on one resource), per principal: the project's / upstream's")
+        for principal in sorted(set(ours) | set(theirs)):
+            lines.append(f"  {principal}: {len(ours.get(principal, []))} / {len(theirs.get(principal, []))}")
     acknowledged = acknowledged_widenings(template)
-    wider = widenings(project, upstream)
     lines.append(f"Wider than upstream's: {len(wider) or 'none'}")
     for w in wider:
         why = acknowledged.get(w.key)
-        lines.append(f"  + {w.grant.describe()}")
+        lines.append(f"  + {w.describe()}")
         lines.append(f"      why: {why}" if why else "      NOT ACKNOWLEDGED")
         if not why:
-            problems.append(f"{template.name}: {w.grant.describe()}: wider than upstream's, not acknowledged")
-    narrower = narrowings(project, upstream)
+            problems.append(
+                f"{template.name}: {w.describe()}: wider than upstream's, not acknowledged (widenings: in {where})"
+            )
     lines.append(f"Narrower than upstream's: {len(narrower) or 'none'}")
-    lines.extend(f"  - {n.grant.describe()}" for n in narrower)
+    lines.extend(f"  - {n.describe()}" for n in narrower)
     lines.append("")
     found = differences(project, upstream)
     lines.append(f"Other differences: {len(found)}")
     used: set[str] = set()
+    patterns_over_iam: dict[str, list[str]] = {}
     for difference in found:
         matched = [pattern for pattern in reasons if fnmatch.fnmatchcase(difference.subject, pattern)]
+        refused = [p for p in matched if difference.iam and p != difference.subject]
+        matched = [p for p in matched if p not in refused]
+        for pattern in refused:
+            patterns_over_iam.setdefault(pattern, []).append(difference.subject)
         lines.append(f"  {difference.subject}: {difference.what}")
         if matched:
             used.update(matched)
             lines.append(f"      why: {' '.join(str(reasons[matched[0]]).split())}")
+        elif difference.iam:
+            lines.append("      NO REASON GIVEN (IAM content: a reason under this exact subject, never a pattern)")
+            problems.append(
+                f"{template.name}: {difference.subject}: {difference.what}: no reason in {where}; IAM content is "
+                "explained by a reason under its exact subject and its grants under widenings:"
+                + (
+                    f", never by a pattern ({', '.join(repr(p) for p in refused)} does not explain it)"
+                    if refused
+                    else ""
+                )
+            )
         else:
             lines.append("      NO REASON GIVEN")
-            problems.append(
-                f"{template.name}: {difference.subject}: no reason in templates/changes/{reasons_path.name}"
-            )
+            problems.append(f"{template.name}: {difference.subject}: no reason in {where}")
     # the widenings: entries themselves (malformed, or acknowledging a grant the template does not make)
     problems.extend(p for p in widening_problems(template) if p.startswith("templates/changes/"))
     problems.extend(
-        f"templates/changes/{reasons_path.name}: {pattern!r} matches no difference any more; remove it"
+        f"{where}: {pattern!r} is a pattern over IAM content ({', '.join(patterns_over_iam[pattern])}), which is "
+        "explained only under its exact subject; write each subject out"
+        if pattern in patterns_over_iam
+        else f"{where}: {pattern!r} matches no difference any more; remove it"
         for pattern in reasons
         if pattern not in used
     )
