@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from constructs_lib.iam_grants import Grant, grants, render
@@ -354,7 +355,9 @@ class _Reader:
             for grant in self._identity_grants(logical_id, props):
                 yield who, grant
             if type_ == "AWS::IAM::Role":
-                for grant in self._document_grants(logical_id, props.get("AssumeRolePolicyDocument"), "trust"):
+                for grant in self._document_grants(
+                    logical_id, props.get("AssumeRolePolicyDocument"), "AssumeRolePolicyDocument"
+                ):
                     yield who, grant
             return
         if kind.to_one[0] or kind.attaches:
@@ -479,3 +482,29 @@ def _document_path(node: Any, path: str = "Properties") -> str:
             if found:
                 return found
     return ""
+
+
+def cdk_out_nested(outdir: Path) -> NestedReader:
+    """The nested-stack reader of a synth: a nested stack's template is the file its ``aws:asset:path`` metadata
+    names in ``outdir`` (cdk.out/); a nested stack without one, or whose file is not there, is refused."""
+    root = outdir.resolve()
+
+    def read(logical_id: str, resource: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+        path = (resource.get("Metadata") or {}).get("aws:asset:path")
+        if not isinstance(path, str):
+            raise _Refused(
+                "a nested stack without aws:asset:path metadata: its template is not found in the synth, so its grants "
+                "cannot be read; synthesize with asset metadata (the CDK's default)"
+            )
+        file = (root / path).resolve()
+        if root not in file.parents or not file.is_file():
+            raise _Refused(f"its template {path} is not a file of {outdir.name}/, so its grants cannot be read")
+        try:
+            loaded = json.loads(file.read_text())
+        except (OSError, ValueError) as error:
+            raise _Refused(f"its template {path} cannot be read ({error})") from None
+        if not isinstance(loaded, dict):
+            raise _Refused(f"its template {path} is not a CloudFormation template")
+        return f"{outdir.name}/{path}", loaded
+
+    return read

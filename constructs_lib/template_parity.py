@@ -14,6 +14,7 @@ difference exists (``make template-diff`` prints them all: tooling/template_pari
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from constructs_lib import yaml_load
 from constructs_lib.iam_grants import Grant, uncovered
 from constructs_lib.iam_resources import CONTROLLER as CONTROLLER
 from constructs_lib.iam_resources import GrantError as GrantError
-from constructs_lib.iam_resources import read_grants
+from constructs_lib.iam_resources import cdk_out_nested, read_grants
 
 
 class _CfnLoader(yaml_load.SAFE_LOADER):  # type: ignore[misc,valid-type]
@@ -180,7 +181,8 @@ def widening_problems(template: Path) -> tuple[str, ...]:
             )
     if open_:
         said = "; ".join(
-            f"{principal}: {policy} statement {sid!r}: "
+            f"{principal}: {policy} "
+            + (f"statement {sid!r}: " if sid else "(a statement without Sid): ")
             + (
                 f"Allow {action} on {', '.join(resources)}"
                 if effect == "Allow"
@@ -202,3 +204,47 @@ def widening_problems(template: Path) -> tuple[str, ...]:
         if _key(e) not in made
     ]
     return tuple(problems)
+
+
+def synthesized_problems(outdir: Path, karpenter: Mapping[str, tuple[Path, str]]) -> list[str]:
+    """The gate over a synth (cdk.out/): one line per grant of any stack, nested stacks included (through their
+    templates in ``outdir``), that the gate cannot read; and, for each stack of ``karpenter`` (template file name ->
+    the Karpenter template it includes and the cluster name), one line per grant of its Karpenter nested stack
+    that the Karpenter template does not make (what the synth added after the template was held to upstream's)."""
+    problems: list[str] = []
+    nested = cdk_out_nested(outdir)
+    for file in sorted(outdir.glob("*.template.json")):
+        if file.name.endswith(".nested.template.json"):
+            continue  # read through the stack that holds it
+        template = json.loads(file.read_text())
+        where = f"{outdir.name}/{file.name}"
+        try:
+            read_grants(template, where, nested=nested)
+        except GrantError as error:
+            problems.extend(error.lines)
+            continue
+        if file.name not in karpenter:
+            continue
+        source, cluster_name = karpenter[file.name]
+        expected = parsed_template(source)
+        ids = set(expected.get("Resources", {}))
+        found = [
+            (name, stack)
+            for logical_id, resource in template.get("Resources", {}).items()
+            if resource.get("Type") == "AWS::CloudFormation::Stack"
+            for name, stack in [nested(logical_id, resource)]
+            if ids <= set(stack.get("Resources", {}))
+        ]
+        if not found:
+            problems.append(f"{where}: no nested stack holds templates/{source.name}'s resources")
+        for name, stack in found:
+            ours = read_grants(stack, name, nested=nested, cluster_name=cluster_name)
+            theirs = template_grants(expected, f"templates/{source.name}")
+            problems += [
+                f"{name}: the synthesized Karpenter stack grants more than templates/{source.name}: "
+                f"{grant.describe()} (to {principal}); the template is what is held to upstream's: put the grant "
+                "there (and acknowledge it) or remove what adds it"
+                for principal in sorted(ours)
+                for grant in uncovered(ours[principal], theirs.get(principal, []))
+            ]
+    return problems
