@@ -133,10 +133,6 @@ def _mapping_diff(subject: str, mine: Any, other: Any) -> list[Difference]:
     ]
 
 
-def _is_pattern(subject: str) -> bool:
-    return any(c in subject for c in "*?[")
-
-
 def report(template: Path) -> tuple[list[str], list[str]]:
     """The diff as lines, and the problems (differences without a reason, stale reasons, grants the gate cannot
     read, open widenings)."""
@@ -151,8 +147,20 @@ def report(template: Path) -> tuple[list[str], list[str]]:
         f"{template.name} against upstream's template of the release ({reference.relative_to(template.parent.parent)})",
         "",
     ]
+    grant_lines, problems = _grant_section(template, project, upstream, where)
+    diff_lines, unexplained = _explained(template.name, differences(project, upstream), reasons, where)
+    # the widenings: entries themselves (malformed, or acknowledging a grant the template does not make)
+    problems += unexplained + [p for p in widening_problems(template) if p.startswith("templates/changes/")]
+    return [*lines, *grant_lines, "", *diff_lines], problems
+
+
+def _grant_section(
+    template: Path, project: Mapping[str, Any], upstream: Mapping[str, Any], where: str
+) -> tuple[list[str], list[str]]:
+    """The grants per principal, the wider ones with their acknowledgment, the narrower ones."""
+    lines: list[str] = []
     problems: list[str] = []
-    names = (f"templates/{template.name}", f"templates/upstream/{reference.name}")
+    names = (f"templates/{template.name}", f"templates/upstream/{template.name}")
     try:
         ours, theirs = template_grants(project, names[0]), template_grants(upstream, names[1])
         wider, narrower = widenings(project, upstream, names), narrowings(project, upstream, names)
@@ -176,9 +184,14 @@ def report(template: Path) -> tuple[list[str], list[str]]:
             )
     lines.append(f"Narrower than upstream's: {len(narrower) or 'none'}")
     lines.extend(f"  - {n.describe()}" for n in narrower)
-    lines.append("")
-    found = differences(project, upstream)
-    lines.append(f"Other differences: {len(found)}")
+    return lines, problems
+
+
+def _explained(
+    name: str, found: list[Difference], reasons: Mapping[str, str], where: str
+) -> tuple[list[str], list[str]]:
+    """Each difference with its reason; a pattern explains no IAM content (only its exact subject does)."""
+    lines, problems = [f"Other differences: {len(found)}"], []
     used: set[str] = set()
     patterns_over_iam: dict[str, list[str]] = {}
     for difference in found:
@@ -193,20 +206,14 @@ def report(template: Path) -> tuple[list[str], list[str]]:
             lines.append(f"      why: {' '.join(str(reasons[matched[0]]).split())}")
         elif difference.iam:
             lines.append("      NO REASON GIVEN (IAM content: a reason under this exact subject, never a pattern)")
+            not_patterns = f", never by a pattern ({', '.join(map(repr, refused))} does not explain it)"
             problems.append(
-                f"{template.name}: {difference.subject}: {difference.what}: no reason in {where}; IAM content is "
-                "explained by a reason under its exact subject and its grants under widenings:"
-                + (
-                    f", never by a pattern ({', '.join(repr(p) for p in refused)} does not explain it)"
-                    if refused
-                    else ""
-                )
+                f"{name}: {difference.subject}: {difference.what}: no reason in {where}; IAM content is explained by "
+                "a reason under its exact subject and its grants under widenings:" + (not_patterns if refused else "")
             )
         else:
             lines.append("      NO REASON GIVEN")
-            problems.append(f"{template.name}: {difference.subject}: no reason in {where}")
-    # the widenings: entries themselves (malformed, or acknowledging a grant the template does not make)
-    problems.extend(p for p in widening_problems(template) if p.startswith("templates/changes/"))
+            problems.append(f"{name}: {difference.subject}: no reason in {where}")
     problems.extend(
         f"{where}: {pattern!r} is a pattern over IAM content ({', '.join(patterns_over_iam[pattern])}), which is "
         "explained only under its exact subject; write each subject out"
