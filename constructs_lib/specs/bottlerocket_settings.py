@@ -110,20 +110,14 @@ def _plural(go_type: GoType) -> str:
     )
 
 
+# tomllib's value types, in the order to test them (a bool is also an int), by TOML's names.
+_TOML_KINDS = ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"), (list, "an array"))
+
+
 def _toml_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
     if isinstance(value, dict):
         return "a table"
-    return "a date or time"
+    return next((name for kind, name in _TOML_KINDS if isinstance(value, kind)), "a date or time")
 
 
 def type_problem(value: Any, go_type: GoType, path: str) -> str | None:
