@@ -36,6 +36,6 @@ def test_an_accepted_template_cut_by_hand_is_named(tmp_path: Path) -> None:
 def test_upstream_examples_settings_names_an_example(given: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert upstream_examples.main(["--settings", given]) == 2
     assert capsys.readouterr().err == (
-        f"upstream-examples: --settings {given!r}: the name of one of Karpenter's examples in "
+        f"upstream-examples: --settings {given!r}: no such example; give the name of one of Karpenter's examples in "
         "tests/fixtures/karpenter-examples-v1.14.1/ (22: 100-cpu-limit.yaml, ..., windows-custom-userdata.yaml)\n"
     )

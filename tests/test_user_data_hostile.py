@@ -32,7 +32,9 @@ REFUSED = {
     "leading blank line before the headers": (
         "al2023",
         "\n" + MIME + "--//\nContent-Type: text/x-shellscript\n\necho hi\n\n--//--\n",
-        "user data starts with a MIME header, and Karpenter's MIME reader refuses it: mime: no media type",
+        "user data has 1 blank character(s) before its first MIME header: Karpenter takes it as MIME by its trimmed "
+        "text but reads the headers from the first line, where there are none (mime: no media type); start the user "
+        "data with 'MIME-Version:' or 'Content-Type:'",
     ),
     "lower-case MIME headers": (
         "al2023",

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         if path.parent != FIXTURES.resolve() or path.suffix != ".yaml" or not path.is_file():
             names = sorted(p.name for p in FIXTURES.glob("*.yaml"))
             print(
-                f"upstream-examples: --settings {args.settings!r}: the name of one of Karpenter's examples in "
+                f"upstream-examples: --settings {args.settings!r}: no such example; give the name of one of Karpenter's examples in "
                 f"{FIXTURES.relative_to(ROOT).as_posix()}/ ({len(names)}: {names[0]}, ..., {names[-1]})",
                 file=sys.stderr,
             )

@@ -97,6 +97,13 @@ def entries(family: str, text: str) -> list[mime.Entry]:
         try:
             return mime.read_archive(text)
         except mime.MimeError as err:
+            before = text[: len(text) - len(text.lstrip(mime.GO_SPACE))]
+            if before:  # found by the trimmed text, read from the first line (nodeadm.go, eksbootstrap.go)
+                raise ValueError(
+                    f"user data has {len(before)} blank character(s) before its first MIME header: Karpenter takes it "
+                    "as MIME by its trimmed text but reads the headers from the first line, where there are none "
+                    f"({err}); start the user data with 'MIME-Version:' or 'Content-Type:'"
+                ) from None
             raise ValueError(
                 f"user data starts with a MIME header, and Karpenter's MIME reader refuses it: {err}"
             ) from None
