@@ -23,6 +23,7 @@ Sources (aws/karpenter-provider-aws v1.14.1, ``pkg/providers/amifamily/bootstrap
 
 from __future__ import annotations
 
+import functools
 import re
 import tomllib
 from typing import Any
@@ -82,6 +83,7 @@ _LOOKS_MIME = re.compile(r"(mime-version|content-type)[ \t]*:", re.IGNORECASE | 
 _WINDOWS_TAG = re.compile(r"</?(" + "|".join(WINDOWS_TAGS) + r")\s*>", re.IGNORECASE | re.ASCII)
 
 
+@functools.lru_cache(maxsize=256)  # a configuration's classes are checked again on every synth of it
 def check(family: str, text: str) -> None:
     """Refuse user data Karpenter 1.14 cannot read for ``family`` (al2023, al2, bottlerocket, windows20XX, custom) or
     whose values it writes itself; ValueError names the part, the key and the setting to use."""
