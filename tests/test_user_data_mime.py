@@ -57,14 +57,19 @@ def test_the_conformance_table_is_recorded_for_exactly_the_listed_inputs() -> No
     assert sum(row["ok"] for row in TABLE) == 38
 
 
-@pytest.mark.parametrize("row", TABLE, ids=[row["name"] for row in TABLE])
-def test_the_mirror_reads_each_input_as_go_does(row: dict[str, object]) -> None:
-    text = str(row["input"])
-    if row["ok"]:
-        assert [[e.content_type, e.content] for e in mime.read_archive(text)] == row["entries"]
-    else:
-        with pytest.raises(mime.MimeError):
-            mime.read_archive(text)
+def _outcome(text: str) -> object:
+    """What the mirror makes of ``text``, in the table's terms: the parts, or a refusal."""
+    try:
+        return [[e.content_type, e.content] for e in mime.read_archive(text)]
+    except mime.MimeError:
+        return "refused"
+
+
+def test_the_mirror_reads_every_input_as_go_does() -> None:
+    disagree = [
+        row["name"] for row in TABLE if _outcome(str(row["input"])) != (row["entries"] if row["ok"] else "refused")
+    ]
+    assert disagree == []
 
 
 @pytest.mark.parametrize(
