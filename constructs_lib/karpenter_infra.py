@@ -9,7 +9,7 @@ from aws_cdk import cloudformation_include as cfn_inc
 from constructs import Construct
 
 from constructs_lib.iam_grants import structured_document, wildcard_acknowledgments
-from constructs_lib.iam_resources import GRANTING
+from constructs_lib.iam_types import GRANTING
 from constructs_lib.nag import acknowledge
 from constructs_lib.template_parity import parsed_template, widening_problems
 

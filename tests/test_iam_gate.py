@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from constructs_lib import yaml_load
-from constructs_lib.iam_resources import GRANTING, NO_GRANT, GrantError, read_grants
+from constructs_lib.iam_resources import GrantError, read_grants
+from constructs_lib.iam_types import GRANTING, NO_GRANT
 from constructs_lib.template_parity import (
     load_template,
     synthesized_problems,
@@ -386,7 +387,7 @@ def test_every_kind_of_grant_holder_is_read_and_held_to_upstream(tmp_path, resou
         pytest.param(
             {"Anywhere": {"Type": "AWS::IAM::RolesAnywhereProfile", "Properties": {}}},
             "Resources.Anywhere (AWS::IAM::RolesAnywhereProfile): an IAM type the gate does not know, so it cannot "
-            "tell what it grants; add the type to constructs_lib/iam_resources.py (GRANTING or NO_GRANT) or remove "
+            "tell what it grants; add the type to constructs_lib/iam_types.py (GRANTING or NO_GRANT) or remove "
             "the resource",
             id="unknown-iam-type",
         ),
@@ -398,7 +399,7 @@ def test_every_kind_of_grant_holder_is_read_and_held_to_upstream(tmp_path, resou
                 }
             },
             "Resources.BusPolicy (AWS::Events::EventBusPolicy): Properties holds a policy document and the gate does "
-            "not read this type's grants; add the type to constructs_lib/iam_resources.py (GRANTING) or remove the "
+            "not read this type's grants; add the type to constructs_lib/iam_types.py (GRANTING) or remove the "
             "document",
             id="policy-in-a-type-the-gate-does-not-read",
         ),
@@ -519,7 +520,7 @@ def test_an_unknown_iam_type_in_any_stack_of_the_synth_fails_the_gate(tmp_path):
     out = _synth(tmp_path, {}, inner={"Odd": {"Type": "AWS::IAM::Whatever", "Properties": {}}})
     assert synthesized_problems(out, KARPENTER) == [
         "cdk.out/inner.nested.template.json: Resources.Odd (AWS::IAM::Whatever): an IAM type the gate does not know, "
-        "so it cannot tell what it grants; add the type to constructs_lib/iam_resources.py (GRANTING or NO_GRANT) or "
+        "so it cannot tell what it grants; add the type to constructs_lib/iam_types.py (GRANTING or NO_GRANT) or "
         "remove the resource"
     ]
 

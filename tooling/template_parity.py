@@ -30,7 +30,8 @@ from typing import Any
 
 from constructs_lib import yaml_load
 from constructs_lib.iam_grants import render
-from constructs_lib.iam_resources import GrantError, grant_properties, is_iam_type
+from constructs_lib.iam_resources import GrantError
+from constructs_lib.iam_types import grant_properties, is_iam_type
 from constructs_lib.template_parity import (
     acknowledged_widenings,
     changes_file,
