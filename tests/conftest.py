@@ -19,6 +19,10 @@ os.environ["PATH"] = os.pathsep.join(
     [str(ROOT / ".venv" / "bin"), str(ROOT / "node_modules" / ".bin"), os.environ.get("PATH", "")]
 )
 
+# A deprecated aws-cdk-lib API is an error in every in-process build (jsii's kernel checks each call), not a
+# warning on stderr: the suite proves "no deprecation warning" for every configuration it builds.
+os.environ["JSII_DEPRECATED"] = "fail"
+
 # A temporary directory of this session's own, for everything it starts (jsii's node, which reads TMPDIR
 # once, the CDK CLI, the scanners): what another process leaves in or removes from the machine's temp
 # directory cannot change a result, and nothing of this session outlives it.

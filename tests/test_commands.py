@@ -12,18 +12,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_cdk.assertions import Annotations, Match
 
 from constructs_lib.specs.change import change_of
-from karpenter_stack.config import AppConfig, load_config
+from karpenter_stack.config import AppConfig, load_config, load_environments
 from karpenter_stack.config.parse import JSON_KINDS
-from karpenter_stack.context_sources import as_flags, parse_flags
+from karpenter_stack.context_sources import as_flags, cdk_json_context, parse_flags, working_context
 from tests import commands
 from tests.cfn import each, snapshot_templates
-from tests.conftest import ROOT, TODAY
+from tests.conftest import ROOT, TODAY, synth
 from tooling import workspace
+from tooling.configurations import PRODUCT_CONTEXT
 
 NOISE = re.compile(r"end-of-life|deprecated|\[WARNING\]|WARNING|Traceback|feature flags are not configured", re.I)
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.json"))
+# The examples the README gives `make synth CONTEXT_FILE=examples/<file>` for run through that command (the CLI);
+# the others are checked in-process through the command's entry point (their CLI run repeated an in-process synth).
+CLI_EXAMPLES = sorted(
+    set(re.findall(r"make synth CONTEXT_FILE=examples/([\w.-]+\.json)", (ROOT / "README.md").read_text(), re.ASCII))
+)
+IN_PROCESS_EXAMPLES = [e for e in EXAMPLES if e not in CLI_EXAMPLES]
 # examples/<file> -> its configuration's snapshots (tests/test_snapshots.py: the in-process synth's templates)
 SNAPSHOT_OF = {"existing-cluster.json": "existing", "pipeline.json": None} | {
     name: f"example_{name.removesuffix('.json').replace('-', '_')}"
@@ -80,40 +88,70 @@ def test_the_examples_are_the_ones_the_suite_knows():
 
 @pytest.mark.cli
 @pytest.mark.examples
-@pytest.mark.parametrize("example", EXAMPLES)
-def test_every_example_synthesizes_through_the_readme_command(example):
-    """`make synth CONTEXT_FILE=examples/<file>` on a machine without AWS credentials: exit 0, no warning,
-    and the templates it writes are the committed snapshots (which the in-process synth is held to)."""
+@pytest.mark.parametrize("example", CLI_EXAMPLES)
+def test_every_readme_example_synthesizes_through_the_readme_command(example):
+    """`make synth CONTEXT_FILE=examples/<file>` on a machine without AWS credentials, for the examples the README
+    gives that command for: exit 0, no warning, and the templates it writes are the committed snapshots (which the
+    in-process synth is held to)."""
     result = commands.result(EXAMPLE_SYNTH[example])
     assert result.returncode == 0, result.stdout + result.stderr
     output = result.stdout + result.stderr
-    if example == "pipeline.json":  # the one warning it owes: the pipeline's own synth reads cdk.json only
-        expected = (
-            "WARNING settings given with -c (environments, pipeline) are not in cdk.json: the pipeline's own synth "
-            "reads cdk.json from the repository, so its next run deploys without them; commit them to cdk.json"
-        )
-        assert expected in output
-        output = output.replace(expected, "")
     assert not NOISE.search(output), output
     written = _templates(result.outdir / "cdk.out")
     top = sorted(p.name for p in (result.outdir / "cdk.out").glob("*.template.json"))
     assert result.stdout.rstrip().endswith("Synthesized: " + " ".join(top))
     manifest = json.loads((result.outdir / "cdk.out" / "manifest.json").read_text())
-    configuration = SNAPSHOT_OF[example]
-    if configuration is None:  # the pipeline: its stages' accounts come from the committed cdk.context.json
-        kinds = {name: a["type"] for name, a in manifest["artifacts"].items()}
-        assert {n: t for n, t in kinds.items() if t != "cdk:asset-manifest" and n != "Tree"} == {
-            "assembly-dev": "cdk:cloud-assembly",
-            "assembly-prod": "cdk:cloud-assembly",
-            "aws-cdk-lib/feature-flag-report": "cdk:feature-flag-report",
-            "cross-region-stack-111122223333_us-east-1": "aws:cloudformation:stack",
-            "eks-karpenter-delivery": "aws:cloudformation:stack",
-        }
-        return
     (stack,) = [a for a in manifest["artifacts"].values() if a["type"] == "aws:cloudformation:stack"]
     assert stack["environment"] == "aws://unknown-account/unknown-region"
-    committed = snapshot_templates(configuration, providers_of=result.outdir / "cdk.out")
+    committed = snapshot_templates(SNAPSHOT_OF[example], providers_of=result.outdir / "cdk.out")
     assert written == {f"{name}.json": _normalized(template) for name, template in committed.items()}
+
+
+def _through_the_command(example: str) -> dict[str, AppConfig]:
+    """The configurations app.py loads under `make synth CONTEXT_FILE=examples/<example>` in a project folder of
+    the product's cdk.json: the context tooling.cdk and the CDK CLI give it (context_sources.working_context)."""
+    context = working_context(ROOT / "examples" / example, (), workspace.PRODUCT)
+    return load_environments(context, TODAY, file_context=cdk_json_context(workspace.PRODUCT))
+
+
+@pytest.mark.parametrize("example", IN_PROCESS_EXAMPLES)
+def test_every_other_example_is_the_configuration_the_in_process_synth_holds(example):
+    """The examples without a README command are checked through the command's entry point, in-process: the
+    context `make synth CONTEXT_FILE=examples/<file>` gives app.py loads to the very configurations the in-process
+    synth of the example is built from (snapshot-, schema-, CEL- and gate-tested there), and that synth says no
+    warning (JSII_DEPRECATED=fail, tests/conftest.py: a deprecated API is an error there). How make and the CLI pass
+    a CONTEXT_FILE, and that they print nothing more, is shown by the README's examples through the CLI."""
+    settings = json.loads((ROOT / "examples" / example).read_text())
+    assert _through_the_command(example) == load_environments({**PRODUCT_CONTEXT, **settings}, TODAY)
+    if "environments" in settings:  # the pipeline: built with its stages (tests/conftest.py Delivered)
+        return
+    built = synth(**settings)
+    assert Annotations.from_stack(built.stack).find_warning("*", Match.any_value()) == []
+
+
+def test_the_pipeline_example_builds_its_assembly_with_the_one_warning_it_owes(delivery):
+    """examples/pipeline.json: the pipeline stack, its cross-region support stack and one nested assembly per
+    environment; the one warning it owes when its settings come from CONTEXT_FILE (-c flags): the pipeline's own
+    synth reads cdk.json only."""
+    manifest = json.loads((Path(delivery.app.outdir) / "manifest.json").read_text())
+    kinds = {name: a["type"] for name, a in manifest["artifacts"].items()}
+    assert {n: t for n, t in kinds.items() if t != "cdk:asset-manifest" and n != "Tree"} == {
+        "assembly-dev": "cdk:cloud-assembly",
+        "assembly-prod": "cdk:cloud-assembly",
+        "aws-cdk-lib/feature-flag-report": "cdk:feature-flag-report",
+        "cross-region-stack-111122223333_us-east-1": "aws:cloudformation:stack",
+        "eks-karpenter-delivery": "aws:cloudformation:stack",
+    }
+    warnings = [
+        str(w.entry.data)
+        for stack in [delivery.pipeline_stack, *delivery.stacks]
+        for w in Annotations.from_stack(stack).find_warning("*", Match.any_value())
+    ]
+    assert warnings == [  # (the fixture also turns on NIST 800-53 R5: additionalNagPacks)
+        "settings given with -c (additionalNagPacks, environments, pipeline) are not in cdk.json: the pipeline's own "
+        "synth reads cdk.json from the repository, so its next run deploys without them; commit them to cdk.json "
+        "[ack: eks-karpenter:pipeline-flags]"
+    ]
 
 
 def test_a_bad_setting_stops_app_py_with_one_clear_message_and_no_output(tmp_path, capsys):
