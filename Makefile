@@ -73,9 +73,11 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 # Jobs side by side (make schedules them; each one's output is printed whole when it ends): lint, the
 # scanners, the in-process tests, and the tests that run commands as a user types them. The in-process tests are
 # the longest chain (one process): the other jobs run niced (NICE), on the CPU time it leaves.
+# At the end it prints each job's wall and CPU time (tooling/timed.py), so that growth is seen in every run.
 test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	@$(RUN) SET ARGS -- $(CDK) --check-config
-	@$(MAKE) --no-print-directory -j6 --output-sync=target pytest pytest-cli lint scan
+	@times=$$(mktemp); JOB_TIMES=$$times $(MAKE) --no-print-directory -j6 --output-sync=target pytest pytest-cli lint scan; \
+		status=$$?; python -m tooling.timed --report $$times; rm -f $$times; exit $$status
 
 ## check: only the gate of your configuration: synth of every environment, cdk-nag, cfn-lint, CRD schema and CEL
 check: $(DEV_STAMP) $(NODE_STAMP)
@@ -94,11 +96,14 @@ NICE := nice -n 10
 GATE_ENV = KARPENTER_GATE_OUT=$(GATE)
 gate: $(RUNTIME_STAMP) $(NODE_STAMP)
 	@rm -rf $(GATE) && mkdir -p $(GATE)
-	@$(RUN) SET ARGS -- $(CDK) synth --quiet --output $(GATE)/cdk.out >$(GATE)/synth.out 2>$(GATE)/synth.err; \
+	@$(TIMED) gate -- $(RUN) SET ARGS -- $(CDK) synth --quiet --output $(GATE)/cdk.out >$(GATE)/synth.out 2>$(GATE)/synth.err; \
 		status=$$?; echo $$status >$(GATE)/synth.status; \
 		if [ -s $(GATE)/synth.err ]; then cat $(GATE)/synth.err >&2; fi; \
 		if [ $$status -ne 0 ]; then echo "make synth of your configuration failed" >&2; fi; \
 		exit $$status
+
+# Each job's commands run through TIMED: under `make test` (JOB_TIMES set) it records their wall and CPU time.
+TIMED := python -m tooling.timed
 
 # A pytest run that selects nothing (PYTEST_ARGS="-k ..." naming tests of another job) is not a failure.
 PYTEST := python -m pytest
@@ -106,7 +111,7 @@ NO_TESTS_IS_FINE := || [ $$? -eq 5 ]
 
 ### pytest: the in-process tests (PYTEST_ARGS)
 pytest: $(DEV_STAMP) $(NODE_STAMP)
-	$(RUN) PYTEST_ARGS -- $(PYTEST) -m "not cli" $(NO_TESTS_IS_FINE)
+	$(TIMED) pytest -- $(RUN) PYTEST_ARGS -- $(PYTEST) -m "not cli" $(NO_TESTS_IS_FINE)
 
 ### pytest-cli: the tests that run commands as a user types them (PYTEST_ARGS), as two jobs: examples, commands
 pytest-cli: pytest-examples pytest-commands
@@ -115,26 +120,28 @@ CLI_TESTS = $(shell grep -l '@pytest.mark.cli' tests/test_*.py)
 EXAMPLE_TESTS = $(shell grep -l '@pytest.mark.examples' tests/test_*.py)
 ### pytest-examples: every example of examples/ through the README's command
 pytest-examples: $(DEV_STAMP) $(NODE_STAMP) gate
-	$(GATE_ENV) $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and examples" $(EXAMPLE_TESTS) $(NO_TESTS_IS_FINE)
+	$(GATE_ENV) $(TIMED) pytest-examples -- $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and examples" $(EXAMPLE_TESTS) \
+		$(NO_TESTS_IS_FINE)
 ### pytest-commands: the other tests that run commands (the gate of your configuration among them)
 pytest-commands: $(DEV_STAMP) $(NODE_STAMP) gate
-	$(GATE_ENV) $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and not examples" $(CLI_TESTS) $(NO_TESTS_IS_FINE)
+	$(GATE_ENV) $(TIMED) pytest-commands -- $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and not examples" $(CLI_TESTS) \
+		$(NO_TESTS_IS_FINE)
 
 ### lint: ruff (lint and format) and strict mypy, as the pre-commit hooks run them
 lint: $(DEV_STAMP)
-	ruff check --no-cache .
-	ruff format --check --no-cache .
-	mypy
+	$(TIMED) lint -- ruff check --no-cache .
+	$(TIMED) lint -- ruff format --check --no-cache .
+	$(TIMED) lint -- mypy
 
 ### scan: cfn-lint and checkov over this app's templates (its snapshots), templates/ and your configuration's synth
 scan: cfn-lint checkov
 ### cfn-lint: cfn-lint over the same templates (one of the two scanners of `make scan`)
 cfn-lint: $(DEV_STAMP) gate
-	$(NICE) python -m tooling.scan cfn-lint --expect-findings tests/data/broken-template.yaml \
+	$(TIMED) cfn-lint -- $(NICE) python -m tooling.scan cfn-lint --expect-findings tests/data/broken-template.yaml \
 		tests/__snapshots__/test_snapshots/*.json templates/*.yaml $(GATE)/cdk.out/*.template.json
 ### checkov: checkov over the same templates, every finding skipped with a reason (the other scanner)
 checkov: $(DEV_STAMP) $(CHECKOV_STAMP) gate
-	$(NICE) python -m tooling.scan checkov tests/__snapshots__/test_snapshots/*.json templates/*.yaml \
+	$(TIMED) checkov -- $(NICE) python -m tooling.scan checkov tests/__snapshots__/test_snapshots/*.json templates/*.yaml \
 		$(GATE)/cdk.out/*.template.json
 
 ## setup: install the toolchain only (.venv/, node_modules/, .venv-checkov/)

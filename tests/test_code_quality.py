@@ -10,11 +10,13 @@ from tests.conftest import ROOT
 
 
 def _recipe(target: str) -> list[list[str]]:
-    """The commands of a Makefile target's recipe, as argument lists."""
-    text = (ROOT / "Makefile").read_text()
+    """The commands of a Makefile target's recipe, as argument lists: continued lines joined, and what runs
+    through ``$(TIMED) <job> --`` (tooling/timed.py: it records the job's times under `make test`) as it runs."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
     match = re.search(rf"^{re.escape(target)}:[^\n]*\n((?:\t[^\n]*\n)+)", text, re.M)
     assert match, f"no target {target} in the Makefile"
-    return [line.strip().split() for line in match.group(1).splitlines()]
+    commands = [line.strip().split() for line in match.group(1).splitlines()]
+    return [words[3:] if words[:1] == ["$(TIMED)"] and words[2:3] == ["--"] else words for words in commands]
 
 
 def test_make_lint_runs_ruff_format_and_strict_mypy():
@@ -29,8 +31,18 @@ def test_make_test_runs_lint_and_the_scanners_beside_the_tests():
     (check, jobs) = _recipe("test")
     # the configuration check first, with SET's and ARGS's settings (tooling/make_args.py reads them)
     assert check == ["@$(RUN)", "SET", "ARGS", "--", "$(CDK)", "--check-config"]
-    assert jobs[:4] == ["@$(MAKE)", "--no-print-directory", "-j6", "--output-sync=target"]
-    assert jobs[4:] == ["pytest", "pytest-cli", "lint", "scan"]
+    # the jobs side by side, each command's times recorded in a file of this run's own (JOB_TIMES), then reported
+    # whatever the outcome
+    assert jobs[:6] == [
+        "@times=$$(mktemp);",
+        "JOB_TIMES=$$times",
+        "$(MAKE)",
+        "--no-print-directory",
+        "-j6",
+        "--output-sync=target",
+    ]
+    assert jobs[6:10] == ["pytest", "pytest-cli", "lint", "scan;"]
+    assert " ".join(jobs[10:]) == "status=$$?; python -m tooling.timed --report $$times; rm -f $$times; exit $$status"
     assert re.search(r"^scan: cfn-lint checkov$", (ROOT / "Makefile").read_text(), re.M)
     scanned = {target: " ".join(" ".join(line) for line in _recipe(target)) for target in ("cfn-lint", "checkov")}
     for target, command in scanned.items():

@@ -108,6 +108,7 @@ def clean_env(**extra: str) -> dict[str, str]:
         "MAKEFLAGS",
         "MAKELEVEL",
         "MFLAGS",
+        "JOB_TIMES",  # make test's record of its jobs' times (tooling/timed.py)
     ):
         env.pop(var, None)
     return env
