@@ -72,7 +72,8 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 ## test: set up and run the whole test suite: the product's tests and the gate of your configuration
 # Jobs side by side (make schedules them; each one's output is printed whole when it ends): lint, the
 # scanners, the in-process tests, and the tests that run commands as a user types them. The in-process tests are
-# the longest chain (one process): the other jobs run niced (NICE), on the CPU time it leaves.
+# the longest chain (one process): the other jobs (the tests that run commands, the scanners) run niced (NICE), on
+# the CPU time it leaves.
 # At the end it prints each job's wall and CPU time (tooling/timed.py), so that growth is seen in every run.
 test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	@$(RUN) SET ARGS -- $(CDK) --check-config
@@ -120,11 +121,11 @@ CLI_TESTS = $(shell grep -l '@pytest.mark.cli' tests/test_*.py)
 EXAMPLE_TESTS = $(shell grep -l '@pytest.mark.examples' tests/test_*.py)
 ### pytest-examples: every example of examples/ through the README's command
 pytest-examples: $(DEV_STAMP) $(NODE_STAMP) gate
-	$(GATE_ENV) $(TIMED) pytest-examples -- $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and examples" $(EXAMPLE_TESTS) \
+	$(GATE_ENV) $(TIMED) pytest-examples -- $(NICE) $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and examples" $(EXAMPLE_TESTS) \
 		$(NO_TESTS_IS_FINE)
 ### pytest-commands: the other tests that run commands (the gate of your configuration among them)
 pytest-commands: $(DEV_STAMP) $(NODE_STAMP) gate
-	$(GATE_ENV) $(TIMED) pytest-commands -- $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and not examples" $(CLI_TESTS) \
+	$(GATE_ENV) $(TIMED) pytest-commands -- $(NICE) $(RUN) PYTEST_ARGS -- $(PYTEST) -m "cli and not examples" $(CLI_TESTS) \
 		$(NO_TESTS_IS_FINE)
 
 ### lint: ruff (lint and format) and strict mypy, as the pre-commit hooks run them
