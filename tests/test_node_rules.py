@@ -16,9 +16,10 @@ import pytest
 from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization, NodeSpecsError
 from constructs_lib.specs import rules
 from constructs_lib.specs.controller import ControllerSpec
-from constructs_lib.specs.node_class import CapacityReservationTermSpec, NodeClassSpec
+from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.specs.selector_terms import CapacityReservationTermSpec
 from karpenter_stack import versions
 from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
 from tests.sources import walked
