@@ -279,7 +279,8 @@ TERMS = {
 def _unvalidated(kind: str, fields: dict) -> dict:
     from constructs_lib.specs.kubelet import KubeletSpec
     from constructs_lib.specs.node_class import NodeClassSpec
-    from constructs_lib.specs.node_pool import DisruptionBudgetSpec, NodePoolSpec, RequirementSpec
+    from constructs_lib.specs.node_pool import NodePoolSpec
+    from constructs_lib.specs.node_pool_parts import DisruptionBudgetSpec, RequirementSpec
 
     if kind == "overlay":  # as NodeOverlaySpec.manifest writes it
         return {

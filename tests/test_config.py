@@ -388,7 +388,8 @@ def test_a_topic_validator_is_a_function_of_the_configuration_that_returns_its_p
 
 def test_the_model_tree_is_walked_from_the_annotations():
     from constructs_lib.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
-    from constructs_lib.specs.node_pool import NodePoolSpec, RequirementSpec
+    from constructs_lib.specs.node_pool import NodePoolSpec
+    from constructs_lib.specs.node_pool_parts import RequirementSpec
     from karpenter_stack.config import reference, tree
 
     # the same key holds another model depending on where it is

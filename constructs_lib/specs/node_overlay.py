@@ -24,7 +24,7 @@ from .base import (
 )
 from .change import NODE_OVERLAY, OBJECT_NAME, Change, change
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
-from .node_pool import operator_values
+from .node_pool_parts import operator_values
 from .written import NodeObjectSpec, filled
 
 # NodeOverlay spec.price / spec.priceAdjustment (the CRD's patterns): a price, or a change of one -- an
