@@ -669,7 +669,7 @@ def test_a_pool_switching_between_static_and_dynamic_capacity_is_refused_at_synt
 
 
 def test_the_matrix_checks_eks_version_skew():
-    from tooling import transitions as tr
+    from tooling import transition_checks
 
     cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"version": "1.36"}}}
     group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"Version": "1.35"}}
@@ -677,7 +677,9 @@ def test_the_matrix_checks_eks_version_skew():
         "Type": "AWS::EKS::Addon",
         "Properties": {"AddonName": "kube-proxy", "AddonVersion": "v1.35.3-eksbuild.13"},
     }
-    assert tr._skew_problems({"s": {"Resources": {"Cluster": cluster, "Group": group, "Proxy": proxy}}}) == [
+    assert transition_checks._skew_problems(
+        {"s": {"Resources": {"Cluster": cluster, "Group": group, "Proxy": proxy}}}
+    ) == [
         "s/Group: node group at 1.35, cluster at 1.36",
         "s/Proxy: kube-proxy v1.35.3-eksbuild.13, cluster at 1.36",
     ]
