@@ -11,7 +11,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import (
-    OBJECT_ALLOWED_ANNOTATIONS,
     QUALIFIED_NAME,
     CamelModel,
     ascii_int,
@@ -21,32 +20,6 @@ from .base import (
 )
 from .crd import BUDGET_SCHEDULE, TAINT, accepts
 from .ec2 import INSTANCE_FAMILY, INSTANCE_TYPE, unknown_instance_type
-
-# The requirement keys the shortcut fields write (key -> field, as in the configuration). The one rule: a requirement
-# on one of these keys in `requirements` takes the place of its shortcut's requirement (the shortcut's default is
-# not written); giving the shortcut a value too is refused, naming both. null: the shortcut writes nothing.
-SHORTCUTS = {
-    "karpenter.sh/capacity-type": "capacityTypes",
-    "kubernetes.io/arch": "architectures",
-    "karpenter.k8s.aws/instance-category": "instanceCategories",
-    "karpenter.k8s.aws/instance-generation": "minInstanceGeneration",
-}
-# Always written from the pool's node class, so that its nodes' OS is its image's: Karpenter matches a pod without
-# an OS selector to any OS a pool allows, so a Linux pod could otherwise be placed on a Windows pool.
-OS_KEY = "kubernetes.io/os"
-# Node annotations Karpenter reads from a pool's template: karpenter.sh/do-not-disrupt (Karpenter 1.14 docs,
-# concepts/disruption.md "Node-Level Controls": set on spec.template.metadata.annotations of a NodePool).
-NODE_ANNOTATIONS_ALLOWED = (*OBJECT_ALLOWED_ANNOTATIONS, "karpenter.sh/do-not-disrupt")
-_REPLACED = "; a requirement on {key} in requirements takes this field's place (leave it out then)"
-# NodePool spec.template.spec.terminationGracePeriod (Karpenter 1.14.1 CRD karpenter.sh_nodepools.yaml:
-# pattern ^([0-9]+(s|m|h))+$, optional; unset = drains wait for every PodDisruptionBudget, indefinitely).
-_GRACE_PERIOD = re.compile(r"^([0-9]+(s|m|h))+$")
-# The default: EKS Auto Mode's built-in NodePools bound every drain at 24h. A destroy does not depend on
-# it: the teardown safety net's drain bound terminates what is left of this stack's nodes after 8 minutes.
-DEFAULT_TERMINATION_GRACE_PERIOD = "24h"
-# The CRD's bounds on spec.template.metadata.labels (maxProperties) and spec.template.spec.requirements (maxItems).
-MAX_LABELS = 100
-MAX_REQUIREMENTS = 100
 
 # A taint's value on a node (k8s.io/api core validation: a label value), not empty (the CRD's pattern).
 _TAINT_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?", re.ASCII)
