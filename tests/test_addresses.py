@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from karpenter_stack.config import ConfigError, load_config
 from karpenter_stack.config.addresses import NOT_PUBLIC, PRODUCTION_MAX_PUBLIC, PUBLIC_TOTAL, public_addresses
-from karpenter_stack.config.validate import wide_public_access
+from karpenter_stack.config.cluster_rules import wide_public_access
 from tooling.configurations import ADMINISTRATOR
 
 PUBLIC = {"endpointAccess": "public-and-private"}

@@ -372,14 +372,14 @@ def test_networking_rules():
 
 
 def test_a_topic_validator_is_a_function_of_the_configuration_that_returns_its_problems():
-    from karpenter_stack.config import validate
+    from karpenter_stack.config import cluster_rules, validate
 
     # the model checks each setting on its own: settings that do not fit together still make a model
     config = AppConfig(max_azs=2, nat_gateways=3, alarm_topic_arn="arn:aws:sns:eu-west-1:111122223333:alerts")
-    assert validate.nat_gateways(config) == ["natGateways (3) cannot exceed maxAzs (2)"]
-    assert validate.nat_gateways(AppConfig()) == []
+    assert cluster_rules.nat_gateways(config) == ["natGateways (3) cannot exceed maxAzs (2)"]
+    assert cluster_rules.nat_gateways(AppConfig()) == []
     # the configuration is told the problems of the first rule that finds any, in the order of RULES
-    assert validate.RULES.index(validate.alarm_topic) < validate.RULES.index(validate.nat_gateways)
+    assert validate.RULES.index(cluster_rules.alarm_topic) < validate.RULES.index(cluster_rules.nat_gateways)
     assert validate.rule_problems(config) == [
         "alarmTopicArn is set but interruptionQueueAlarms is false; set interruptionQueueAlarms=true"
     ]

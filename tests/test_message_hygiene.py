@@ -27,6 +27,10 @@ MESSAGE_MODULES = (
     "karpenter_stack/config/parse.py",
     "karpenter_stack/config/merge.py",
     "karpenter_stack/config/validate.py",
+    "karpenter_stack/config/cluster_rules.py",
+    "karpenter_stack/config/node_rules.py",
+    "karpenter_stack/config/pipeline_rules.py",
+    "karpenter_stack/config/synth_warnings.py",
     "karpenter_stack/config/load.py",
 )
 _RE_FUNCTIONS = {"compile", "match", "fullmatch", "search", "findall", "finditer", "split", "sub", "subn"}

@@ -374,7 +374,7 @@ def exceptions_section(app: cdk.App) -> str:
     than upstream's (templates/changes/)."""
     from constructs_lib.template_parity import acknowledged_widenings
     from karpenter_stack import versions
-    from karpenter_stack.config.validate import wide_public_access
+    from karpenter_stack.config.cluster_rules import wide_public_access
 
     rows = []
     stacks = [c for child in app.node.children for c in (child, *child.node.children) if isinstance(c, cdk.Stack)]

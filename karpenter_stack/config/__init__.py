@@ -1,7 +1,8 @@
 """The app's configuration, in four steps, one module each: ``parse`` (the app's keys of the CDK context and
 their values), ``merge`` (the layers: defaults < profile < cdk.json < environment < -c), ``validate`` (the
-model's checks of each setting, then the topic validators across settings), ``resolve`` (what each environment
-stands for, as the one object its stack reads); ``load`` runs the first three in order.
+model's checks of each setting, then the topic validators across settings of ``cluster_rules`` and
+``node_rules``), ``resolve`` (what each environment stands for, as the one object its stack reads); ``load`` runs
+the first three in order.
 
 The settings are declared once in ``model`` (and ``pipeline``, the delivery pipeline's); ``tree`` walks the
 models from their roots, for ``errors`` (the messages) and ``reference`` (docs/configuration-reference.md). What the rest of the app uses is re-exported

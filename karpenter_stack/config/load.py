@@ -14,7 +14,8 @@ from . import merge, parse
 from .errors import FLAG, ConfigError
 from .model import DEFAULT_CLUSTER_NAME, AppConfig
 from .pipeline import PipelineConfig
-from .validate import distinct_cluster_names, validate, validate_pipeline
+from .pipeline_rules import distinct_cluster_names, validate_pipeline
+from .validate import validate
 
 
 def load_config(context: Mapping[str, Any], today: date | None = None) -> AppConfig:
