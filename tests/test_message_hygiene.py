@@ -23,6 +23,9 @@ MESSAGE_MODULES = (
         for m in ("base", "ec2", "ami", "kubelet", "node_class", "node_pool", "node_overlay", "rules")
     ),
     "karpenter_stack/config/model.py",
+    "karpenter_stack/config/cluster_settings.py",
+    "karpenter_stack/config/existing_cluster.py",
+    "karpenter_stack/config/forms.py",
     "karpenter_stack/config/errors.py",
     "karpenter_stack/config/parse.py",
     "karpenter_stack/config/merge.py",

@@ -23,7 +23,7 @@ from constructs_lib.specs.node_class import NodeClassSpec
 from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import NodePoolSpec
 from karpenter_stack.config import AppConfig, tree
-from karpenter_stack.config.model import ExistingClusterConfig
+from karpenter_stack.config.existing_cluster import ExistingClusterConfig
 from karpenter_stack.config.reference import ROOTS, upstream_names
 
 from .kubernetes_schemas import BY_KIND, SCHEMAS, schema

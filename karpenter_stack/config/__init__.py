@@ -9,9 +9,11 @@ models from their roots, for ``errors`` (the messages) and ``reference`` (docs/c
 here.
 """
 
+from .cluster_settings import DEFAULT_CLUSTER_NAME, MAX_CLUSTER_NAME_LENGTH
 from .errors import ConfigError
+from .existing_cluster import ExistingClusterConfig
 from .load import load_config, load_environments, load_pipeline
-from .model import DEFAULT_CLUSTER_NAME, MAX_CLUSTER_NAME_LENGTH, AppConfig, ExistingClusterConfig, stack_name_for
+from .model import AppConfig, stack_name_for
 from .parse import CONTEXT_KEYS, flag_settings
 from .pipeline import PipelineConfig, WaveSpec
 from .reference import default_context, reference_markdown

@@ -15,7 +15,8 @@ from constructs_lib.specs.rules import role_name
 
 from . import capacity
 from .addresses import PRODUCTION_MAX_PUBLIC, public_addresses
-from .model import CREATED_CLUSTER_ONLY, ROLE_ARN, AppConfig
+from .forms import ROLE_ARN
+from .model import CREATED_CLUSTER_ONLY, AppConfig
 
 # The partition of an ARN, and the region of an EKS OIDC issuer (oidc.eks.<region>.amazonaws.com[.cn]).
 _ARN_PARTITION = re.compile(r"^arn:(aws[a-z-]*):")

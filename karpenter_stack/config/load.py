@@ -11,8 +11,9 @@ from datetime import date
 from typing import Any
 
 from . import merge, parse
+from .cluster_settings import DEFAULT_CLUSTER_NAME
 from .errors import FLAG, ConfigError
-from .model import DEFAULT_CLUSTER_NAME, AppConfig
+from .model import AppConfig
 from .pipeline import PipelineConfig
 from .pipeline_rules import distinct_cluster_names, validate_pipeline
 from .validate import validate

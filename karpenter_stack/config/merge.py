@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic.alias_generators import to_snake
 
+from .cluster_settings import DEFAULT_CLUSTER_NAME
 from .errors import BUILT_IN, FLAG
-from .model import CREATED_CLUSTER_ONLY, DEFAULT_CLUSTER_NAME, AppConfig
+from .model import CREATED_CLUSTER_ONLY, AppConfig
 
 # What the production profile sets for keys no other layer contains (it never loosens anything).
 SYSTEM_POOL = {

@@ -20,7 +20,8 @@ from constructs_lib.specs.rules import (
     user_data_problems,
 )
 
-from .model import ROLE_ARN, AppConfig
+from .forms import ROLE_ARN
+from .model import AppConfig
 
 
 def pinned_amis(config: AppConfig) -> list[str]:

@@ -16,8 +16,8 @@ from constructs_lib.specs.base import CamelModel, optional_match
 from constructs_lib.specs.change import Change, change
 
 from . import changes as facts
-from .model import _FORMATS as _APP_FORMATS
-from .model import _unique, formatted
+from .forms import _FORMATS as _APP_FORMATS
+from .forms import _unique, formatted
 
 # A CodeStar Connections / CodeConnections connection (the two service prefixes name the same thing).
 _CONNECTION_ARN = re.compile(
