@@ -290,12 +290,12 @@ def _unvalidated(kind: str, fields: dict) -> dict:
             "spec": {"requirements": [], **copy.deepcopy(fields)},
         }
     if kind == "class":
-        from constructs_lib.specs import node_class
+        from constructs_lib.specs import selector_terms
 
         fields = dict(fields)
         for key, model in TERMS.items():
             if key in fields:
-                fields[key] = [getattr(node_class, model).model_construct(**term) for term in fields[key]]
+                fields[key] = [getattr(selector_terms, model).model_construct(**term) for term in fields[key]]
         if "kubelet" in fields:
             names = {f.alias or n: n for n, f in KubeletSpec.model_fields.items()}
             fields["kubelet"] = KubeletSpec.model_construct(

@@ -20,7 +20,17 @@ PACKAGES = ("constructs_lib", "karpenter_stack")
 MESSAGE_MODULES = (
     *(
         f"constructs_lib/specs/{m}.py"
-        for m in ("base", "ec2", "ami", "kubelet", "node_class", "node_pool", "node_overlay", "rules")
+        for m in (
+            "base",
+            "ec2",
+            "ami",
+            "kubelet",
+            "node_class",
+            "node_class_settings",
+            "node_pool",
+            "node_overlay",
+            "rules",
+        )
     ),
     "karpenter_stack/config/model.py",
     "karpenter_stack/config/cluster_settings.py",

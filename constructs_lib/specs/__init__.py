@@ -5,7 +5,8 @@
 * ``ec2``: EC2 and EBS facts (ids, tags, instance types and families, volume limits);
 * ``ami``: what each AMI family needs and offers (aliases, operating system, devices, snapshot sizes,
   which Kubernetes minors it has images for);
-* ``node_class`` and ``kubelet``: the EC2NodeClass; ``node_pool``: the NodePool; ``node_overlay``: the NodeOverlay;
+* ``node_class`` (its settings declared in ``node_class_settings``) and ``kubelet``: the EC2NodeClass;
+  ``node_pool``: the NodePool; ``node_overlay``: the NodeOverlay;
 * ``controller``: the controller's settings and the one table of feature gates;
 * ``rules``: what makes classes, pools, overlays and feature gates unusable together;
 * ``change``: what changing a field does on a running cluster (in place, behavioral, static or dynamic drift,
