@@ -85,7 +85,7 @@ check: $(DEV_STAMP) $(NODE_STAMP)
 	@$(RUN) SET ARGS -- $(CDK) --check-config
 	@$(MAKE) --no-print-directory gate
 	$(GATE_ENV) python -m pytest -q -p no:cacheprovider -p no:hypothesispytest tests/test_your_configuration.py
-	python -m tooling.scan cfn-lint $(GATE)/cdk.out/*.template.json
+	python -m tooling.scans.scan cfn-lint $(GATE)/cdk.out/*.template.json
 
 ### gate: synthesize your configuration through the CLI into .gate/ (what the gate's tests and the scanners read)
 # The gate's synth: your configuration (cdk.json, CONTEXT_FILE, SET, ARGS) through the CDK CLI as `make synth` runs it,
@@ -138,12 +138,12 @@ lint: $(DEV_STAMP)
 scan: cfn-lint checkov
 ### cfn-lint: cfn-lint over the same templates (one of the two scanners of `make scan`)
 cfn-lint: $(DEV_STAMP) gate
-	$(TIMED) cfn-lint -- $(NICE) python -m tooling.scan cfn-lint --expect-findings tests/data/broken-template.yaml \
+	$(TIMED) cfn-lint -- $(NICE) python -m tooling.scans.scan cfn-lint --expect-findings tests/data/broken-template.yaml \
 		tests/__snapshots__/test_snapshots/*.json templates/*.yaml $(GATE)/cdk.out/*.template.json
 ### checkov: checkov over the same templates, every finding skipped with a reason (the other scanner)
 checkov: $(DEV_STAMP) $(CHECKOV_STAMP) gate
-	$(TIMED) checkov -- $(NICE) python -m tooling.scan checkov tests/__snapshots__/test_snapshots/*.json templates/*.yaml \
-		$(GATE)/cdk.out/*.template.json
+	$(TIMED) checkov -- $(NICE) python -m tooling.scans.scan checkov tests/__snapshots__/test_snapshots/*.json \
+		templates/*.yaml $(GATE)/cdk.out/*.template.json
 
 ## setup: install the toolchain only (.venv/, node_modules/, .venv-checkov/)
 setup: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
@@ -228,7 +228,7 @@ newcomer: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 ## security-report: cdk-nag, cfn-lint and checkov results of your configuration as tables
 # cdk-nag and cfn-lint results of the current configuration as tables; exits 1 on anything open.
 security-report: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
-	$(RUN) SET ARGS -- python -m tooling.security_report
+	$(RUN) SET ARGS -- python -m tooling.scans.security_report
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

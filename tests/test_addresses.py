@@ -211,7 +211,7 @@ def test_an_administrator_of_another_account_is_named_in_a_warning(stack_account
 def test_the_security_report_lists_a_wide_endpoint_with_its_reason():
     import aws_cdk as cdk
 
-    from tooling.security_report import exceptions_section
+    from tooling.scans.security_report import exceptions_section
 
     app = cdk.App()
     stack = cdk.Stack(app, "eks-karpenter")

@@ -46,7 +46,7 @@ def test_make_test_runs_lint_and_the_scanners_beside_the_tests():
     assert re.search(r"^scan: cfn-lint checkov$", (ROOT / "Makefile").read_text(), re.M)
     scanned = {target: " ".join(" ".join(line) for line in _recipe(target)) for target in ("cfn-lint", "checkov")}
     for target, command in scanned.items():
-        assert command.startswith(f"$(NICE) python -m tooling.scan {target} "), command
+        assert command.startswith(f"$(NICE) python -m tooling.scans.scan {target} "), command
         # this app's templates (its snapshots), templates/ and your configuration's synth
         for files in (
             "tests/__snapshots__/test_snapshots/*.json",

@@ -119,8 +119,8 @@ def test_other_packs_can_be_enabled_and_their_findings_fail_the_cli_synth():
 def test_security_report_command(capsys, monkeypatch, tmp_path):
     """The report's own parsing, tables, SARIF and verdict; its cfn-lint and checkov runs are stood in for with
     what they report (the scanners' real runs over the same templates are `make scan`'s)."""
-    from tooling import security_report
-    from tooling.security_report import CheckovFinding, main
+    from tooling.scans import security_report
+    from tooling.scans.security_report import CheckovFinding, main
 
     linted: list[Path] = []
 

@@ -1,4 +1,4 @@
-"""checkov and cfn-lint as `make scan` runs them (tooling/scan.py): each checkov finding skipped with a reason in
+"""checkov and cfn-lint as `make scan` runs them (tooling/scans/scan.py): each checkov finding skipped with a reason in
 one reviewed place (karpenter_stack/checkov_skips.yaml), no stale or vague skip, cfn-lint's expected refusal;
 cdk-nag's and checkov's results as SARIF for code scanning. The scanners' real runs are `make scan`'s; here, the
 verdicts on findings as the scanners report them."""
@@ -9,8 +9,8 @@ import json
 import re
 
 from tests.cfn import each
-from tooling.scan import skip_problems
-from tooling.security_report import CheckovFinding, checkov_results, checkov_skips, sarif, skip_reason
+from tooling.scans.scan import skip_problems
+from tooling.scans.security_report import CheckovFinding, checkov_results, checkov_skips, sarif, skip_reason
 
 QUEUE = "AWS::SQS::Queue.KarpenterInterruptionQueue"
 
@@ -108,9 +108,9 @@ def test_sarif_keeps_skipped_and_acknowledged_findings_as_suppressed_results():
 
 
 def test_findings_are_kept_per_template_content_and_scanner_version(tmp_path):
-    """`make scan` scans only what it has not scanned before (tooling/scan.py's FindingsCache): a template of new
+    """`make scan` scans only what it has not scanned before (tooling/scans/scan.py's FindingsCache): a template of new
     content, or any template after a new scanner version or settings, is scanned; the rest is read back."""
-    from tooling.scan import FindingsCache, checkov_findings
+    from tooling.scans.scan import FindingsCache, checkov_findings
 
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text('{"Resources": {}}')
@@ -145,8 +145,8 @@ def test_the_scan_and_the_security_report_say_what_their_checkov_counts_count():
     configuration's synth and templates/ is the report's, named the same way in both."""
     from pathlib import Path
 
-    from tooling.scan import checkov_summary, lint_summary
-    from tooling.security_report import ROOT, checkov_section
+    from tooling.scans.scan import checkov_summary, lint_summary
+    from tooling.scans.security_report import ROOT, checkov_section
 
     snapshot = ROOT / "tests" / "__snapshots__" / "test_snapshots" / "a.json"
     yours = [Path(".gate/cdk.out/eks-karpenter.template.json"), ROOT / "templates" / "karpenter-1.14.1.yaml"]

@@ -2,7 +2,7 @@
 `make test` / `make check` get them), not the product's fixtures. Every environment synthesizes through the
 CDK CLI with no AWS credentials (so the security gate, cdk-nag, passes), and every Kubernetes object it applies matches the Karpenter CRDs' schema and CEL rules.
 
-cfn-lint and checkov scan its templates as make targets of their own (`make scan`; tooling/scan.py).
+cfn-lint and checkov scan its templates as make targets of their own (`make scan`; tooling/scans/scan.py).
 
 An invalid configuration stops the whole run before any test with the configuration error
 (tests/conftest.py, :func:`check_your_configuration`)."""

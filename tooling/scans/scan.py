@@ -1,7 +1,7 @@
 """The scanners as commands of their own (`make scan` runs both, `make test` runs `make scan`):
 
-    python -m tooling.scan cfn-lint [--expect-findings FILE] FILES...
-    python -m tooling.scan checkov FILES...
+    python -m tooling.scans.scan cfn-lint [--expect-findings FILE] FILES...
+    python -m tooling.scans.scan checkov FILES...
 
 cfn-lint (the project's .cfnlintrc) must find nothing in FILES; ``--expect-findings`` names a template it must
 refuse (proof that the run reports what it finds). checkov's findings must each be skipped with a reason in
@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooling import security_report
-from tooling.security_report import CheckovFinding, CheckovRun, LintRun, checkov_skips, skip_reason
+from tooling.scans import security_report
+from tooling.scans.security_report import CheckovFinding, CheckovRun, LintRun, checkov_skips, skip_reason
 
 # Shortest reason a checkov skip may give, and the form of the resources it names: a type, then a logical id.
 MIN_REASON = 150
@@ -52,7 +52,7 @@ def same_templates(files: Sequence[Path]) -> dict[Path, list[Path]]:
     return {same[0]: same for same in groups.values()}
 
 
-CACHE = Path(__file__).resolve().parent.parent / ".cache" / "scan"
+CACHE = Path(__file__).resolve().parents[2] / ".cache" / "scan"
 
 
 class FindingsCache:
@@ -209,7 +209,7 @@ def checkov_summary(files: Sequence[Path], findings: Sequence[CheckovFinding], p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tooling.scan", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tooling.scans.scan", description=__doc__.split("\n\n")[0])
     parser.add_argument("scanner", choices=("cfn-lint", "checkov"))
     parser.add_argument("--expect-findings", type=Path, help="a template cfn-lint must refuse")
     parser.add_argument("files", nargs="+", type=Path)

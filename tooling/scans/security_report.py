@@ -32,7 +32,7 @@ from karpenter_stack.application import build_deferred, new_app
 from karpenter_stack.config import ConfigError
 from karpenter_stack.security import acknowledgments, covers, findings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _context(overrides: list[str]) -> dict[str, Any]:
@@ -217,7 +217,7 @@ def skip_reason(finding: CheckovFinding, skips: list[dict[str, Any]]) -> str | N
     return None
 
 
-# What the report scans, as its checkov line says; `make scan` (tooling/scan.py) names the same part of its count.
+# What the report scans, as its checkov line says; `make scan` (tooling/scans/scan.py) names the same part of its count.
 YOURS = "your configuration's synth and templates/"
 
 
