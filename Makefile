@@ -175,10 +175,10 @@ rehearsal: $(DEV_STAMP) $(NODE_STAMP)
 	python -m pytest tests/test_rehearsal.py -q -s -k critical_paths
 
 ### transitions: every setting moved from its default and back, reviewed as a deploy and as its rollback
-# The transition matrix (tooling/transitions.py): each setting of the configuration model changed on a running
+# The transition matrix (tooling/review/transitions.py): each setting of the configuration model changed on a running
 # stack -- modes: every pair -- synthesized, reviewed, and the verdict checked against the mirrored rules.
 transitions: $(DEV_STAMP) $(NODE_STAMP)
-	python -m tooling.transitions
+	python -m tooling.review.transitions
 
 ## upstream-examples: Karpenter's own examples/v1 through nodeManifests: accepted or refused, what differs (ARGS="--settings <file>": its typed settings)
 upstream-examples: $(DEV_STAMP) $(NODE_STAMP)

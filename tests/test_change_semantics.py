@@ -19,10 +19,10 @@ from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC, NodePoolSpec
 from karpenter_stack.config import AppConfig, ExistingClusterConfig, PipelineConfig, WaveSpec, tree
 from tooling import review as rv
-from tooling import transition_moves as moves
-from tooling import transitions as tr
 from tooling.chart_render import kept_versions, unknown_values
 from tooling.kubernetes_schemas import schema
+from tooling.review import transition_moves as moves
+from tooling.review import transitions as tr
 
 SPECS = (NodePoolSpec, NodeClassSpec, KubeletSpec, NodeOverlaySpec)
 # ... and every other model of the configuration (the delivery pipeline's: its own stack)

@@ -1,5 +1,5 @@
-"""aws-cdk's real cluster-resource handler (tooling/handlers: aws-cdk-lib 2.275.0's bundled index.js on Node.js,
-EKS faked) as the oracle of karpenter_stack/cluster_updates.py's mirror: the two agree on generated pairs of
+"""aws-cdk's real cluster-resource handler (tooling/review/simulator/handlers: aws-cdk-lib 2.275.0's bundled index.js on
+Node.js, EKS faked) as the oracle of karpenter_stack/cluster_updates.py's mirror: the two agree on generated pairs of
 cluster ``Config`` properties, forward and rolled back, and the handler's concrete EKS calls for the cases the
 project's guard and review rely on."""
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from karpenter_stack import cluster_updates as cu
-from tooling import handlers
+from tooling.review.simulator import handlers
 
 PAIRS = 300
 ALL_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]

@@ -415,7 +415,7 @@ def test_startup_taints_reach_the_pool_template_and_are_known_everywhere_the_mod
     CRD schema and CEL rules, the error messages, the review's drift verdict and the transition matrix follow."""
     from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
     from karpenter_stack.config import ConfigError
-    from tooling.transition_moves import DEFAULT, field_transitions
+    from tooling.review.transition_moves import DEFAULT, field_transitions
 
     (gpu,) = [p for p in POOL_SHAPES if p["name"] == "gpu"]
     config = load_config({"nodePools": [gpu]}, today=TODAY)

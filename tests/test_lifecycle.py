@@ -6,7 +6,7 @@ import pytest
 
 from karpenter_stack.config import ConfigError
 from tests.cfn import each, kubernetes_objects, only, render_json, resources
-from tooling.lifecycle_model import depends_transitively, references
+from tooling.review.lifecycle_model import depends_transitively, references
 
 
 def dependency_graph(template: dict) -> dict[str, set[str]]:

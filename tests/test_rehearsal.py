@@ -11,7 +11,7 @@ import pytest
 from tests.cfn import each
 from tests.test_snapshots import all_templates
 from tests.test_teardown import EVENT, Context, FakeTime, Untouchable, _status_client, index
-from tooling.lifecycle_model import Lifecycle
+from tooling.review.lifecycle_model import Lifecycle
 
 CONFIGURATIONS = [
     "default",

@@ -1,4 +1,4 @@
-"""The deploy simulator (tooling/simulator): a deploy of this app's real templates replayed step by step in
+"""The deploy simulator (tooling/review/simulator): a deploy of this app's real templates replayed step by step in
 CloudFormation's order, with aws-cdk's real cluster handler and what EKS and the nodes do, the running cluster's
 invariants checked after every step, and the rollback replayed for a failure at every step. Each case below broke a
 running cluster while the review passed it before the simulator (issue 32)."""
@@ -14,7 +14,7 @@ from karpenter_stack.config import load_config
 from tests.cfn import kubernetes_objects, render
 from tests.conftest import synth
 from tooling import review as rv
-from tooling.simulator import simulate
+from tooling.review.simulator import simulate
 
 FARGATE_PROFILE = "ClusterfargateprofileKarpenterAndCoreDns2C79EDD5"
 AWS_AUTH = "ClusterAwsAuthmanifestFE51F8AE"
@@ -205,8 +205,7 @@ def test_two_kinds_of_cluster_update_fail_the_deploy_and_its_rollback_in_the_rea
 def test_the_simulators_fargate_profile_rule_is_the_real_handlers(default):
     """plan.REPLACED_ON_ANY_CHANGE mirrors aws-cdk's Fargate profile handler: any Update creates a new profile (a
     new physical id), so CloudFormation deletes the old one in the cleanup."""
-    from tooling import handlers
-    from tooling.simulator import plan
+    from tooling.review.simulator import handlers, plan
 
     profile = default.template.to_json()["Resources"][FARGATE_PROFILE]["Properties"]["Config"]
     moved = {**profile, "selectors": [{"namespace": "karpenter"}]}

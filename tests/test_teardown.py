@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from tests.cfn import kubernetes_objects, load_balancer_cleanups, only, render, resources, teardown
 from tests.conftest import ROOT
 from tests.test_lifecycle import dependency_graph
-from tooling.lifecycle_model import depends_transitively
+from tooling.review.lifecycle_model import depends_transitively
 
 spec = importlib.util.spec_from_file_location(
     "teardown_index", ROOT / "constructs_lib" / "teardown_handler" / "index.py"

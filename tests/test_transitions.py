@@ -17,8 +17,8 @@ from karpenter_stack.config import load_config, stack_name_for
 from tests import commands
 from tests.cfn import only, render, resources, teardown
 from tooling import review as rv
-from tooling import transition_moves as moves
 from tooling import workspace
+from tooling.review import transition_moves as moves
 
 
 def _cluster_config(synthesized) -> dict:
@@ -400,7 +400,7 @@ def test_the_test_command_refuses_a_configuration_the_deployed_cluster_cannot_ta
     assert "nothing was tested" in result.stderr and "passed" not in result.stdout
 
 
-# --- the transition matrix (tooling/transitions.py; `make transitions` runs all of it) ------------------------
+# --- the transition matrix (tooling/review/transitions.py; `make transitions` runs all of it) ------------------------
 
 
 def test_the_matrix_is_generated_from_the_configuration_model():
@@ -408,7 +408,7 @@ def test_the_matrix_is_generated_from_the_configuration_model():
     declaration says why it is not a transition of one stack (another stack, moved field by field, or a reason of
     its own); a setting without a declaration or a value stops the generation, naming it."""
     from karpenter_stack.config import AppConfig
-    from tooling import transitions as tr
+    from tooling.review import transitions as tr
 
     found, not_one = moves.transitions()
     settings = {t.setting for t in found}
@@ -467,7 +467,7 @@ def test_the_matrix_is_generated_from_the_configuration_model():
 def test_a_wrong_verdict_is_caught_by_the_mirrored_rules():
     """A create-only change the review called an update, and a cluster update whose rollback the handler refuses
     that the review did not call one way: both are reported."""
-    from tooling import transitions as tr
+    from tooling.review import transitions as tr
 
     group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"InstanceTypes": ["t3.medium"], "Version": "1.36"}}
     cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"name": "c", "version": "1.36", "accessConfig": {}}}}
@@ -505,7 +505,7 @@ def test_a_kubernetes_upgrade_is_one_way_and_blocks_until_acknowledged():
     """From the matrix, on the suite's own synths: 1.35 → 1.36 is allowed, but its rollback would ask EKS for a
     downgrade (aws-cdk's handler calls UpdateClusterVersion unless the cluster already runs that version), and the
     add-ons and patches that follow in the same deploy can fail: the review blocks until acknowledged."""
-    from tooling import transitions as tr
+    from tooling.review import transitions as tr
 
     outcome = tr.assess(moves.Transition("kubernetesVersion", {}, "1.35", moves.DEFAULT), _templates_of)
     assert (outcome.category, outcome.rollback, outcome.problems) == ("blocked", "refused", [])
@@ -669,7 +669,7 @@ def test_a_pool_switching_between_static_and_dynamic_capacity_is_refused_at_synt
 
 
 def test_the_matrix_checks_eks_version_skew():
-    from tooling import transition_checks
+    from tooling.review import transition_checks
 
     cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"version": "1.36"}}}
     group = {"Type": "AWS::EKS::Nodegroup", "Properties": {"Version": "1.35"}}
@@ -724,7 +724,7 @@ def test_a_new_vpc_cidr_is_refused_at_synth(tmp_path):
 
 def test_the_matrix_asks_the_synth_to_refuse_what_would_fail():
     """`make transitions` flags a deploy the review says fails unless the synth refuses it against that baseline."""
-    from tooling import transitions as tr
+    from tooling.review import transitions as tr
 
     deployed = {
         "eks-karpenter.template": {
@@ -739,7 +739,7 @@ def test_the_matrix_reads_the_products_folder_not_your_accepted_baseline(tmp_pat
     """Found by a newcomer trial: after `make accept`, `make transitions` stopped with a traceback, since its synth of
     kubernetesVersion 1.35 was refused against the user's baseline (a cluster at 1.36)."""
     from karpenter_stack import baseline, context_sources
-    from tooling import transitions as tr
+    from tooling.review import transitions as tr
 
     (tmp_path / "baseline").mkdir()
     cluster = {"Type": rv.CLUSTER, "Properties": {"Config": {"name": "eks-karpenter", "version": "1.36"}}}
@@ -807,7 +807,7 @@ def test_a_node_pool_moves_verdict_is_checked_against_karpenters_disruption_mode
     """The review's 'interrupt' on a node pool move is what tooling/review/disruption.py predicts from the two pools,
     not what the field declares: widening consolidation disrupts nodes (declared behavioral), a review that said
     otherwise is caught, and so is one that says a weight change disrupts."""
-    from tooling import transitions as tr
+    from tooling.review import transitions as tr
 
     found = moves.field_transitions()
     (widen,) = [

@@ -81,8 +81,9 @@ def configurations() -> Iterator[dict[str, Any]]:
     transition matrix's node object fields (each field's examples and modes), one environment each."""
     import json
 
+    from tooling.review.transition_moves import field_transitions
+
     from . import configurations as product
-    from . import transition_moves as transitions
 
     base = product.PRODUCT_CONTEXT
     yield dict(base)
@@ -94,7 +95,7 @@ def configurations() -> Iterator[dict[str, Any]]:
         settings.pop("pipeline", None)
         for environment in environments.values():
             yield {**base, **settings, **{k: v for k, v in environment.items() if k not in ("account", "region")}}
-    for move in transitions.field_transitions():
+    for move in field_transitions():
         if move.setting.split(".", 1)[0] in ("nodePools", "nodeClasses", "nodeOverlays"):
             yield {**base, **move.overrides("new")}
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from karpenter_stack.application import build, new_app
 from tooling.configurations import EXISTING, PRODUCT_CONTEXT, PRODUCTION
-from tooling.lifecycle_model import Lifecycle
+from tooling.review.lifecycle_model import Lifecycle
 
 ROOT = Path(__file__).resolve().parent.parent
 

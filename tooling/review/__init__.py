@@ -26,6 +26,11 @@ properties; replacements through references), ``cluster`` (the EKS cluster's han
 node groups and add-ons), ``kubernetes`` (manifests, Helm releases, drift, the CRDs' transition rules),
 ``stacks`` (stack by stack: nested, new, gone and renamed stacks; one-way changes), ``acknowledgments``,
 ``render`` (Markdown) and ``cli`` (the command); ``model`` holds what they share.
+
+Beside them, what the review relies on and what puts it to the test: CloudFormation's lifecycle semantics
+(``lifecycle_model``), the deploy simulator (``simulator/``, with aws-cdk's real cluster handler as its oracle,
+``simulator/handlers/``) and the transition matrix (``transitions``, ``make transitions``: its moves in
+``transition_moves``, what each verdict must agree with in ``transition_checks``).
 """
 
 # Karpenter's drift tables and the cluster's authentication-mode rule, as the review reads them.
@@ -66,7 +71,7 @@ from .stacks import review, stack_names
 from .synth import synthesized_templates
 from .values import _at, references
 
-# What the tests and tooling/transitions.py read of the review (the underscored ones are its rules, tested alone).
+# What the tests and transitions.py read of the review (the underscored ones are its rules, tested alone).
 __all__ = [
     "ACKNOWLEDGMENTS",
     "BASELINE",

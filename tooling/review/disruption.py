@@ -1,6 +1,6 @@
 """What Karpenter's disruption controllers do after a deploy changes a NodePool or deletes one: which nodes are
 disrupted, at what rate at most, and when. The review says it beside each change of a pool or class; the transition
-matrix checks the review's verdict on every node pool move against :func:`disrupts` (tooling/transitions.py).
+matrix checks the review's verdict on every node pool move against :func:`disrupts` (tooling/review/transitions.py).
 
 The rules, from Karpenter 1.14.1 (core at 6e7eab7a0f48, ``../shared/upstream/karpenter-v1.14.1/source/core``):
 

@@ -92,7 +92,7 @@ class Change:
 
 @dataclass(frozen=True)
 class Replayed:
-    """What the deploy simulator (tooling/simulator) finds replaying the deploy and its rollbacks step by step."""
+    """What the deploy simulator (simulator/) finds replaying the deploy and its rollbacks step by step."""
 
     text: str
     severity: str  # fails | one way (a rollback aws-cdk's cluster handler or EKS refuses: acknowledgeable)

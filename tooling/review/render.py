@@ -76,7 +76,7 @@ def render(reports: list[StackReport], acknowledged: Mapping[str, str]) -> tuple
 def _replayed(
     report: StackReport, acknowledged: Mapping[str, str], blocking: list[str], failing: list[str], used: set[str]
 ) -> list[str]:
-    """The deploy simulator's findings (tooling/simulator): what breaks in the running cluster, step by step."""
+    """The deploy simulator's findings (tooling/review/simulator): what breaks in the running cluster, step by step."""
     if not report.replayed:
         if not report.replayed_steps:
             return []

@@ -149,8 +149,8 @@ def review(old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]])
 def _replayed(
     reports: list[StackReport], old: Mapping[str, dict[str, Any]], new: Mapping[str, dict[str, Any]]
 ) -> list[StackReport]:
-    """Each top-level stack's deploy replayed step by step (tooling/simulator): its findings on its report."""
-    from tooling.simulator import simulate
+    """Each top-level stack's deploy replayed step by step (tooling/review/simulator): its findings on its report."""
+    from tooling.review.simulator import simulate
 
     by_stack = {r.name: r for r in reports}
     for stack, simulation in simulate(old, new).items():

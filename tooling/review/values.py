@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from tooling.lifecycle_model import references as _references
+from tooling.review.lifecycle_model import references as _references
 
 
 def references(value: Any) -> set[str]:

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tooling.lifecycle_model import Lifecycle, references
+from tooling.review.lifecycle_model import Lifecycle, references
 
 NESTED_STACK = "AWS::CloudFormation::Stack"
 # aws-cdk-lib 2.275's handlers: any change of a Fargate profile creates a new one (cluster-resource-handler

@@ -44,14 +44,14 @@ from typing import Any
 from constructs_lib.specs.change import Change
 from karpenter_stack.config import AppConfig, ConfigError, load_config
 from tooling import review as rv
-from tooling.transition_checks import Synth, mirrored_problems
-from tooling.transition_moves import (
+from tooling.review.transition_checks import Synth, mirrored_problems
+from tooling.review.transition_moves import (
     Transition,
     field_transitions,
     transitions,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # refused: the deploy fails (or the synth refuses it); blocked: it would work, but replaces or deletes something
 # stateful, or its rollback would wedge the stack -- the review fails until it is acknowledged.
@@ -67,7 +67,7 @@ class Outcome:
     problems: list[str] = field(default_factory=list)  # where the review disagrees with a mirrored rule
     interrupts: bool = False  # some change of the deploy restarts pods or replaces nodes
     restarts: bool = False  # the controller's pods restart
-    replayed: list[str] = field(default_factory=list)  # what the deploy simulator finds (tooling/simulator)
+    replayed: list[str] = field(default_factory=list)  # what the deploy simulator finds (tooling/review/simulator)
 
 
 def _category(reports: list[rv.StackReport], failing: list[str], blocking: list[str]) -> str:

@@ -1,4 +1,4 @@
-"""The deploy simulator's replay (tooling/simulator/__init__.py runs it): the invariants it checks and what it
+"""The deploy simulator's replay (tooling/review/simulator/__init__.py runs it): the invariants it checks and what it
 finds (Violation, Finding, Run, Simulation), one step at a time as aws-cdk's handlers, EKS and the nodes take it
 (_Replay), and the record of when each invariant breaks and mends (_Tracker)."""
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpenter_stack.cluster_updates import UpdateRefused, is_downgrade, update, version_step_refusal
-from tooling.lifecycle_model import Lifecycle
+from tooling.review.lifecycle_model import Lifecycle
 
 from . import plan
 from .plan import CLEANUP, ROLLBACK, ROLLBACK_CLEANUP, Step
@@ -233,8 +233,8 @@ class _Replay:
             self.config_map |= host_roles(self.live, self.resolver, step.key)
 
     def _handler(self, old: Physical, new: Physical, step: Step, deployed: Any) -> str | None:
-        """aws-cdk's cluster handler on the Update event of the cluster (the real one, ``tooling/handlers``; its
-        mirror ``karpenter_stack/cluster_updates.py`` where Node.js is not there, agreeing by
+        """aws-cdk's cluster handler on the Update event of the cluster (the real one, ``handlers``; its mirror
+        ``karpenter_stack/cluster_updates.py`` where Node.js is not there, agreeing by
         tests/test_cluster_handler.py), then EKS on the calls it makes (``eks_answer``)."""
         if new.type != CLUSTER:
             return None
@@ -247,7 +247,7 @@ class _Replay:
         else:
             b = self._resolved_new(b, new.prefix)
         try:
-            from tooling import handlers
+            from tooling.review.simulator import handlers
 
             outcome = handlers.cluster_update(a, b, deployed_version=deployed)
             error, calls = outcome.error, outcome.calls
@@ -443,7 +443,9 @@ class _Tracker:
         self.start = replay.check()  # broken before the deploy: not the deploy's doing
         self.open: dict[tuple[str, str], tuple[Step, str]] = {}
         self.last: Step | None = None
-        self.elapsed: list[int] = []  # seconds at the end of each step, at worst (tooling/lifecycle_model durations)
+        self.elapsed: list[
+            int
+        ] = []  # seconds at the end of each step, at worst (tooling/review/lifecycle_model durations)
 
     def steps(self, steps: list[Step]) -> bool:
         """Apply ``steps`` in order; False when one fails. A handler that refuses changes nothing; a Helm release

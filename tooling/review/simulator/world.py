@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from constructs_lib.names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
-from tooling.lifecycle_model import _nested_template_name
+from tooling.review.lifecycle_model import _nested_template_name
 
 from .plan import NESTED_STACK
 

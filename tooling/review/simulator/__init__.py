@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tooling.lifecycle_model import Lifecycle
+from tooling.review.lifecycle_model import Lifecycle
 
 from . import plan
 from .replay import Finding, Run, Simulation, Violation, _Replay, _Tracker

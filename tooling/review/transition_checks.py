@@ -1,4 +1,4 @@
-"""What a transition's review must agree with (tooling/transitions.py runs these on every move): aws-cdk's real
+"""What a transition's review must agree with (tooling/review/transitions.py runs these on every move): aws-cdk's real
 cluster handler on the cluster's update (its refusals and the version skew of node groups and add-ons), and
 Karpenter's own hashes on which node objects drift and which restart the controller."""
 

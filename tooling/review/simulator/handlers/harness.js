@@ -1,6 +1,6 @@
 // Runs aws-cdk-lib's own EKS cluster-resource handler (the bundled
 // custom-resource-handlers/dist/aws-eks/cluster-resource-handler/index.js of the installed aws-cdk-lib) against
-// a fake EKS, for tooling/handlers/__init__.py. Hermetic: the handler's two external modules -- the AWS SDK v3
+// a fake EKS, for the __init__.py beside it. Hermetic: the handler's two external modules -- the AWS SDK v3
 // packages the Lambda runtime provides (@aws-sdk/client-eks, @aws-sdk/credential-providers), which the bundle
 // does not contain -- are replaced in-process by fakes that record every call and answer from a small cluster
 // state given with each request. Nothing opens a socket: http/https/net/tls connections throw.

@@ -15,7 +15,7 @@ if called), the child's environment holds fake credentials and no proxy, and the
 What the simulator calls (each returns a :class:`HandlerOutcome`; configs are the template's ``Config``
 properties, CloudFormation intrinsics allowed)::
 
-    from tooling import handlers
+    from tooling.review.simulator import handlers
     out = handlers.cluster_update(old_config, new_config)            # CloudFormation's Update, forward
     back = handlers.cluster_update(new_config, old_config,            # its rollback: old and new swapped, the
                                    deployed_version="1.36")           # cluster as the forward left it
@@ -53,7 +53,7 @@ CLUSTER = "Custom::AWSCDK-EKS-Cluster"
 FARGATE_PROFILE = "Custom::AWSCDK-EKS-FargateProfile"
 HANDLER_MEMBER = "package/custom-resource-handlers/dist/aws-eks/cluster-resource-handler/index.js"
 HARNESS = Path(__file__).with_name("harness.js")
-CACHE = Path(__file__).resolve().parents[2] / ".cache" / "aws-cdk-handlers"
+CACHE = Path(__file__).resolve().parents[4] / ".cache" / "aws-cdk-handlers"
 ROLE = "arn:aws:iam::111111111111:role/cluster-creation-role"
 # The child's whole environment: no proxy, fake credentials, nothing of the caller's.
 CHILD_ENV = {
@@ -185,7 +185,9 @@ class ClusterHandler:
             line = process.stdout.readline()
         if not line:
             self.close()
-            raise HarnessError("the handler harness exited (run `node tooling/handlers/harness.js` to see why)")
+            raise HarnessError(
+                "the handler harness exited (run `node tooling/review/simulator/handlers/harness.js` to see why)"
+            )
         reply = json.loads(line)
         return HandlerOutcome(
             calls=[(op, params) for op, params in reply["calls"]],
