@@ -182,30 +182,31 @@ transitions: $(DEV_STAMP) $(NODE_STAMP)
 
 ## upstream-examples: Karpenter's own examples/v1 through nodeManifests: accepted or refused, what differs (ARGS="--settings <file>": its typed settings)
 upstream-examples: $(DEV_STAMP) $(NODE_STAMP)
-	@$(RUN) ARGS -- python -m tooling.upstream_examples
+	@$(RUN) ARGS -- python -m tooling.releases.upstream_examples
 
 ## template-diff: what the project's Karpenter template changes from upstream's (templates/upstream/), and why
 template-diff: $(RUNTIME_STAMP)
-	@python -m tooling.template_parity
+	@python -m tooling.releases.template_parity
 
 ### karpenter-import: import a Karpenter release, VERSION=1.15.0 (FROM=<folder>: its charts and cloudformation.yaml from a folder)
 # Pulls the release's karpenter and karpenter-crd charts with the project's Helm and its getting-started CloudFormation
-# template (or reads them from FROM), and writes everything the project pins per version (tooling/karpenter_import.py);
-# the project's template is re-applied and printed as a diff to review. Bad input: one line, nothing written.
+# template (or reads them from FROM), and writes everything the project pins per version
+# (tooling/releases/karpenter_import.py); the project's template is re-applied and printed as a diff to review. Bad
+# input: one line, nothing written.
 karpenter-import: $(DEV_STAMP)
-	python -m tooling.karpenter_import "$$VERSION" $${FROM:+--from "$$FROM"}
+	python -m tooling.releases.karpenter_import "$$VERSION" $${FROM:+--from "$$FROM"}
 
 ## release-report: what moving between two kept Karpenter releases changes, SINCE=1.13.1 VERSION=1.14.1 (exit 1: a decision)
 # CRD fields and CEL rules, chart values, feature gates and IAM grants added, removed or changed, each with the
-# settings it touches (tooling/release_report.py); exits 1 when a change needs a decision, listed one per line.
+# settings it touches (tooling/releases/release_report.py); exits 1 when a change needs a decision, listed one per line.
 release-report: $(DEV_STAMP)
-	@python -m tooling.release_report "$$SINCE" "$$VERSION"
+	@python -m tooling.releases.release_report "$$SINCE" "$$VERSION"
 
 ### release-ids: record every logical id later versions must keep (when cutting a release)
 # When cutting a release: record every logical id (nested stacks included) that later versions must
 # keep, so that a refactor cannot make CloudFormation replace a deployed resource unnoticed.
 release-ids: $(DEV_STAMP) $(NODE_STAMP)
-	python -m tooling.release_logical_ids
+	python -m tooling.releases.release_logical_ids
 
 ### bench: synth time of this project against aws_eks + cdk-eks-karpenter
 # Synth time of this project against aws_eks + cdk-eks-karpenter (throwaway venv), alternating.

@@ -11,10 +11,11 @@ from typing import Any
 
 from aws_cdk.assertions import Template
 
-from tooling import chart_render
+from tooling.releases import chart_render
 
 # A stand-in for an intrinsic inside a rendered string (``${GetAtt:Res.Attr}``, ``${Ref:Res}``), and a string or an
-# Fn::Join flattened into one string with such placeholders: the chart rendering's own (tooling/chart_render.py).
+# Fn::Join flattened into one string with such placeholders: the chart rendering's own
+# (tooling/releases/chart_render.py).
 placeholder = chart_render.placeholder
 render = chart_render.flatten
 

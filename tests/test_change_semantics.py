@@ -19,8 +19,8 @@ from constructs_lib.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC, NodePoolSpec
 from karpenter_stack.config import AppConfig, ExistingClusterConfig, PipelineConfig, WaveSpec, tree
 from tooling import review as rv
-from tooling.chart_render import kept_versions, unknown_values
 from tooling.kubernetes_schemas import schema
+from tooling.releases.chart_render import kept_versions, unknown_values
 from tooling.review import transition_moves as moves
 from tooling.review import transitions as tr
 
@@ -117,7 +117,7 @@ def _chart_path(declared) -> list[str] | None:
 
 def test_each_declared_chart_value_is_one_the_chart_has():
     """Settings that write a value of Karpenter's chart name it; it is in the chart's own values.yaml, of each kept
-    release (tooling/chart_render.py)."""
+    release (tooling/releases/chart_render.py)."""
     declared = [(m, n, change_of(m, n)) for m in SETTINGS for n in m.model_fields]
     paths = {f"{m.__name__}.{n}": path for m, n, d in declared if (path := _chart_path(d)) is not None}
     assert len(paths) == 10  # the controller's seven, serviceAccount.name, serviceMonitor, podAnnotations

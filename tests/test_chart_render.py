@@ -1,5 +1,5 @@
-"""Karpenter's real charts, rendered offline with the pinned Helm (tooling/chart_render.py): for each kept release
-(tooling/upstream/karpenter-<version>/charts/), every value the app sets is one of that chart's values.yaml, the
+"""Karpenter's real charts, rendered offline with the pinned Helm (tooling/releases/chart_render.py): for each kept
+release (tooling/upstream/karpenter-<version>/charts/), every value the app sets is one of that chart's values.yaml, the
 rendered controller objects carry the app's settings, and the CRD chart installs the CRDs the project's
 schema and CEL mirrors were taken from.
 
@@ -21,8 +21,8 @@ from constructs_lib.names import CONTROLLER_POD_LABELS, CREDENTIALS_POD_ANNOTATI
 from tests.cfn import controller_values, each, only, resources
 from tests.conftest import synth
 from tests.test_operability import OPS
-from tooling import chart_render
-from tooling.chart_render import (
+from tooling.releases import chart_render
+from tooling.releases.chart_render import (
     PASS_THROUGH,
     UPSTREAM,
     ChartError,

@@ -14,7 +14,7 @@ from constructs_lib.specs.not_exposed import NOT_EXPOSED, not_exposed
 from tests.test_good_configuration import GOOD
 from tests.test_pool_requirements import UPSTREAM
 from tooling.configurations import PRODUCT_CONTEXT
-from tooling.crd_paths import KINDS, configurations, crd_paths, objects_of, stale, uncovered, written_paths
+from tooling.releases.crd_paths import KINDS, configurations, crd_paths, objects_of, stale, uncovered, written_paths
 
 VERSION = "1.14.1"
 

@@ -24,7 +24,7 @@ from constructs_lib.template_parity import (
     widening_problems,
 )
 from karpenter_stack import versions
-from tooling import template_parity
+from tooling.releases import template_parity
 
 TEMPLATE = versions.karpenter_template("1.14.1")
 WHERE = "templates/karpenter-1.14.1.yaml"

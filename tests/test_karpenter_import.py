@@ -1,4 +1,4 @@
-"""``python -m tooling.karpenter_import`` (``make karpenter-import``): re-importing each kept release from the
+"""``python -m tooling.releases.karpenter_import`` (``make karpenter-import``): re-importing each kept release from the
 project's own artifacts (its charts in tooling/upstream/, upstream's template in templates/upstream/) into a scratch
 copy writes exactly the committed files -- the CRDs, every schema and CEL mirror, the chart values schema, the
 feature gates and the project's template, its hardening carried from the other release by the 3-way merge. Bad input
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tooling import helm, karpenter_import
-from tooling.karpenter_import import layout
 from tooling.kubernetes_schemas import KubernetesValidator, schema
 from tooling.mirror_crd_schema import CRD_FILES
+from tooling.releases import helm, karpenter_import
+from tooling.releases.karpenter_import import layout
 
 VERSIONS = ("1.13.1", "1.14.1")
 
@@ -457,8 +457,8 @@ def test_a_cluster_on_the_imported_previous_release_moves_to_the_current_one_as_
     from tests.cfn import controller_values, kubernetes_objects
     from tooling import review as rv
     from tooling.cel_rules import evaluate
-    from tooling.chart_render import unknown_values
     from tooling.kubernetes_schemas import object_violations
+    from tooling.releases.chart_render import unknown_values
 
     imported = imports["1.13.1"]
     release = layout("1.13.1")["release"]
@@ -595,6 +595,6 @@ def test_a_release_whose_changes_need_a_decision_is_not_imported(tmp_path, capsy
     ],
 )
 def test_a_crd_the_mirrors_cannot_read_is_named(crd, problem):
-    from tooling.karpenter_import import crd_shape_problem
+    from tooling.releases.karpenter_import import crd_shape_problem
 
     assert crd_shape_problem(crd) == problem

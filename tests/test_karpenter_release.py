@@ -296,8 +296,8 @@ def test_the_feature_gate_table_is_every_gate_of_the_chart():
 
     from constructs_lib import releases
     from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS, FeatureGate
-    from tooling.chart_render import chart_defaults
     from tooling.kubernetes_schemas import schema
+    from tooling.releases.chart_render import chart_defaults
 
     values = schema("1.14.1", "controller-values")
     chart_gates = values["properties"]["settings"]["properties"]["featureGates"]["properties"]

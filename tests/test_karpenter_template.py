@@ -30,7 +30,8 @@ def tmpl() -> dict:
 
 
 def test_available_versions_are_the_templates_on_disk():
-    assert versions.available_karpenter_versions() == ["1.13.1", "1.14.1"]  # imported: tooling/karpenter_import.py
+    # imported: tooling/releases/karpenter_import.py
+    assert versions.available_karpenter_versions() == ["1.13.1", "1.14.1"]
 
 
 @pytest.mark.parametrize("version", versions.available_karpenter_versions())

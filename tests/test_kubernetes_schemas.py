@@ -11,8 +11,8 @@ import pytest
 from karpenter_stack import versions
 from tests.cfn import controller_values, each, kubernetes_objects
 from tests.conftest import EXAMPLE_FIXTURES
-from tooling.chart_render import unknown_values
 from tooling.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
+from tooling.releases.chart_render import unknown_values
 
 # configuration -> kinds of the objects it applies (aws-auth is a ConfigMap; an existing cluster's nodes
 # join through an access entry instead)
@@ -53,8 +53,8 @@ def test_every_applied_object_matches_its_schema(configuration, request):
 
 @pytest.mark.parametrize("configuration", sorted(CONFIGURATIONS))
 def test_controller_values_use_only_keys_the_chart_reads(configuration, request):
-    """Against the chart's own values.yaml of the configuration's version (tooling/chart_render.py), and the types of
-    the mirrored values schema."""
+    """Against the chart's own values.yaml of the configuration's version (tooling/releases/chart_render.py), and the
+    types of the mirrored values schema."""
     synthesized = request.getfixturevalue(configuration)
     values, version = controller_values(synthesized.template), synthesized.config.karpenter_version
     assert unknown_values(values, version) == []

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.test_snapshots import all_templates
-from tooling.release_logical_ids import logical_ids_of
+from tooling.releases.release_logical_ids import logical_ids_of
 
 BASELINE = json.loads((ROOT / "tests" / "release" / "logical-ids.json").read_text())
 # "<configuration>:<stack>/<logical id>" -> why that id may change. Empty: every id of the last

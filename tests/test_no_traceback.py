@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tooling import upstream_examples
+from tooling.releases import upstream_examples
 from tooling.review.baseline import baseline_templates
 from tooling.review.model import ReviewError
 

@@ -2,7 +2,7 @@
 checked by every gate the typed settings go through (the specs' validators, the construct's rules, the schemas and
 CEL rules, the review), refused in one line naming the file, the object and the field; and Karpenter's own
 examples/v1/ (tests/fixtures/karpenter-examples-v1.14.1/) through this path, with what differs from upstream's
-objects (tooling/upstream_examples.py, `python -m tooling.upstream_examples`)."""
+objects (tooling/releases/upstream_examples.py, `python -m tooling.releases.upstream_examples`)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ from karpenter_stack.config import ConfigError, load_config
 from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
 from tests.conftest import ROOT, TODAY
 from tooling import review as rv
-from tooling import upstream_examples
 from tooling.configurations import ADMINISTRATOR, PRODUCT_CONTEXT
 from tooling.kubernetes_schemas import config_objects
+from tooling.releases import upstream_examples
 from tooling.review.model import MANIFEST
 
 UPSTREAM = ROOT / "tests" / "fixtures" / "karpenter-examples-v1.14.1"

@@ -10,8 +10,8 @@ from constructs_lib import yaml_load
 from tests.cfn import controller_values, kubernetes_objects, render, resources
 from tests.conftest import ROOT, synth
 from tests.test_lifecycle import dependency_graph, depends_transitively
-from tooling.chart_render import unknown_values
 from tooling.kubernetes_schemas import object_violations
+from tooling.releases.chart_render import unknown_values
 
 TOPIC = f"arn:aws:sns:eu-west-1:{'1' * 12}:karpenter-alerts"
 CONTROLLER = {

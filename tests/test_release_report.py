@@ -1,9 +1,10 @@
-"""The release report (tooling/release_report.py, ``make release-report SINCE=... VERSION=...``): what moving between two
-kept Karpenter releases changes, the app's settings each change touches, and the changes that need a decision.
+"""The release report (tooling/releases/release_report.py, ``make release-report SINCE=... VERSION=...``): what moving
+between two kept Karpenter releases changes, the app's settings each change touches, and the changes that need a
+decision.
 
 Read from the kept charts (tooling/upstream/karpenter-<version>/charts/, the CRDs rendered once per session through
-tooling/chart_render.py's cache) and the templates of templates/; the synthetic cases run on a scratch copy with
-one edit each (a new required CRD field, a removed chart key the app writes, a statement the project's template
+tooling/releases/chart_render.py's cache) and the templates of templates/; the synthetic cases run on a scratch copy
+with one edit each (a new required CRD field, a removed chart key the app writes, a statement the project's template
 drops), each giving its one-line decision."""
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from constructs_lib.template_parity import load_template
-from tooling import release_report, workspace
-from tooling.release_report import CHART, ROOT, ReportError, compare, main
+from tooling import workspace
+from tooling.releases import release_report
+from tooling.releases.release_report import CHART, ROOT, ReportError, compare, main
 
 UPSTREAM = ROOT / "tooling" / "upstream"
 TEMPLATE = "karpenter-1.14.1.yaml"

@@ -26,8 +26,8 @@ from constructs_lib.specs.node_pool import NodePoolSpec
 from karpenter_stack.config import tree
 from karpenter_stack.config.reference import ROOTS, upstream_names
 from tests.conftest import ROOT
-from tooling import upstream_defaults as upstream
 from tooling.generate_docs import documented_differing_defaults, reference_document
+from tooling.releases import upstream_defaults as upstream
 
 
 def _rows() -> dict[str, str]:

@@ -1,5 +1,5 @@
 """The karpenter chart's values as JSON Schema (``tooling/schemas/karpenter-<version>/controller-values.schema.json``),
-generated from the chart itself by ``python -m tooling.karpenter_import``: no hand-kept key list.
+generated from the chart itself by ``python -m tooling.releases.karpenter_import``: no hand-kept key list.
 
 - The keys are the ones the chart reads: every key of its ``values.yaml`` and every ``.Values.<path>`` its templates
   name (1.14.1's deployment reads ``affinity.podAffinity``, which values.yaml does not list). An object whose keys

@@ -14,7 +14,7 @@ from typing import Any
 
 from karpenter_stack.config import reference_markdown
 
-from .upstream_defaults import differing_defaults_markdown, key_defaults
+from .releases.upstream_defaults import differing_defaults_markdown, key_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 

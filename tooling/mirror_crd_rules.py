@@ -2,8 +2,8 @@
 """Mirror the CEL rules (``x-kubernetes-validations``) and the defaults of Karpenter's CRDs into
 ``tooling/schemas/karpenter-<version>/cel-rules.json``, the project's own record of them.
 
-``python -m tooling.karpenter_import <version>`` (``make karpenter-import``) calls this with the CRDs the release's
-``karpenter-crd`` chart installs (``tooling/upstream/karpenter-<version>/crds/``); by hand::
+``python -m tooling.releases.karpenter_import <version>`` (``make karpenter-import``) calls this with the CRDs the
+release's ``karpenter-crd`` chart installs (``tooling/upstream/karpenter-<version>/crds/``); by hand::
 
     python -m tooling.mirror_crd_rules <path to that crds/ folder> <version>
 

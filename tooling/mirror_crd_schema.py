@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Mirror the OpenAPI schemas of Karpenter's CRDs into ``tooling/schemas/karpenter-<version>/<name>.schema.json``
 as JSON Schema (the format of the project's other schema mirrors), from the CRDs the release's ``karpenter-crd``
-chart installs, rendered into ``tooling/upstream/karpenter-<version>/crds/``. ``python -m tooling.karpenter_import
-<version>`` (``make karpenter-import``) renders them and calls this; by hand, from those CRDs::
+chart installs, rendered into ``tooling/upstream/karpenter-<version>/crds/``. ``python -m
+tooling.releases.karpenter_import <version>`` (``make karpenter-import``) renders them and calls this; by hand, from
+those CRDs::
 
     python -m tooling.mirror_crd_schema --all <version>
 

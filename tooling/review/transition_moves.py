@@ -1,8 +1,8 @@
 """The transition matrix's moves, generated from the configuration model: every top-level setting moved from its
 default to another valid value and back (modes: every ordered pair), and every field of the settings declared
 ``BY_FIELD`` (node pools, node classes, node overlays, the controller, an existing cluster) in its one object or entry.
-What each move does is judged by ``transitions.py`` (synthesized, reviewed, replayed); ``tooling/crd_paths.py`` reads
-the moves' objects (which CRD paths the app writes). Nothing here synthesizes or reviews."""
+What each move does is judged by ``transitions.py`` (synthesized, reviewed, replayed); ``tooling/releases/crd_paths.py``
+reads the moves' objects (which CRD paths the app writes). Nothing here synthesizes or reviews."""
 
 from __future__ import annotations
 

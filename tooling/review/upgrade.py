@@ -1,5 +1,5 @@
 """What moving a running cluster between two imported Karpenter releases does, in the deploy's order, from the
-release report (tooling/release_report.py: the two releases' rendered charts and CRDs):
+release report (tooling/releases/release_report.py: the two releases' rendered charts and CRDs):
 
 1. the ``karpenter-crd`` chart first (the controller chart's custom resource depends on it): the CRDs added,
    removed or changed, and which stored objects a new CEL rule refuses;
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from constructs_lib import releases
-from tooling import release_report
+from tooling.releases import release_report
 
 _KINDS = ("NodePool", "EC2NodeClass", "NodeOverlay")
 

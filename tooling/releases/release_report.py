@@ -2,7 +2,7 @@
 (``make release-report SINCE=1.13.1 VERSION=1.14.1``), read from what the project keeps of each release:
 
 - the CRDs the ``karpenter-crd`` chart installs (tooling/upstream/karpenter-<version>/charts/, rendered offline with
-  the pinned Helm: tooling/chart_render.py): kinds added or removed; per kind, spec fields added, removed or changed
+  the pinned Helm: chart_render.py): kinds added or removed; per kind, spec fields added, removed or changed
   (type, enum, pattern, bounds, default, required-ness) and CEL rules (``x-kubernetes-validations``) added, removed
   or changed, by field path;
 - the ``karpenter`` chart's values.yaml, flattened: keys added, removed, defaults changed (the image's tag and
@@ -12,7 +12,7 @@
 
 each change with the app's settings it touches (their cdk.json keys: the fields' declared Karpenter names,
 karpenter_stack/config/reference.py), and whether the app writes it (the node objects of the product's
-configurations, tooling/crd_paths.py; the chart values of constructs_lib/karpenter_release.py).
+configurations, tooling/releases/crd_paths.py; the chart values of constructs_lib/karpenter_release.py).
 
 A change that needs a human decision is a decision, one line naming the kind and field (or the chart key, or the
 grant): a new required field; a removed field or value key the app writes; an enum or pattern narrowed where the
@@ -40,7 +40,7 @@ import yaml
 from constructs_lib import yaml_load
 from constructs_lib.iam_grants import Grant
 from constructs_lib.names import CONTROLLER_CHART, CRD_CHART
-from tooling import chart_render, helm
+from tooling.releases import chart_render, helm
 
 ROOT = chart_render.ROOT
 IMPORT_COMMAND = "make karpenter-import VERSION={version}"
@@ -226,7 +226,7 @@ def _app_version() -> str:
 
 @functools.cache
 def _objects() -> tuple[dict[str, Any], ...]:
-    from tooling import crd_paths
+    from tooling.releases import crd_paths
 
     return tuple(crd_paths.objects_of(crd_paths.configurations()))
 
@@ -234,8 +234,8 @@ def _objects() -> tuple[dict[str, Any], ...]:
 @functools.cache
 def written_paths() -> dict[str, frozenset[str]]:
     """The CRD paths the app writes, by kind: the node objects of the product's configurations and of the transition
-    matrix's moves (tooling/crd_paths.py), read against the app's own release's mirrored schema."""
-    from tooling import crd_paths
+    matrix's moves (tooling/releases/crd_paths.py), read against the app's own release's mirrored schema."""
+    from tooling.releases import crd_paths
 
     return {kind: frozenset(paths) for kind, paths in crd_paths.written_paths(_objects(), _app_version()).items()}
 

@@ -5,8 +5,8 @@ the API server stores them; the node role is the template's ``KarpenterNodeRole-
 converter's typed settings (``nodeClasses``/``nodePools`` JSON) give the same objects through the normal
 configuration path, and what was found about the file.
 
-    python -m tooling.upstream_examples                  # the table (Markdown)
-    python -m tooling.upstream_examples --settings FILE  # the typed settings of one file, as JSON for cdk.json
+    python -m tooling.releases.upstream_examples                  # the table (Markdown)
+    python -m tooling.releases.upstream_examples --settings FILE  # the typed settings of one file, as JSON for cdk.json
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ from typing import Any
 from constructs_lib import yaml_load
 from constructs_lib.node_manifests import CLUSTER_NAME_PLACEHOLDER, read_node_manifests
 from karpenter_stack.config import ConfigError, load_config
-
-from .cel_rules import KINDS, evaluate, mirror, with_defaults
-from .configurations import PRODUCT_CONTEXT, ROOT
-from .kubernetes_schemas import config_objects, object_violations
+from tooling.cel_rules import KINDS, evaluate, mirror, with_defaults
+from tooling.configurations import PRODUCT_CONTEXT, ROOT
+from tooling.kubernetes_schemas import config_objects, object_violations
 
 FIXTURES = ROOT / "tests" / "fixtures" / "karpenter-examples-v1.14.1"
 CLUSTER = "c"  # the cluster name tooling.kubernetes_schemas.config_objects renders with

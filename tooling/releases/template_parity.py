@@ -227,7 +227,9 @@ def _explained(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tooling.template_parity", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tooling.releases.template_parity", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("versions", nargs="*", help="Karpenter versions (default: every template in templates/)")
     args = parser.parse_args(argv)
     failed = False

@@ -1,6 +1,6 @@
 """Karpenter's own Helm charts, rendered offline: ``helm template`` of a kept release's ``karpenter`` or
 ``karpenter-crd`` chart (``tooling/upstream/karpenter-<version>/charts/``, as upstream released them) with the
-project's pinned Helm (tooling/helm.py, the kubectl layer's: the Helm that installs them in a deployed cluster),
+project's pinned Helm (helm.py, the kubectl layer's: the Helm that installs them in a deployed cluster),
 returning the Kubernetes objects the chart would apply, parsed.
 
 The controller chart is rendered with the app's own values as a synthesized template carries them
@@ -30,9 +30,9 @@ import yaml
 
 from constructs_lib import yaml_load
 from constructs_lib.names import CONTROLLER_CHART, CRD_CHART
-from tooling import helm
+from tooling.releases import helm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = ROOT / "tooling" / "upstream"
 HELM_CHART_RESOURCE = "Custom::AWSCDK-EKS-HelmChart"
 

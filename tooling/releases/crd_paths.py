@@ -2,7 +2,7 @@
 ``tooling/schemas/``) and which of them the app writes, found in the objects it emits: a path is ``spec.a.b``, with
 ``[]`` for a list's entries (``spec.template.spec.requirements[].minValues``); a map's keys are values, not paths.
 
-``python -m tooling.crd_paths`` prints, per CRD, how many paths the product's configurations and the transition
+``python -m tooling.releases.crd_paths`` prints, per CRD, how many paths the product's configurations and the transition
 matrix's moves write, and those neither written nor listed in ``constructs_lib/specs/not_exposed.py``."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from constructs_lib.specs.not_exposed import not_exposed
-
-from .kubernetes_schemas import BY_KIND, config_objects, schema
+from tooling.kubernetes_schemas import BY_KIND, config_objects, schema
 
 KINDS = tuple(BY_KIND)  # NodePool, EC2NodeClass, NodeOverlay
 
@@ -81,9 +80,8 @@ def configurations() -> Iterator[dict[str, Any]]:
     transition matrix's node object fields (each field's examples and modes), one environment each."""
     import json
 
+    from tooling import configurations as product
     from tooling.review.transition_moves import field_transitions
-
-    from . import configurations as product
 
     base = product.PRODUCT_CONTEXT
     yield dict(base)

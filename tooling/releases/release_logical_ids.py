@@ -19,7 +19,7 @@ from karpenter_stack.application import build, new_app
 from tooling.configurations import EXISTING, PRODUCT_CONTEXT, PRODUCTION
 from tooling.review.lifecycle_model import Lifecycle
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 BASELINE = ROOT / "tests" / "release" / "logical-ids.json"
 CONFIGURATIONS = {"default": {}, "production": PRODUCTION, "existing": EXISTING}
