@@ -18,20 +18,22 @@ import pytest
 
 from constructs_lib.template_parity import load_template
 from tooling import workspace
-from tooling.releases import release_report
-from tooling.releases.release_report import CHART, ROOT, ReportError, compare, main
+from tooling.releases import report_base, report_settings
+from tooling.releases.release_report import compare, main
+from tooling.releases.report_base import ROOT, ReportError
+from tooling.releases.report_settings import CHART
 
 UPSTREAM = ROOT / "tooling" / "upstream"
 TEMPLATE = "karpenter-1.14.1.yaml"
 
 
 @pytest.fixture(scope="module")
-def forward() -> release_report.Report:
+def forward() -> report_base.Report:
     return compare(ROOT, "1.13.1", "1.14.1")
 
 
 @pytest.fixture(scope="module")
-def backward() -> release_report.Report:
+def backward() -> report_base.Report:
     return compare(ROOT, "1.14.1", "1.13.1")
 
 
@@ -251,10 +253,10 @@ def test_an_upstream_grant_the_project_drops_is_a_decision(scratch):
 
 
 def test_every_declared_karpenter_name_belongs_to_a_kind_or_the_chart():
-    found = release_report.settings()
+    found = report_settings.settings()
     assert {s.target for s in found} == {"NodePool", "EC2NodeClass", "NodeOverlay", CHART}
     by_key = {s.key: s for s in found}
-    assert by_key["nodePools[].consolidationPolicy"] == release_report.Setting(
+    assert by_key["nodePools[].consolidationPolicy"] == report_settings.Setting(
         "nodePools[].consolidationPolicy",
         "NodePool",
         "spec.disruption.consolidationPolicy",

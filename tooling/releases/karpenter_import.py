@@ -60,7 +60,7 @@ from constructs_lib import yaml_load
 from constructs_lib.template_parity import load_template
 from tooling import mirror_crd_rules, mirror_crd_schema
 from tooling.chart_values_schema import values_schema
-from tooling.releases import helm, release_report, template_parity
+from tooling.releases import helm, release_report, report_base, template_parity
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = "oci://public.ecr.aws/karpenter"
@@ -597,7 +597,7 @@ def decide(root: Path, tree: Path, version: str, base: str, out: Callable[[str],
     old, new = sorted((base, version), key=version_key)
     try:
         report = release_report.compare(root, old, new, trees={version: tree})
-    except release_report.ReportError as error:
+    except report_base.ReportError as error:
         raise ImportFailure(f"the release report {old} -> {new}: {error}") from None
     out(report.markdown().rstrip("\n"))
     if report.decisions:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from constructs_lib import releases
-from tooling.releases import release_report
+from tooling.releases import release_report, report_base
 
 _KINDS = ("NodePool", "EC2NodeClass", "NodeOverlay")
 
@@ -31,8 +31,8 @@ def version_key(version: str) -> tuple[int, ...]:
 
 
 @functools.cache
-def _report(old: str, new: str) -> release_report.Report:
-    return release_report.compare(release_report.ROOT, old, new)
+def _report(old: str, new: str) -> report_base.Report:
+    return release_report.compare(report_base.ROOT, old, new)
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def crd_step(old: str, new: str, stored: Iterable[Mapping[str, Any]]) -> CrdStep
     effects += _refused_when_stored(stored, new)
     if version_key(new) >= version_key(old):
         return CrdStep(effects, None, None)
-    before, after = release_report.load(release_report.ROOT, old), release_report.load(release_report.ROOT, new)
+    before, after = report_base.load(report_base.ROOT, old), report_base.load(report_base.ROOT, new)
     gone = sorted(set(before.crds) - set(after.crds))
     old_storage, new_storage = _storage(before.crds), _storage(after.crds)
     unserved = [
