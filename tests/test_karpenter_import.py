@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import ROOT
 from tooling.kubernetes_schemas import KubernetesValidator, schema
 from tooling.mirror_crd_schema import CRD_FILES
-from tooling.releases import helm, karpenter_import
-from tooling.releases.karpenter_import import layout
+from tooling.releases import helm, import_base, import_fetch, import_template, import_write, karpenter_import
+from tooling.releases.import_base import layout
 
 VERSIONS = ("1.13.1", "1.14.1")
 
@@ -34,7 +34,7 @@ def kept_artifacts(version: str, into: Path) -> Path:
 
 def as_archives(folder: Path, version: str) -> Path:
     """The charts of a --from folder as the archives ``helm pull`` writes (charts/<chart>-<version>.tgz)."""
-    for name in karpenter_import.CHARTS:
+    for name in import_base.CHARTS:
         with tarfile.open(folder / "charts" / f"{name}-{version}.tgz", "w:gz") as tar:
             tar.add(folder / "charts" / name, arcname=name)
         shutil.rmtree(folder / "charts" / name)
@@ -82,7 +82,7 @@ def imports(tmp_path_factory) -> dict[str, Imported]:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_reimporting_a_kept_release_writes_the_committed_files_byte_for_byte(version, imports):
     done = imports[version]
-    committed = karpenter_import._files(ROOT, version)
+    committed = import_write._files(ROOT, version)
     assert done.written == committed
     assert len(committed) == {"1.13.1": 46, "1.14.1": 49}[version]  # 1.14 adds the capacitybuffers CRD (3 files)
     for relative in committed:
@@ -360,7 +360,7 @@ def test_a_conflict_with_the_projects_hardening_stops_the_import_naming_the_hunk
 def test_a_difference_the_carried_reasons_do_not_explain_stops_the_import(root, tmp_path, capsys, monkeypatch):
     """What make template-diff refuses on the merged template (stood in for: its check runs in the imports above)."""
     problems = ["templates/karpenter-1.13.1.yaml: Resources.X.Properties.Y: no reason in templates/changes/x", "2nd"]
-    monkeypatch.setattr(karpenter_import.template_parity, "report", lambda template: ([], problems))
+    monkeypatch.setattr(import_write.template_parity, "report", lambda template: ([], problems))
     assert _fails(["1.13.1", "--from", str(_artifacts(tmp_path))], root, capsys) == (
         "karpenter-import: templates/karpenter-1.13.1.yaml: Resources.X.Properties.Y: no reason in "
         "templates/changes/x (and 1 more); merge it by hand: upstream's template as "
@@ -372,16 +372,16 @@ def test_a_difference_the_carried_reasons_do_not_explain_stops_the_import(root, 
 def test_a_release_with_its_own_files_is_its_own_base(tmp_path):
     """After a conflict merged by hand: the release's own template is carried (it is the nearest), not another's."""
     root = scratch_root(tmp_path, "1.13.1")
-    assert karpenter_import.nearest(root, "1.13.1") == "1.14.1"
-    assert karpenter_import.nearest(root, "1.12.0") == "1.14.1"
-    assert karpenter_import.nearest(ROOT, "1.13.1") == "1.13.1"
-    assert karpenter_import.nearest(ROOT, "1.13.9") == "1.13.1"
-    assert karpenter_import.nearest(ROOT, "1.14.0") == "1.14.1"
-    assert karpenter_import.nearest(ROOT, "1.15.0") == "1.14.1"
+    assert import_template.nearest(root, "1.13.1") == "1.14.1"
+    assert import_template.nearest(root, "1.12.0") == "1.14.1"
+    assert import_template.nearest(ROOT, "1.13.1") == "1.13.1"
+    assert import_template.nearest(ROOT, "1.13.9") == "1.13.1"
+    assert import_template.nearest(ROOT, "1.14.0") == "1.14.1"
+    assert import_template.nearest(ROOT, "1.15.0") == "1.14.1"
     shutil.rmtree(root / "templates")
     (root / "templates").mkdir()
-    with pytest.raises(karpenter_import.ImportFailure, match="no imported version to carry the project's hardening"):
-        karpenter_import.nearest(root, "1.13.1")
+    with pytest.raises(import_base.ImportFailure, match="no imported version to carry the project's hardening"):
+        import_template.nearest(root, "1.13.1")
 
 
 def test_a_failure_while_moving_in_puts_back_what_was_there(tmp_path, monkeypatch):
@@ -401,10 +401,10 @@ def test_a_failure_while_moving_in_puts_back_what_was_there(tmp_path, monkeypatc
             raise OSError(28, "No space left on device", str(dst))
         real(src, dst)
 
-    monkeypatch.setattr(karpenter_import.os, "replace", replace)
+    monkeypatch.setattr(import_write.os, "replace", replace)
     before = tree(root)
-    with pytest.raises(karpenter_import.ImportFailure) as failure:
-        karpenter_import.move_in(root, staged, "1.14.1", tmp_path / "aside")
+    with pytest.raises(import_base.ImportFailure) as failure:
+        import_write.move_in(root, staged, "1.14.1", tmp_path / "aside")
     assert str(failure.value) == (
         f"{root}: could not move templates/changes/karpenter-1.14.1.yaml in (No space left on device); nothing was "
         "changed"
@@ -428,9 +428,9 @@ def test_online_the_charts_come_from_the_registry_and_the_template_from_the_rele
         return None if "/en/v1.14/" in url else "Resources: {}\n"
 
     monkeypatch.setattr(helm, "run", pull)
-    monkeypatch.setattr(karpenter_import, "_download", download)
+    monkeypatch.setattr(import_fetch, "_download", download)
     (tmp_path / "fetched").mkdir()
-    artifacts = karpenter_import.online("1.14.1", tmp_path / "fetched")
+    artifacts = import_fetch.online("1.14.1", tmp_path / "fetched")
     charts = str(tmp_path / "fetched" / "charts")
     assert pulled == [
         ("pull", f"oci://public.ecr.aws/karpenter/{name}", "--version", "1.14.1", "--untar", "--untardir", charts)
@@ -541,7 +541,7 @@ def test_a_release_whose_changes_need_a_decision_is_not_imported(tmp_path, capsy
     """The release report runs before anything moves in: a change the app cannot take as it is (here a chart value
     the app writes, gone from the new release's values.yaml) stops the import with the decision, nothing written."""
     source = kept_artifacts("1.14.1", tmp_path)
-    for chart in karpenter_import.CHARTS:
+    for chart in import_base.CHARTS:
         meta = source / "charts" / chart / "Chart.yaml"
         meta.write_text(meta.read_text().replace("1.14.1", "1.14.2"))
     values = source / "charts" / "karpenter" / "values.yaml"
@@ -595,6 +595,6 @@ def test_a_release_whose_changes_need_a_decision_is_not_imported(tmp_path, capsy
     ],
 )
 def test_a_crd_the_mirrors_cannot_read_is_named(crd, problem):
-    from tooling.releases.karpenter_import import crd_shape_problem
+    from tooling.releases.import_write import crd_shape_problem
 
     assert crd_shape_problem(crd) == problem
