@@ -106,7 +106,7 @@ def values_schema(chart: Path, values: Mapping[str, Any], version: str) -> dict[
             "project": "aws/karpenter-provider-aws charts/karpenter (oci://public.ecr.aws/karpenter/karpenter)",
             "version": version,
             "source": f"tooling/upstream/karpenter-{version}/charts/karpenter: values.yaml and templates/",
-            "generated-by": "tooling/chart_values_schema.py (python -m tooling.karpenter_import)",
+            "generated-by": "tooling/chart_values_schema.py (python -m tooling.releases.karpenter_import)",
             "note": "The keys the chart reads (values.yaml's and every .Values path its templates name); a key the "
             "chart does not read is rejected, so a typo cannot silently do nothing. Objects a template passes "
             "through whole (affinity, resources, securityContext) are not expanded. type: the default's; default: "

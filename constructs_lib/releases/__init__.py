@@ -1,7 +1,7 @@
 """What the app knows of each imported Karpenter release, one ``karpenter-<version>.json`` per release, written by
-``python -m tooling.karpenter_import`` (``make karpenter-import``) from the release's charts: its feature gates
-(``settings.featureGates`` of the karpenter chart's values.yaml) with their defaults, and the fields of each kind's
-spec with their enums (from the CRDs the karpenter-crd chart installs). ``karpenterVersion`` chooses among them:
+``python -m tooling.releases.karpenter_import`` (``make karpenter-import``) from the release's charts: its feature
+gates (``settings.featureGates`` of the karpenter chart's values.yaml) with their defaults, and the fields of each
+kind's spec with their enums (from the CRDs the karpenter-crd chart installs). ``karpenterVersion`` chooses among them:
 :func:`imported` lists them, and :func:`gate_and_object_problems` finds, for the chosen release, a feature gate or an
 object field or value that release does not know (e.g. ``consolidationPolicy: Balanced``, new in 1.14)."""
 

@@ -130,7 +130,7 @@ def _readme(version: str, stubs: bool) -> str:
     lines = [
         f"# Karpenter {version}, as upstream released it",
         "",
-        "Written by `python -m tooling.karpenter_import` (`make karpenter-import VERSION=...`); do not edit by hand.",
+        "Written by `python -m tooling.releases.karpenter_import` (`make karpenter-import VERSION=...`); do not edit by hand.",
         "Apache License 2.0, as the Karpenter project ([aws/karpenter-provider-aws](https://github.com/aws/karpenter-provider-aws)).",
         "",
         f"- `charts/karpenter/` and `charts/karpenter-crd/`: the two Helm charts of version {version}, unchanged, as "
@@ -231,7 +231,7 @@ def stage(root: Path, version: str, artifacts: Artifacts, shown: str, scratch: P
     release = {
         "karpenter": version,
         "source": f"{names['upstream']}/charts/karpenter/values.yaml settings.featureGates; {names['upstream']}/crds",
-        "generated-by": "python -m tooling.karpenter_import",
+        "generated-by": "python -m tooling.releases.karpenter_import",
         "featureGates": feature_gates(values, f"{shown}/karpenter"),
         "objects": object_fields(schemas),
     }
