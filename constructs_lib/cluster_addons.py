@@ -9,7 +9,7 @@ from typing import Any, cast
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
-from .names import KUBERNETES_VERSION_POD_ANNOTATION
+from .karpenter.names import KUBERNETES_VERSION_POD_ANNOTATION
 
 # Strategic-merge patch that changes nothing: see ``coredns_follows_kubernetes``.
 _NO_CHANGE: dict[str, Any] = {}

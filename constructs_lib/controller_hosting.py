@@ -19,8 +19,13 @@ from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from .nag import acknowledge, managed_policy_finding, node_policy_reason
-from .names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS, KUBERNETES_VERSION_POD_ANNOTATION, NODE_MANAGED_POLICIES
+from .karpenter.nag import acknowledge, managed_policy_finding, node_policy_reason
+from .karpenter.names import (
+    CONTROLLER_POD_LABELS,
+    COREDNS_POD_LABELS,
+    KUBERNETES_VERSION_POD_ANNOTATION,
+    NODE_MANAGED_POLICIES,
+)
 
 # Karpenter's chart and EKS's CoreDNS both tolerate this taint, and ordinary workloads do not, so
 # the system node group stays reserved for them.
@@ -64,7 +69,7 @@ def system_node_role(scope: Construct) -> iam.Role:
 # (docs/operations.md, "The system node group's launch template").
 SYSTEM_NODEGROUP_ID = "SystemNodesV2"
 # The system nodes' root volume: EKS's own default size for a node group (what they had without a launch template),
-# gp3 and encrypted as Karpenter's node classes write it (constructs_lib/specs/ec2.py ebs_volume).
+# gp3 and encrypted as Karpenter's node classes write it (constructs_lib/karpenter/specs/ec2.py ebs_volume).
 SYSTEM_ROOT_VOLUME_GIB = 20
 # The root device of the EKS-optimized Amazon Linux images (AL2 and AL2023, x86_64 and arm64), the only AMI types
 # aws-cdk picks for this node group (ami ids are EKS's: the launch template names none).

@@ -27,7 +27,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from .nag import acknowledge
+from .karpenter.nag import acknowledge
 
 # What each kind of wildcard in CDK Pipelines' own policies grants, as the acknowledgment's reason.
 WILDCARD_REASONS = {

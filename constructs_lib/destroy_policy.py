@@ -1,7 +1,7 @@
 """What a stack deletion keeps: KMS keys and log groups, by one setting.
 
-Kept whatever this setting says: the spot service-linked role (account-wide, ``karpenter.py``) and, on a
-cluster the app did not create, the ``karpenter-crd`` chart's custom resource (``karpenter_release.py``: its
+Kept whatever this setting says: the spot service-linked role (account-wide, ``karpenter/construct.py``) and, on a
+cluster the app did not create, the ``karpenter-crd`` chart's custom resource (``karpenter/release.py``: its
 ``helm uninstall`` would delete every NodePool, NodeClaim and EC2NodeClass of the cluster)."""
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from .karpenter.nag import acknowledge, registers
 from .key_policies import deny_direct_grants
-from .nag import acknowledge, registers
 
 FLOW_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 

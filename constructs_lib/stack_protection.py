@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from .sdk_resource import sdk_resource
+from .karpenter.sdk_resource import sdk_resource
 
 
 class TerminationProtection(Construct):

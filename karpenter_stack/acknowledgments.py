@@ -1,5 +1,5 @@
 """cdk-nag findings of aws-cdk-lib's EKS ``Cluster`` machinery, acknowledged next to where the stack
-creates the cluster (every other construct acknowledges its own findings: ``constructs_lib.nag``).
+creates the cluster (every other construct acknowledges its own findings: ``constructs_lib.karpenter.nag``).
 
 Rules (enforced by tests/test_security_gate.py): exact granular ids; the narrowest construct that
 produces the finding; a stack only when every resource in it is aws-cdk-lib's own provider machinery
@@ -15,7 +15,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_eks as eks
 from constructs import IConstruct
 
-from constructs_lib.nag import acknowledge, arn_prefix, logical_id_of, managed_policy_finding, pseudo_values
+from constructs_lib.karpenter.nag import acknowledge, arn_prefix, logical_id_of, managed_policy_finding, pseudo_values
 
 LAMBDA_BASIC = managed_policy_finding("AWSLambdaBasicExecutionRole", service_role=True)
 LAMBDA_VPC = managed_policy_finding("AWSLambdaVPCAccessExecutionRole", service_role=True)

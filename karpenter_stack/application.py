@@ -12,7 +12,7 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk import cx_api
 
-from constructs_lib.nag import acknowledging
+from constructs_lib.karpenter.nag import acknowledging
 
 from . import baseline, context_sources
 from .cluster_stack import KarpenterClusterStack

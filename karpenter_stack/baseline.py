@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from constructs_lib.names import ADMIN_ROLE_ID
+from constructs_lib.karpenter.names import ADMIN_ROLE_ID
 
 from . import cluster_updates as cu
 from . import context_sources

@@ -14,16 +14,15 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from constructs_lib import manifests
 from constructs_lib.cluster_addons import ManagedAddons, coredns_follows_kubernetes
 from constructs_lib.controller_hosting import FargateControllerHosting, SystemNodeGroupHosting
-from constructs_lib.controller_role import ControllerCredentials
-from constructs_lib.karpenter import Karpenter, NodeAuthorization
+from constructs_lib.karpenter import Karpenter, NodeAuthorization, manifests
+from constructs_lib.karpenter.controller_role import ControllerCredentials
+from constructs_lib.karpenter.nag import acknowledge, managed_policy_finding
+from constructs_lib.karpenter.names import ADMIN_ROLE_ID, POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
+from constructs_lib.karpenter.specs.base import quoted
 from constructs_lib.key_policies import deny_direct_grants
-from constructs_lib.nag import acknowledge, managed_policy_finding
-from constructs_lib.names import ADMIN_ROLE_ID, POD_IDENTITY_AGENT, WINDOWS_CLUSTER_POLICY
 from constructs_lib.network import ClusterVpc
-from constructs_lib.specs.base import quoted
 
 from .acknowledgments import acknowledge_cluster
 from .base_stack import AppStack

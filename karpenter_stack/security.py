@@ -1,6 +1,6 @@
 """The security gate: cdk-nag packs on every synth, and narrow, explained acknowledgments.
 
-Every acknowledgment goes through :func:`constructs_lib.nag.acknowledge`, made by the construct that
+Every acknowledgment goes through :func:`constructs_lib.karpenter.nag.acknowledge`, made by the construct that
 causes the finding; it names one exact (granular) finding id, sits on the narrowest construct that
 produces the finding, and says why it is acceptable here. Fixes are
 preferred: see docs/security.md for what is fixed rather than acknowledged.
@@ -17,7 +17,7 @@ import cdk_nag
 from aws_cdk import App, Stack, Validations
 from aws_cdk import aws_eks as eks
 
-from constructs_lib.nag import PACK_PREFIXES
+from constructs_lib.karpenter.nag import PACK_PREFIXES
 
 # Pack names accepted by the `additionalNagPacks` setting, and AwsSolutions (always on).
 PACKS: dict[str, type[cdk_nag.NagPack]] = {

@@ -1,7 +1,7 @@
 """Version facts: which Kubernetes versions CDK, Karpenter and EKS support, where each one's kubectl
 layer comes from, which Karpenter versions this project has a CloudFormation template for, and which
 EKS add-on versions follow each Kubernetes minor. (The delivery pipeline's tool versions:
-``pipeline_tools``; which AMIs exist for a minor: ``constructs_lib.specs.ami``.)"""
+``pipeline_tools``; which AMIs exist for a minor: ``constructs_lib.karpenter.specs.ami``.)"""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import cast
 
 from aws_cdk import aws_eks as eks
 
-from constructs_lib import releases
-from constructs_lib.specs import ami
-from constructs_lib.specs.base import quoted
+from constructs_lib.karpenter import releases
+from constructs_lib.karpenter.specs import ami
+from constructs_lib.karpenter.specs.base import quoted
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 _TEMPLATE_PATTERN = re.compile(r"^karpenter-(\d+\.\d+\.\d+)\.yaml$", re.ASCII)
@@ -114,7 +114,7 @@ def eks_kubernetes_version(kubernetes_version: str) -> eks.KubernetesVersion:
 
 def available_karpenter_versions(templates_dir: Path = TEMPLATES_DIR) -> list[str]:
     """The imported Karpenter releases (``make karpenter-import``): a template in ``templates_dir`` and the release's
-    facts in constructs_lib/releases."""
+    facts in constructs_lib/karpenter/releases."""
     found = [m.group(1) for p in templates_dir.iterdir() if (m := _TEMPLATE_PATTERN.match(p.name))]
     return [v for v in releases.imported() if v in found]
 

@@ -1,6 +1,6 @@
-"""Package boundaries, in layers: constructs_lib (the construct library) < karpenter_stack (the app) < tooling (the
-commands and checks around it: review, transition matrix, lifecycle model, CRD schemas and CEL rules) < tests. A
-layer imports only the layers below it, no module imports itself back through others, nothing patches sys.path,
+"""Package boundaries, in layers: constructs_lib.karpenter (the reusable Karpenter construct) < constructs_lib (the
+app-only constructs beside it) < karpenter_stack (the app) < tooling (the commands and checks around it: review,
+transition matrix, lifecycle model, CRD schemas and CEL rules) < tests. A layer imports only the layers below it, no module imports itself back through others, nothing patches sys.path,
 no CDK-generated logical id is written out in the code, and no function of the app and the library is longer than
 60 lines."""
 
@@ -15,15 +15,20 @@ from pathlib import Path
 from tests.conftest import ROOT
 from tests.sources import walked
 
-# Lowest first: each imports only those before it.
-LAYERS = ("constructs_lib", "karpenter_stack", "tooling", "tests")
+# Lowest first: each imports only those before it. A module's layer is the longest that names it or its package.
+LAYERS = ("constructs_lib.karpenter", "constructs_lib", "karpenter_stack", "tooling", "tests")
+TOP = ("constructs_lib", "karpenter_stack", "tooling", "tests")  # the folders the layers live in
 PACKAGES = ("constructs_lib", "karpenter_stack")  # the app: no generated logical id written out
 # A CDK logical id: a construct-path name followed by its 8-hex-digit path hash (Cluster9EE0221C), or
 # the fixed uuid-based id of a singleton (AWS679f53fac002430cb0da5b7982bd2287).
 GENERATED_ID = re.compile(r"\b[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*[0-9A-F]{8}\b|[0-9a-f]{32}")
 
 
-def _modules(packages: tuple[str, ...] = LAYERS) -> dict[str, Path]:
+def _layer(name: str) -> str:
+    return max((layer for layer in LAYERS if name == layer or name.startswith(layer + ".")), key=len)
+
+
+def _modules(packages: tuple[str, ...] = TOP) -> dict[str, Path]:
     modules = {}
     for package in packages:
         for path in (ROOT / package).rglob("*.py"):
@@ -48,7 +53,7 @@ def _imports(name: str, path: Path) -> set[str]:
                 base = ".".join([*anchor, base] if base else anchor)
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}
-    return {m for m in found if m.split(".")[0] in LAYERS}
+    return {m for m in found if m.split(".")[0] in TOP}
 
 
 def _graph() -> dict[str, set[str]]:
@@ -67,10 +72,7 @@ def _graph_at(root: Path) -> dict[str, frozenset[str]]:
 def _upward(graph: dict[str, set[str]]) -> dict[str, list[str]]:
     """module -> the modules of higher layers it imports."""
     rank = {layer: i for i, layer in enumerate(LAYERS)}
-    found = {
-        name: sorted(m for m in deps if rank[m.split(".")[0]] > rank[name.split(".")[0]])
-        for name, deps in graph.items()
-    }
+    found = {name: sorted(m for m in deps if rank[_layer(m)] > rank[_layer(name)]) for name, deps in graph.items()}
     return {name: deps for name, deps in found.items() if deps}
 
 
@@ -78,7 +80,7 @@ def test_each_layer_imports_only_the_layers_below_it():
     """The construct library never imports the app; neither imports the tooling; nothing but the tests imports
     the tests (the review once imported tests.lifecycle_model while tests/cfn.py imported the review)."""
     graph = _graph()
-    assert {layer for name in graph for layer in LAYERS if name.split(".")[0] == layer} == set(LAYERS)
+    assert {_layer(name) for name in graph} == set(LAYERS)
     assert len(graph) > 100
     assert _upward(graph) == {}
 
@@ -88,12 +90,18 @@ def test_the_layer_check_finds_an_import_of_the_tests(tmp_path, monkeypatch):
         ("tooling", "review", "from tests.cfn import each\n"),
         ("tests", "cfn", "from tooling import review\n"),
         ("karpenter_stack", "app", "import tooling.review\n"),
+        ("constructs_lib", "network", "from constructs_lib.karpenter import nag\n"),
+        ("constructs_lib/karpenter", "construct", "from ..network import Network\n"),
     ):
-        (tmp_path / package).mkdir()
+        (tmp_path / package).mkdir(exist_ok=True)
         (tmp_path / package / "__init__.py").write_text("")
         (tmp_path / package / f"{module}.py").write_text(text)
     monkeypatch.setattr("tests.test_architecture.ROOT", tmp_path)
-    assert _upward(_graph()) == {"karpenter_stack.app": ["tooling.review"], "tooling.review": ["tests.cfn"]}
+    assert _upward(_graph()) == {
+        "constructs_lib.karpenter.construct": ["constructs_lib.network"],
+        "karpenter_stack.app": ["tooling.review"],
+        "tooling.review": ["tests.cfn"],
+    }
 
 
 def test_nothing_patches_the_import_path():
@@ -177,6 +185,35 @@ def test_no_function_is_longer_than_60_lines():
     """Issue 23: small helpers stay small, in the app, the library and the tooling (the teardown handler, a Lambda
     asset kept byte-identical, aside)."""
     assert _long_functions() == [], f"split them (at most {MAX_FUNCTION_LINES} lines each)"
+
+
+MAX_MODULE_LINES = 500
+
+
+def _long_modules(limit: int = MAX_MODULE_LINES) -> list[str]:
+    """Every Python file outside the tests longer than ``limit`` lines: ``<path> is <n> lines``, longest first."""
+    paths = [
+        ROOT / "app.py",
+        *(p for top in ("constructs_lib", "karpenter_stack", "tooling") for p in (ROOT / top).rglob("*.py")),
+    ]
+    found = [
+        (len(path.read_text().splitlines()), path.relative_to(ROOT)) for path in paths if "upstream" not in path.parts
+    ]
+    return [f"{path} is {n} lines" for n, path in sorted(found, reverse=True) if n > limit]
+
+
+def test_no_module_is_longer_than_500_lines():
+    """Issue 42: a module holds one thing; a longer one is split along its seams (its sections, its classes)."""
+    assert _long_modules() == [], f"split them (at most {MAX_MODULE_LINES} lines each)"
+
+
+def test_the_module_length_check_names_a_long_module(tmp_path, monkeypatch):
+    (tmp_path / "tooling").mkdir()
+    (tmp_path / "tooling" / "long.py").write_text("x = 1\n" * 501)
+    (tmp_path / "tooling" / "short.py").write_text("x = 1\n" * 500)
+    (tmp_path / "app.py").write_text("")
+    monkeypatch.setattr("tests.test_architecture.ROOT", tmp_path)
+    assert _long_modules() == ["tooling/long.py is 501 lines"]
 
 
 def test_the_length_check_names_a_long_function_and_its_length(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS
+from constructs_lib.karpenter.specs.controller import FEATURE_GATE_DEFAULTS
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.conftest import TODAY

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from constructs_lib.names import (
+from constructs_lib.karpenter.names import (
     KARPENTER_AWS_WELL_KNOWN_LABELS,
     KARPENTER_SH_LABELS_ALLOWED,
     NODE_OVERLAY_AWS_LABELS,
@@ -132,7 +132,7 @@ def test_kubernetes_library_functions_have_kubernetes_semantics():
 
 
 def test_the_model_mirrors_the_rules_users_can_trip():
-    """The node specs' label and tag checks use the same lists as the CRD rules (constructs_lib/names.py)."""
+    """The node specs' label and tag checks use the same lists as the CRD rules (constructs_lib/karpenter/names.py)."""
     rules = {
         r.get("message"): r["rule"]
         for r in mirror(VERSION)["kinds"][KINDS["NodePool"]]["rules"]
@@ -277,10 +277,10 @@ TERMS = {
 
 
 def _unvalidated(kind: str, fields: dict) -> dict:
-    from constructs_lib.specs.kubelet import KubeletSpec
-    from constructs_lib.specs.node_class import NodeClassSpec
-    from constructs_lib.specs.node_pool import NodePoolSpec
-    from constructs_lib.specs.node_pool_parts import DisruptionBudgetSpec, RequirementSpec
+    from constructs_lib.karpenter.specs.kubelet import KubeletSpec
+    from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+    from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
+    from constructs_lib.karpenter.specs.node_pool_parts import DisruptionBudgetSpec, RequirementSpec
 
     if kind == "overlay":  # as NodeOverlaySpec.manifest writes it
         return {
@@ -290,7 +290,7 @@ def _unvalidated(kind: str, fields: dict) -> dict:
             "spec": {"requirements": [], **copy.deepcopy(fields)},
         }
     if kind == "class":
-        from constructs_lib.specs import selector_terms
+        from constructs_lib.karpenter.specs import selector_terms
 
         fields = dict(fields)
         for key, model in TERMS.items():

@@ -1,4 +1,4 @@
-"""Every setting says what changing it does on a running cluster (constructs_lib/specs/change.py): the node specs'
+"""Every setting says what changing it does on a running cluster (constructs_lib/karpenter/specs/change.py): the node specs'
 fields, the app's settings, the controller's and an existing cluster's; the tables `make review` reads, the
 transition matrix and the reference are derived from those declarations, and the matrix checks each against the
 review's verdict (`make transitions`)."""
@@ -10,13 +10,13 @@ import json
 import pytest
 from pydantic import BaseModel, Field
 
-from constructs_lib.karpenter_release import controller_values
-from constructs_lib.specs.change import CHANGE_TEXT, Change, change, change_of, undeclared
-from constructs_lib.specs.controller import ControllerSpec
-from constructs_lib.specs.kubelet import KubeletSpec
-from constructs_lib.specs.node_class import CLASS_DYNAMIC, NodeClassSpec
-from constructs_lib.specs.node_overlay import NodeOverlaySpec
-from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC, NodePoolSpec
+from constructs_lib.karpenter.release import controller_values
+from constructs_lib.karpenter.specs.change import CHANGE_TEXT, Change, change, change_of, undeclared
+from constructs_lib.karpenter.specs.controller import ControllerSpec
+from constructs_lib.karpenter.specs.kubelet import KubeletSpec
+from constructs_lib.karpenter.specs.node_class import CLASS_DYNAMIC, NodeClassSpec
+from constructs_lib.karpenter.specs.node_overlay import NodeOverlaySpec
+from constructs_lib.karpenter.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC, NodePoolSpec
 from karpenter_stack.config import AppConfig, ExistingClusterConfig, PipelineConfig, WaveSpec, tree
 from tooling import review as rv
 from tooling.kubernetes_schemas import schema

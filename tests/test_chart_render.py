@@ -16,8 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from constructs_lib import yaml_load
-from constructs_lib.names import CONTROLLER_POD_LABELS, CREDENTIALS_POD_ANNOTATION, KUBERNETES_VERSION_POD_ANNOTATION
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.names import (
+    CONTROLLER_POD_LABELS,
+    CREDENTIALS_POD_ANNOTATION,
+    KUBERNETES_VERSION_POD_ANNOTATION,
+)
 from tests.cfn import controller_values, each, only, resources
 from tests.conftest import synth
 from tests.test_operability import OPS

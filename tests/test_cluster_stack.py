@@ -7,7 +7,7 @@ import json
 import pytest
 from aws_cdk.assertions import Match
 
-from constructs_lib.names import DISCOVERY_TAG_KEY
+from constructs_lib.karpenter.names import DISCOVERY_TAG_KEY
 from tests.cfn import each, only, render, render_json, resources
 from tests.conftest import synth
 

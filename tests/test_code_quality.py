@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from constructs_lib import yaml_load
+from constructs_lib.karpenter import yaml_load
 from tests.conftest import ROOT
 
 

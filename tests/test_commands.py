@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Annotations, Match
 
-from constructs_lib.specs.change import change_of
+from constructs_lib.karpenter.specs.change import change_of
 from karpenter_stack.config import AppConfig, load_config, load_environments
 from karpenter_stack.config.parse import JSON_KINDS
 from karpenter_stack.context_sources import as_flags, cdk_json_context, parse_flags, working_context

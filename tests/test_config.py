@@ -387,9 +387,9 @@ def test_a_topic_validator_is_a_function_of_the_configuration_that_returns_its_p
 
 
 def test_the_model_tree_is_walked_from_the_annotations():
-    from constructs_lib.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
-    from constructs_lib.specs.node_pool import NodePoolSpec
-    from constructs_lib.specs.node_pool_parts import RequirementSpec
+    from constructs_lib.karpenter.specs.node_overlay import NodeOverlaySpec, OverlayRequirementSpec
+    from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
+    from constructs_lib.karpenter.specs.node_pool_parts import RequirementSpec
     from karpenter_stack.config import reference, tree
 
     # the same key holds another model depending on where it is
@@ -680,7 +680,7 @@ def test_the_reference_says_what_changing_each_setting_does_from_its_declaration
 
 
 def test_the_reference_says_which_imported_release_a_value_needs():
-    """Values only some imported releases take (a CRD enum's, a chart's feature gate), from constructs_lib/releases."""
+    """Values only some imported releases take (a CRD enum's, a chart's feature gate), from constructs_lib/karpenter/releases."""
     from karpenter_stack.config.reference import reference_markdown
 
     text = reference_markdown()

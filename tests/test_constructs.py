@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from aws_cdk.assertions import Template
 
-from constructs_lib.karpenter_release import KarpenterRelease
-from constructs_lib.nag import logical_id_of
+from constructs_lib.karpenter.nag import logical_id_of
+from constructs_lib.karpenter.queue_alarms import InterruptionQueueAlarms
+from constructs_lib.karpenter.release import KarpenterRelease
+from constructs_lib.karpenter.specs.controller import ControllerSpec
+from constructs_lib.karpenter.teardown import TeardownSafetyNet
 from constructs_lib.network import ClusterVpc
-from constructs_lib.queue_alarms import InterruptionQueueAlarms
-from constructs_lib.specs.controller import ControllerSpec
-from constructs_lib.teardown import TeardownSafetyNet
 from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
 from tests.cfn import depends_on, only, render_json, resources, teardown
 
@@ -121,7 +121,7 @@ def test_karpenter_release_installs_the_crd_chart_then_the_controller_with_the_g
 
 
 def test_node_classes_size_the_volume_that_holds_images_at_the_familys_device():
-    from constructs_lib.specs.node_class import NodeClassSpec
+    from constructs_lib.karpenter.specs.node_class import NodeClassSpec
 
     def devices(alias: str) -> list[tuple[str, str]]:
         spec = NodeClassSpec(ami_alias=alias, root_volume_size_gib=80).manifest(cluster_name="c", node_role_name="r")[

@@ -1,6 +1,6 @@
 """Every field path of Karpenter 1.14.1's NodePool, NodeOverlay and EC2NodeClass CRDs (the project's mirrored
 schemas, tooling/schemas/) is either written by the app or listed, with its reason, in
-constructs_lib/specs/not_exposed.py. What the app writes is found in the objects it emits: the product's
+constructs_lib/karpenter/specs/not_exposed.py. What the app writes is found in the objects it emits: the product's
 configurations and examples, every move of the transition matrix (each field's examples and modes) and the
 configurations this suite holds valid (tests/test_good_configuration.py, tests/test_pool_requirements.py)."""
 
@@ -10,7 +10,7 @@ import functools
 
 import pytest
 
-from constructs_lib.specs.not_exposed import NOT_EXPOSED, not_exposed
+from constructs_lib.karpenter.specs.not_exposed import NOT_EXPOSED, not_exposed
 from tests.test_good_configuration import GOOD
 from tests.test_pool_requirements import UPSTREAM
 from tooling.configurations import PRODUCT_CONTEXT
@@ -30,12 +30,14 @@ def test_every_crd_field_path_is_written_or_listed_as_not_exposed():
     missing = uncovered(VERSION, _written())
     assert missing == [], (
         "these CRD field paths are neither written by any configuration the app builds nor listed, with the reason, "
-        "in constructs_lib/specs/not_exposed.py:\n  " + "\n  ".join(missing)
+        "in constructs_lib/karpenter/specs/not_exposed.py:\n  " + "\n  ".join(missing)
     )
 
 
 def test_no_path_listed_as_not_exposed_is_written():
-    assert stale(_written()) == [], "the app writes these now: remove them from constructs_lib/specs/not_exposed.py"
+    assert stale(_written()) == [], (
+        "the app writes these now: remove them from constructs_lib/karpenter/specs/not_exposed.py"
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)

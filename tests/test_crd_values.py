@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from constructs_lib.node_manifests import ManifestError, convert
-from constructs_lib.specs import crd
-from constructs_lib.specs.kubelet import KubeletSpec
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.node_overlay import NodeOverlaySpec
-from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.node_manifests import ManifestError, convert
+from constructs_lib.karpenter.specs import crd
+from constructs_lib.karpenter.specs.kubelet import KubeletSpec
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_overlay import NodeOverlaySpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 from karpenter_stack.config.errors import format_errors
 from tooling.mirror_crd_schema import CRD_FILES, served_spec, upstream_crds
 

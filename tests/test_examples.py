@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from constructs_lib.names import NODE_GROUPS, WINDOWS_NODE_GROUP
+from constructs_lib.karpenter.names import NODE_GROUPS, WINDOWS_NODE_GROUP
 from tests.cfn import (
     controller_values,
     create_only_properties,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
 from karpenter_stack.config import load_config, load_environments
 from tests.cfn import each
 from tests.conftest import ROOT, TODAY
@@ -413,7 +413,7 @@ def test_the_baseline_and_burst_example_prefers_on_demand_up_to_its_limits_then_
 def test_startup_taints_reach_the_pool_template_and_are_known_everywhere_the_model_is_read():
     """NodePool startupTaints (issue 23: a field added by declaring it once, on NodePoolSpec): the manifest, the
     CRD schema and CEL rules, the error messages, the review's drift verdict and the transition matrix follow."""
-    from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
+    from constructs_lib.karpenter.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
     from karpenter_stack.config import ConfigError
     from tooling.review.transition_moves import DEFAULT, field_transitions
 

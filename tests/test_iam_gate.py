@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from constructs_lib import yaml_load
-from constructs_lib.iam_resources import GrantError, read_grants
-from constructs_lib.iam_types import GRANTING, NO_GRANT
-from constructs_lib.template_parity import (
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.iam_resources import GrantError, read_grants
+from constructs_lib.karpenter.iam_types import GRANTING, NO_GRANT
+from constructs_lib.karpenter.template_parity import (
     load_template,
     synthesized_problems,
     template_grants,
@@ -387,7 +387,7 @@ def test_every_kind_of_grant_holder_is_read_and_held_to_upstream(tmp_path, resou
         pytest.param(
             {"Anywhere": {"Type": "AWS::IAM::RolesAnywhereProfile", "Properties": {}}},
             "Resources.Anywhere (AWS::IAM::RolesAnywhereProfile): an IAM type the gate does not know, so it cannot "
-            "tell what it grants; add the type to constructs_lib/iam_types.py (GRANTING or NO_GRANT) or remove "
+            "tell what it grants; add the type to constructs_lib/karpenter/iam_types.py (GRANTING or NO_GRANT) or remove "
             "the resource",
             id="unknown-iam-type",
         ),
@@ -399,7 +399,7 @@ def test_every_kind_of_grant_holder_is_read_and_held_to_upstream(tmp_path, resou
                 }
             },
             "Resources.BusPolicy (AWS::Events::EventBusPolicy): Properties holds a policy document and the gate does "
-            "not read this type's grants; add the type to constructs_lib/iam_types.py (GRANTING) or remove the "
+            "not read this type's grants; add the type to constructs_lib/karpenter/iam_types.py (GRANTING) or remove the "
             "document",
             id="policy-in-a-type-the-gate-does-not-read",
         ),
@@ -520,7 +520,7 @@ def test_an_unknown_iam_type_in_any_stack_of_the_synth_fails_the_gate(tmp_path):
     out = _synth(tmp_path, {}, inner={"Odd": {"Type": "AWS::IAM::Whatever", "Properties": {}}})
     assert synthesized_problems(out, KARPENTER) == [
         "cdk.out/inner.nested.template.json: Resources.Odd (AWS::IAM::Whatever): an IAM type the gate does not know, "
-        "so it cannot tell what it grants; add the type to constructs_lib/iam_types.py (GRANTING or NO_GRANT) or "
+        "so it cannot tell what it grants; add the type to constructs_lib/karpenter/iam_types.py (GRANTING or NO_GRANT) or "
         "remove the resource"
     ]
 
@@ -531,7 +531,7 @@ def test_a_permissions_boundary_dropped_is_a_widening():
     role = {"Type": "AWS::IAM::Role", "Properties": {**props, "PermissionsBoundary": "arn:aws:iam::1:policy/b"}}
     bounded = read_grants({"Resources": {"R": role}}, "t")
     unbounded = read_grants({"Resources": {"R": {**role, "Properties": props}}}, "t")
-    from constructs_lib.iam_grants import uncovered
+    from constructs_lib.karpenter.iam_grants import uncovered
 
     assert [g.action for g in uncovered(unbounded.get("role r", []), bounded["role r"])] == ["beyond the boundary"]
     assert uncovered(bounded["role r"], unbounded["role r"]) == []  # a boundary added narrows

@@ -11,10 +11,10 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
 
 from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization
-from constructs_lib.nag import logical_id_of
-from constructs_lib.names import NODE_MANAGED_POLICIES
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.nag import logical_id_of
+from constructs_lib.karpenter.names import NODE_MANAGED_POLICIES
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 from karpenter_stack import versions
 from tests.bare import CLUSTER_NAME, OIDC_PROVIDER_ARN, SECURITY_GROUP_ID, bare_stack, imported_cluster
 from tests.cfn import depends_on, each, kubernetes_objects, only, render, render_json, resources
@@ -216,7 +216,7 @@ def test_windows_node_classes_get_their_own_role_with_an_ec2_windows_access_entr
 
 
 def test_pools_and_classes_that_do_not_fit_are_refused_with_every_problem():
-    from constructs_lib.specs.rules import pool_problems
+    from constructs_lib.karpenter.specs.rules import pool_problems
 
     problems = pool_problems(
         [NodeClassSpec(name="general")],
@@ -242,7 +242,7 @@ def _prop_docs() -> dict[str, str]:
     import ast
     import inspect
 
-    from constructs_lib import karpenter_props
+    from constructs_lib.karpenter import props as karpenter_props
 
     (props,) = [
         n

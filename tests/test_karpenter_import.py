@@ -245,7 +245,7 @@ def test_importing_a_release_again_says_nothing_changed(imports, tmp_path, capsy
     out = capsys.readouterr().out.splitlines()
     assert out[-2] == "the project's template 1.13.1 -> 1.13.1: identical"
     assert out[-1].startswith("imported Karpenter 1.13.1: 46 files, ") and out[-1].endswith(
-        ", constructs_lib/releases/karpenter-1.13.1.json; nothing changed"
+        ", constructs_lib/karpenter/releases/karpenter-1.13.1.json; nothing changed"
     )
 
 

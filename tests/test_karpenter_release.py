@@ -3,7 +3,7 @@ across AWS, Helm and Kubernetes."""
 
 from __future__ import annotations
 
-from constructs_lib.names import DISCOVERY_TAG_KEY
+from constructs_lib.karpenter.names import DISCOVERY_TAG_KEY
 from tests.cfn import controller_values, depends_on, each, kubernetes_objects, render_json, resources
 
 
@@ -289,13 +289,13 @@ def test_extra_requirements_taints_and_scheduled_budgets_reach_the_node_pool():
 
 def test_the_feature_gate_table_is_every_gate_of_the_chart():
     """One table of gates and defaults (specs.controller): its gates are the FeatureGate type's, and it equals the
-    gates and defaults the import took from the 1.14.1 chart's values.yaml (constructs_lib/releases/), which the
+    gates and defaults the import took from the 1.14.1 chart's values.yaml (constructs_lib/karpenter/releases/), which the
     generated values schema lists too and the chart itself holds; all off but reservedCapacity. 1.13.1's chart has
     all of them but capacityBuffer, which 1.14 added."""
     import typing
 
-    from constructs_lib import releases
-    from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS, FeatureGate
+    from constructs_lib.karpenter import releases
+    from constructs_lib.karpenter.specs.controller import FEATURE_GATE_DEFAULTS, FeatureGate
     from tooling.kubernetes_schemas import schema
     from tooling.releases.chart_render import chart_defaults
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from constructs_lib import template_parity
-from constructs_lib.karpenter_infra import CONTROLLER_POLICIES, INTERRUPTION_QUEUE, NODE_ROLE
+from constructs_lib.karpenter import template_parity
+from constructs_lib.karpenter.infra import CONTROLLER_POLICIES, INTERRUPTION_QUEUE, NODE_ROLE
 from karpenter_stack import versions
 from tests.cfn import each
 

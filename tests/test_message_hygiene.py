@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from constructs_lib.specs import ec2
+from constructs_lib.karpenter.specs import ec2
 from karpenter_stack.config import ConfigError, load_config
 from tests.conftest import ROOT, TODAY
 from tests.sources import walked
@@ -19,7 +19,7 @@ PACKAGES = ("constructs_lib", "karpenter_stack")
 # Modules whose messages echo configuration values (README: one line per problem).
 MESSAGE_MODULES = (
     *(
-        f"constructs_lib/specs/{m}.py"
+        f"constructs_lib/karpenter/specs/{m}.py"
         for m in (
             "base",
             "ec2",

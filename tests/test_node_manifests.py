@@ -15,12 +15,11 @@ from aws_cdk import Stack
 from aws_cdk.aws_eks import CfnAccessEntry
 from aws_cdk.aws_iam import CfnManagedPolicy
 
-from constructs_lib import yaml_load
-from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization, NodeSpecsError
-from constructs_lib.node_manifests import ManifestError, load_node_manifests, read_node_manifests
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.node_pool import NodePoolSpec
-from constructs_lib.specs.rules import check_nodes
+from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization, NodeSpecsError, yaml_load
+from constructs_lib.karpenter.node_manifests import ManifestError, load_node_manifests, read_node_manifests
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.specs.rules import check_nodes
 from karpenter_stack import versions
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError, load_config
@@ -903,7 +902,7 @@ def test_an_unencrypted_volume_is_a_warning_and_refused_by_the_production_profil
 def test_the_silent_values_are_the_crds_defaults():
     """The converter's reading of a silent pool (manifest_opinions.SILENT_POOL) is the vendored 1.14.1 CRD's default,
     applied as the API server applies it: only where spec.disruption itself is absent."""
-    from constructs_lib.manifest_opinions import SILENT_POOL
+    from constructs_lib.karpenter.manifest_opinions import SILENT_POOL
     from tooling.cel_rules import mirror, with_defaults
 
     defaults = mirror("1.14.1")["kinds"]["NodePool karpenter.sh/v1"]["defaults"]

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization, NodeSpecsError
-from constructs_lib.specs import rules
-from constructs_lib.specs.controller import ControllerSpec
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.node_overlay import NodeOverlaySpec
-from constructs_lib.specs.node_pool import NodePoolSpec
-from constructs_lib.specs.selector_terms import CapacityReservationTermSpec
+from constructs_lib.karpenter.specs import rules
+from constructs_lib.karpenter.specs.controller import ControllerSpec
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_overlay import NodeOverlaySpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.specs.selector_terms import CapacityReservationTermSpec
 from karpenter_stack import versions
 from tests.bare import CLUSTER_NAME, bare_stack, imported_cluster
 from tests.sources import walked
@@ -53,7 +53,7 @@ def _build(**options: Any) -> tuple[Any, Karpenter]:
     return stack, Karpenter(stack, "Karpenter", _props(cluster=imported_cluster(stack), **options))
 
 
-# Each rule of constructs_lib.specs.rules, broken in a construct built directly: (props, the exact message).
+# Each rule of constructs_lib.karpenter.specs.rules, broken in a construct built directly: (props, the exact message).
 CASES: dict[str, tuple[dict[str, Any], str]] = {
     "two classes of one name": (
         {"node_classes": [GENERAL, NodeClassSpec(name="general", ami_alias="bottlerocket@latest")]},
@@ -178,7 +178,7 @@ def test_without_a_kubernetes_version_the_aliases_are_not_checked_and_with_a_goo
 
 
 def _rule_functions() -> dict[str, Callable[..., list[str]]]:
-    """The rules of constructs_lib.specs.rules: every public function named ``*_problems``."""
+    """The rules of constructs_lib.karpenter.specs.rules: every public function named ``*_problems``."""
     return {
         name: f
         for name, f in inspect.getmembers(rules, inspect.isfunction)
@@ -187,7 +187,7 @@ def _rule_functions() -> dict[str, Callable[..., list[str]]]:
 
 
 def test_the_construct_runs_every_rule_function(monkeypatch):
-    """A rule added to constructs_lib.specs.rules and not run by the construct fails here."""
+    """A rule added to constructs_lib.karpenter.specs.rules and not run by the construct fails here."""
     called: list[str] = []
     functions = _rule_functions()
     for name, function in functions.items():
@@ -266,11 +266,13 @@ def _app_modules() -> dict[str, str]:
 
 
 def test_the_app_layer_holds_no_node_rule_the_construct_does_not_run():
-    """A rule across the node specs belongs in constructs_lib.specs.rules (run by the construct); the app's
+    """A rule across the node specs belongs in constructs_lib.karpenter.specs.rules (run by the construct); the app's
     configuration only calls it, so its messages can add where each setting came from."""
     modules = _app_modules()
     app_only, delegated = _app_only_node_rules(modules)
-    assert app_only == [], "move these rules into constructs_lib/specs/rules.py, or list them in APP_OWNED with why"
+    assert app_only == [], (
+        "move these rules into constructs_lib/karpenter/specs/rules.py, or list them in APP_OWNED with why"
+    )
     assert delegated == set(_rule_functions())  # and every rule is the configuration's too (with its origins)
     for path, name in APP_OWNED:  # no stale exemption
         assert name in _node_functions(modules[path]), f"{path}: {name}"

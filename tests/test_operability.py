@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from constructs_lib import yaml_load
+from constructs_lib.karpenter import yaml_load
 from tests.cfn import controller_values, kubernetes_objects, render, resources
 from tests.conftest import ROOT, synth
 from tests.test_lifecycle import dependency_graph, depends_transitively

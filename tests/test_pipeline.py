@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from constructs_lib import yaml_load
+from constructs_lib.karpenter import yaml_load
 from karpenter_stack import pipeline_tools
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from constructs_lib.specs.node_overlay import NodeOverlaySpec
-from constructs_lib.specs.node_pool import NodePoolSpec
-from constructs_lib.specs.rules import pool_problems
+from constructs_lib.karpenter.specs.node_overlay import NodeOverlaySpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.specs.rules import pool_problems
 from karpenter_stack.config import ConfigError, load_config
 from tests.conftest import TODAY
 from tooling.cel_rules import evaluate
@@ -202,7 +202,7 @@ def test_null_shortcuts_write_only_the_os_of_the_class():
 
 
 def test_the_rules_across_objects_read_the_requirement_that_took_a_shortcuts_place():
-    from constructs_lib.specs.node_class import NodeClassSpec
+    from constructs_lib.karpenter.specs.node_class import NodeClassSpec
 
     classes = [NodeClassSpec(), NodeClassSpec(name="win", ami_alias="windows2022@latest")]
     reserved = NodePoolSpec(name="r", requirements=[_req("karpenter.sh/capacity-type", "In", ["reserved"])])

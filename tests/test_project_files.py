@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from constructs_lib import yaml_load
-from constructs_lib.node_manifests import ManifestError, read_node_manifests
-from constructs_lib.specs.files import MAX_PROJECT_FILE_BYTES, read_project_file
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.node_manifests import ManifestError, read_node_manifests
+from constructs_lib.karpenter.specs.files import MAX_PROJECT_FILE_BYTES, read_project_file
 from tests.test_node_manifests import CLASS, POOL
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from constructs_lib.template_parity import load_template
+from constructs_lib.karpenter.template_parity import load_template
 from tooling import workspace
 from tooling.releases import report_base, report_settings
 from tooling.releases.release_report import compare, main
@@ -103,7 +103,7 @@ def test_backward_report_lists_the_removals_and_fails_on_what_the_app_writes(bac
         "NodePool spec.disruption.consolidationPolicy: enum narrowed in 1.13.1 (drops Balanced); the app produces "
         '"Balanced" (the app\'s objects hold it; setting `nodePools[].consolidationPolicy` allows it)',
         "feature gate settings.featureGates.capacityBuffer: removed in 1.13.1; setting `controller.featureGates` "
-        "offers it and writes it when set (constructs_lib/specs/controller.py FEATURE_GATE_DEFAULTS)",
+        "offers it and writes it when set (constructs_lib/karpenter/specs/controller.py FEATURE_GATE_DEFAULTS)",
     ]
     assert "## Decisions (2)" in text
 
@@ -218,7 +218,7 @@ def test_a_removed_value_key_the_app_writes_is_a_decision(scratch):
     report = compare(scratch, "1.14.1", "1.14.3")
     assert report.decisions == [
         "chart value priorityClassName: removed in 1.14.3, and the app writes it (always; "
-        "constructs_lib/karpenter_release.py)"
+        "constructs_lib/karpenter/release.py)"
     ]
     assert (
         '- `priorityClassName`: removed (default was "system-cluster-critical") — the app writes it (always)'

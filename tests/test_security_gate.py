@@ -277,7 +277,7 @@ def test_docs_list_every_acknowledgment():
 
 
 def test_every_pack_the_app_offers_has_its_finding_prefix_for_construct_acknowledgments():
-    from constructs_lib.nag import PACK_PREFIXES
+    from constructs_lib.karpenter.nag import PACK_PREFIXES
     from karpenter_stack.security import PACKS
 
     assert set(PACKS) == set(PACK_PREFIXES)

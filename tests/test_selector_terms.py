@@ -1,6 +1,6 @@
 """Subnet and security group selector terms read as EC2 reads them (issue 41, point 3): Karpenter sends each term as
 EC2 describe filters, and EC2 reads '*' and '?' as wildcards anywhere in a filter value, a backslash making them
-literal (constructs_lib/specs/reach.py). The production profile refuses a term that reaches beyond what it names or
+literal (constructs_lib/karpenter/specs/reach.py). The production profile refuses a term that reaches beyond what it names or
 can match a public subnet's tag; the other profiles get a synth warning naming the setting. Typed settings and
 nodeManifests files alike; each kind of term with hostile inputs of its own, and the valid neighbours accepted."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from constructs_lib import yaml_load
-from constructs_lib.specs.reach import SECURITY_GROUP, SUBNET, is_pattern, pattern_matches, selector_reach
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.specs.reach import SECURITY_GROUP, SUBNET, is_pattern, pattern_matches, selector_reach
 from karpenter_stack.config import ConfigError, load_config
 from tests.conftest import ROOT, TODAY
 from tooling.configurations import ADMINISTRATOR, PRODUCT_CONTEXT

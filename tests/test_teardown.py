@@ -15,7 +15,7 @@ from tests.test_lifecycle import dependency_graph
 from tooling.review.lifecycle_model import depends_transitively
 
 spec = importlib.util.spec_from_file_location(
-    "teardown_index", ROOT / "constructs_lib" / "teardown_handler" / "index.py"
+    "teardown_index", ROOT / "constructs_lib" / "karpenter" / "teardown_handler" / "index.py"
 )
 index = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(index)

@@ -1,5 +1,5 @@
 """The Karpenter template's policies, seen by the gate: structured in the synth (cdk-nag, checkov and cfn-lint read
-every statement) and held to upstream's template of the release (constructs_lib.template_parity; make template-diff)."""
+every statement) and held to upstream's template of the release (constructs_lib.karpenter.template_parity; make template-diff)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from constructs_lib import yaml_load
-from constructs_lib.iam_grants import Grant, covers, grants, structured_document, wildcard_acknowledgments
-from constructs_lib.karpenter_infra import CONTROLLER_POLICIES
-from constructs_lib.template_parity import (
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.iam_grants import Grant, covers, grants, structured_document, wildcard_acknowledgments
+from constructs_lib.karpenter.infra import CONTROLLER_POLICIES
+from constructs_lib.karpenter.template_parity import (
     CONTROLLER,
     load_template,
     narrowings,
@@ -297,7 +297,7 @@ def test_the_synth_refuses_a_widened_fork_in_one_line_and_builds_nothing(tmp_pat
 
 
 def test_a_dropped_deny_is_a_widening_and_a_narrower_deny_too():
-    from constructs_lib.iam_grants import uncovered
+    from constructs_lib.karpenter.iam_grants import uncovered
 
     deny = Grant("P", "NoTls", "Deny", "sqs:*", "*", frozenset({("Bool", "aws:SecureTransport", frozenset({"false"}))}))
     assert uncovered([], [deny]) == [deny]  # the project's template drops upstream's Deny

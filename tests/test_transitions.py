@@ -588,9 +588,9 @@ def _first(value):
 def test_a_switch_between_static_and_dynamic_capacity_fails_the_deploy_and_the_review_says_so():
     """Found by the matrix: the review called it in place, but the NodePool CRD's transition rule refuses the
     apply (a pool cannot switch between replicas and none), so the deploy fails and rolls back."""
-    from constructs_lib import manifests
-    from constructs_lib.specs.node_class import NodeClassSpec
-    from constructs_lib.specs.node_pool import NodePoolSpec
+    from constructs_lib.karpenter import manifests
+    from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+    from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 
     def manifest(**pool):
         _, pools, _ = manifests.node_objects(

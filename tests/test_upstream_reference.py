@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal, get_args, get_origin
 
-from constructs_lib.specs.change import (
+from constructs_lib.karpenter.specs.change import (
     Change,
     FieldChange,
     change,
@@ -19,10 +19,10 @@ from constructs_lib.specs.change import (
     upstream_name,
     upstream_segments,
 )
-from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS, ControllerSpec
-from constructs_lib.specs.kubelet import KubeletSpec
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.specs.controller import FEATURE_GATE_DEFAULTS, ControllerSpec
+from constructs_lib.karpenter.specs.kubelet import KubeletSpec
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 from karpenter_stack.config import tree
 from karpenter_stack.config.reference import ROOTS, upstream_names
 from tests.conftest import ROOT

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from constructs_lib import yaml_load
-from constructs_lib.specs import ami, bottlerocket_settings, user_data
-from constructs_lib.specs.kubelet import KubeletSpec
-from constructs_lib.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.specs import ami, bottlerocket_settings, user_data
+from constructs_lib.karpenter.specs.kubelet import KubeletSpec
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
 from karpenter_stack.application import build, new_app
 from karpenter_stack.config import ConfigError
 from tests.conftest import ROOT, TODAY

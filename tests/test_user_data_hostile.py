@@ -1,13 +1,13 @@
-"""User data as a red team writes it: each input ends as Karpenter 1.14 would end it (constructs_lib/specs/user_data.py,
+"""User data as a red team writes it: each input ends as Karpenter 1.14 would end it (constructs_lib/karpenter/specs/user_data.py,
 user_data_shell.py, bottlerocket_settings.py, user_data_merged.py), and the valid neighbours stay accepted."""
 
 from __future__ import annotations
 
 import pytest
 
-from constructs_lib.specs import rules, user_data, user_data_merged
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.specs import rules, user_data, user_data_merged
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 from karpenter_stack.config import ConfigError, load_config
 from tests.conftest import TODAY
 from tooling.configurations import PRODUCT_CONTEXT

@@ -1,4 +1,4 @@
-"""The app's MIME mirror (constructs_lib/specs/mime.py) against Karpenter 1.14.1's own MIME tests and against Go.
+"""The app's MIME mirror (constructs_lib/karpenter/specs/mime.py) against Karpenter 1.14.1's own MIME tests and against Go.
 
 - Upstream's ``bootstrap/mime/suite_test.go`` has three cases; each runs here on its own test data
   (tests/data/karpenter-mime/, unmodified): a malformed header fails, the valid archive gives its two entries with
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from constructs_lib.specs import mime
+from constructs_lib.karpenter.specs import mime
 from tooling.conformance.mime_cases import cases
 
 DATA = Path(__file__).parent / "data"

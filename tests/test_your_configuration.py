@@ -114,9 +114,9 @@ def test_every_kubernetes_object_you_apply_matches_the_crds_schema_and_cel_rules
 @pytest.mark.cli
 def test_the_gate_reads_every_iam_grant_of_your_synth_and_the_karpenter_stack_grants_what_its_template_does():
     """Every grant of every stack, nested stacks included (their templates in the synth), is one the gate reads
-    (constructs_lib/iam_resources.py), and each Karpenter nested stack grants no more than the template that was
+    (constructs_lib/karpenter/iam_resources.py), and each Karpenter nested stack grants no more than the template that was
     held to upstream's at synth."""
-    from constructs_lib.template_parity import synthesized_problems
+    from constructs_lib.karpenter.template_parity import synthesized_problems
     from karpenter_stack import versions
 
     result = your_synth()

@@ -120,7 +120,7 @@ def values_violations(values: dict[str, Any], karpenter_version: str) -> list[st
 def config_objects(config: Any) -> list[dict[str, Any]]:
     """Every EC2NodeClass, NodePool and NodeOverlay a loaded configuration applies (its node role named as
     Karpenter's template names it)."""
-    from constructs_lib import manifests
+    from constructs_lib.karpenter import manifests
 
     classes, pools, overlays = manifests.node_objects(
         config.node_classes,

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from constructs_lib import yaml_load
+from constructs_lib.karpenter import yaml_load
 
 ROOT = Path(__file__).resolve().parent.parent
 KEPT = ("rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf")

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from constructs_lib import yaml_load
+from constructs_lib.karpenter import yaml_load
 
 ROOT = Path(__file__).resolve().parent.parent
 KEPT = (

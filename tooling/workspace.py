@@ -17,7 +17,7 @@ PRODUCT = ROOT / "tooling" / "product"
 # copies keep the files' modification times, so make's stamps stay newer than the requirements).
 TOOLCHAIN = (".venv", "node_modules", ".venv-checkov")
 # Folders of files the configuration names (nodeManifests, userDataFile): copied, as a clone holds them, since a
-# project file must resolve inside the project (constructs_lib/specs/files.py), which a link to this one does not.
+# project file must resolve inside the project (constructs_lib/karpenter/specs/files.py), which a link to this one does not.
 COPIED = ("examples",)
 # What a project folder holds that is the user's (or the CLI's) rather than the product's.
 OWN = {"cdk.json", "cdk.context.json", "baseline", "cdk.out", "cdk.out.next", ".git", *TOOLCHAIN}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from constructs_lib.quantities import parse_quantity
+from constructs_lib.karpenter.quantities import parse_quantity
 
 VM_OVERHEAD = Decimal("0.075")
 EVICTION_MIB = 100

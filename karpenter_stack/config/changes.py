@@ -1,5 +1,5 @@
 """Where the facts the app's settings declare about changing them come from (``change(...)`` on each field of
-``model``; the node objects' facts are in ``constructs_lib/specs/change.py``). Each names the behaviour it
+``model``; the node objects' facts are in ``constructs_lib/karpenter/specs/change.py``). Each names the behaviour it
 relies on and the version: aws-cdk-lib 2.275's bundled handlers (``custom-resource-handlers/dist/aws-eks``),
 CloudFormation's resource schemas (the create-only properties cfn-lint ships), EKS's documented rules and
 Karpenter 1.14.1's chart. ``make transitions`` checks every declaration against the review's verdict."""
@@ -75,7 +75,7 @@ ADDON_VERSIONS = (
     "restart)"
 )
 CREDENTIALS = (
-    "constructs_lib/names.py: a pod annotation names the controller's credentials, so a switch rolls its pods in the "
+    "constructs_lib/karpenter/names.py: a pod annotation names the controller's credentials, so a switch rolls its pods in the "
     "same helm upgrade (karpenter chart 1.14.1: podAnnotations are in the pod template); the role is kept, the "
     "AWS::EKS::PodIdentityAssociation and the agent add-on are added or deleted"
 )
@@ -126,7 +126,7 @@ NOT_MOVED_FILLING = (
     "would (nodeManifests' move; tests/test_node_manifests.py)"
 )
 NODE_MANIFESTS = (
-    "constructs_lib/node_manifests.py: each object of the files becomes a node class, pool or overlay like an entry "
+    "constructs_lib/karpenter/node_manifests.py: each object of the files becomes a node class, pool or overlay like an entry "
     "of nodeClasses, nodePools or nodeOverlays, with the same logical id (EC2NodeClass-<name>, NodePool-<name>, "
     "NodeOverlay-<name>): adding a file adds its objects, editing it changes them as their fields declare (a pool's "
     "template or a class's spec drifts their nodes), and removing one deletes them (a deleted NodePool drains all "

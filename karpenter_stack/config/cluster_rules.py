@@ -9,9 +9,9 @@ import re
 
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.specs.base import quoted
-from constructs_lib.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
-from constructs_lib.specs.rules import role_name
+from constructs_lib.karpenter.specs.base import quoted
+from constructs_lib.karpenter.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
+from constructs_lib.karpenter.specs.rules import role_name
 
 from . import capacity
 from .addresses import PRODUCTION_MAX_PUBLIC, public_addresses

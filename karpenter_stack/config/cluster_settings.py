@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from constructs_lib.specs.base import CamelModel, quoted
-from constructs_lib.specs.change import CHART_OUTSIDE_POD_TEMPLATE, CHART_POD_TEMPLATE, Change, change
-from constructs_lib.specs.ec2 import unknown_instance_type
+from constructs_lib.karpenter.specs.base import CamelModel, quoted
+from constructs_lib.karpenter.specs.change import CHART_OUTSIDE_POD_TEMPLATE, CHART_POD_TEMPLATE, Change, change
+from constructs_lib.karpenter.specs.ec2 import unknown_instance_type
 
 from . import changes as facts
 from .addresses import whole_internet

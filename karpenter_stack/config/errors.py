@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.specs.base import CamelModel, named, quoted, shown
+from constructs_lib.karpenter.specs.base import CamelModel, named, quoted, shown
 
 from . import tree
 from .model import AppConfig

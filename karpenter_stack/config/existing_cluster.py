@@ -7,8 +7,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from constructs_lib.specs.base import CamelModel, optional_match, quoted
-from constructs_lib.specs.change import EC2_NODE_CLASS_SELECTORS, Change, change
+from constructs_lib.karpenter.specs.base import CamelModel, optional_match, quoted
+from constructs_lib.karpenter.specs.change import EC2_NODE_CLASS_SELECTORS, Change, change
 
 from . import changes as facts
 from .forms import _ID_FORMATS, _SUBNET_ID, _unique, formatted

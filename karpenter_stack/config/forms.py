@@ -11,9 +11,9 @@ from typing import overload
 
 from pydantic import ValidationInfo
 
-from constructs_lib.specs.base import optional_match, quoted
-from constructs_lib.specs.ec2 import EC2_ID, INSTANCE_TYPE
-from constructs_lib.specs.rules import duplicates
+from constructs_lib.karpenter.specs.base import optional_match, quoted
+from constructs_lib.karpenter.specs.ec2 import EC2_ID, INSTANCE_TYPE
+from constructs_lib.karpenter.specs.rules import duplicates
 
 _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
 _ROLE_NAME = re.compile(r"[A-Za-z0-9+=,.@_-]{1,64}", re.ASCII)

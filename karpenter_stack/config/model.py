@@ -1,6 +1,6 @@
 """The app's configuration model: every setting, its type, default, description and rules.
 
-Node classes and node pools are the Karpenter construct's own specs (constructs_lib.specs);
+Node classes and node pools are the Karpenter construct's own specs (constructs_lib.karpenter.specs);
 this model adds what the app decides: the cluster, its network, hosting, protection and versions
 (``cluster_settings``, the first of :class:`AppConfig`'s settings), its access, and an existing cluster to
 install Karpenter onto (``existing_cluster``); the forms of the values are in ``forms``.
@@ -13,14 +13,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator
 
-from constructs_lib.node_manifests import CLUSTER_NAME_VARIABLE, VARIABLE_NAME
-from constructs_lib.specs.base import quoted
-from constructs_lib.specs.change import Change, change
-from constructs_lib.specs.controller import ControllerSpec
-from constructs_lib.specs.files import project_path
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.node_overlay import NodeOverlaySpec
-from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.node_manifests import CLUSTER_NAME_VARIABLE, VARIABLE_NAME
+from constructs_lib.karpenter.specs.base import quoted
+from constructs_lib.karpenter.specs.change import Change, change
+from constructs_lib.karpenter.specs.controller import ControllerSpec
+from constructs_lib.karpenter.specs.files import project_path
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_overlay import NodeOverlaySpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 
 from . import changes as facts
 from .cluster_settings import CREATED_CLUSTER, ClusterSettings, KarpenterProp

@@ -1,17 +1,17 @@
 """The topic validators across one environment's node classes, pools and overlays (``validate`` runs them in the
 order of its :data:`~karpenter_stack.config.validate.RULES`, and ``node_images`` after the version checks): what
 the production profile keeps fixed on Karpenter's nodes, the node roles the team has, and the construct's own node
-rules (constructs_lib.specs.rules) run on the configuration, so that their messages name where each setting came
+rules (constructs_lib.karpenter.specs.rules) run on the configuration, so that their messages name where each setting came
 from."""
 
 from __future__ import annotations
 
 import json
 
-from constructs_lib.specs.base import quoted
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.reach import Reach
-from constructs_lib.specs.rules import (
+from constructs_lib.karpenter.specs.base import quoted
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.reach import Reach
+from constructs_lib.karpenter.specs.rules import (
     ami_problems,
     name_problems,
     pool_problems,
@@ -84,7 +84,7 @@ def _unpinned(i: int, node_class: NodeClassSpec) -> str:
     )
 
 
-# The node rules are the construct's own (constructs_lib.specs.rules, run by Karpenter when it is built): the
+# The node rules are the construct's own (constructs_lib.karpenter.specs.rules, run by Karpenter when it is built): the
 # configuration runs the same functions, so its messages name where each setting came from.
 
 

@@ -16,7 +16,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.specs.base import quoted
+from constructs_lib.karpenter.specs.base import quoted
 
 from .errors import CDK_JSON, FLAG, ConfigError, unknown_key, with_origins
 from .model import AppConfig

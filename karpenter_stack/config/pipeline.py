@@ -12,8 +12,8 @@ from typing import ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from constructs_lib.specs.base import CamelModel, optional_match
-from constructs_lib.specs.change import Change, change
+from constructs_lib.karpenter.specs.base import CamelModel, optional_match
+from constructs_lib.karpenter.specs.change import Change, change
 
 from . import changes as facts
 from .forms import _FORMATS as _APP_FORMATS

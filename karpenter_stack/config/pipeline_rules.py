@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from constructs_lib.specs.base import quoted
+from constructs_lib.karpenter.specs.base import quoted
 
 from .errors import ConfigError, format_errors, with_origins
 from .model import AppConfig, stack_name_for

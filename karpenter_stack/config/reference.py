@@ -13,8 +13,15 @@ from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 
-from constructs_lib import releases
-from constructs_lib.specs.change import CHANGE_TEXT, CHART_VALUE, FieldChange, declaration, upstream_leaf, upstream_name
+from constructs_lib.karpenter import releases
+from constructs_lib.karpenter.specs.change import (
+    CHANGE_TEXT,
+    CHART_VALUE,
+    FieldChange,
+    declaration,
+    upstream_leaf,
+    upstream_name,
+)
 
 from . import tree
 from .model import AppConfig

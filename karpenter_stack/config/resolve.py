@@ -13,8 +13,8 @@ from typing import Any
 
 from aws_cdk import aws_eks as eks
 
-from constructs_lib.karpenter_props import KarpenterProps
-from constructs_lib.names import POD_IDENTITY_AGENT
+from constructs_lib.karpenter.names import POD_IDENTITY_AGENT
+from constructs_lib.karpenter.props import KarpenterProps
 
 from .. import versions
 from .load import load_environments, load_pipeline, shared_cluster_name

@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 
-from constructs_lib.specs.base import quoted
+from constructs_lib.karpenter.specs.base import quoted
 
 from . import capacity
 from .addresses import PRODUCTION_MAX_PUBLIC

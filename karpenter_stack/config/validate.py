@@ -17,9 +17,9 @@ from datetime import date
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from constructs_lib import template_parity
-from constructs_lib.node_manifests import ManifestError, read_node_manifests
-from constructs_lib.specs.rules import release_problems, role_name
+from constructs_lib.karpenter import template_parity
+from constructs_lib.karpenter.node_manifests import ManifestError, read_node_manifests
+from constructs_lib.karpenter.specs.rules import release_problems, role_name
 
 from .. import versions
 from .cluster_rules import (

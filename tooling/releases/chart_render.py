@@ -28,8 +28,8 @@ from typing import Any
 
 import yaml
 
-from constructs_lib import yaml_load
-from constructs_lib.names import CONTROLLER_CHART, CRD_CHART
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.names import CONTROLLER_CHART, CRD_CHART
 from tooling.releases import helm
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 ``[]`` for a list's entries (``spec.template.spec.requirements[].minValues``); a map's keys are values, not paths.
 
 ``python -m tooling.releases.crd_paths`` prints, per CRD, how many paths the product's configurations and the transition
-matrix's moves write, and those neither written nor listed in ``constructs_lib/specs/not_exposed.py``."""
+matrix's moves write, and those neither written nor listed in ``constructs_lib/karpenter/specs/not_exposed.py``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from constructs_lib.specs.not_exposed import not_exposed
+from constructs_lib.karpenter.specs.not_exposed import not_exposed
 from tooling.kubernetes_schemas import BY_KIND, config_objects, schema
 
 KINDS = tuple(BY_KIND)  # NodePool, EC2NodeClass, NodeOverlay
@@ -65,7 +65,7 @@ def uncovered(karpenter_version: str, written: Mapping[str, set[str]]) -> list[s
 
 def stale(written: Mapping[str, set[str]]) -> list[str]:
     """``Kind: path`` of every not-exposed entry the app writes after all (or one below it)."""
-    from constructs_lib.specs.not_exposed import NOT_EXPOSED
+    from constructs_lib.karpenter.specs.not_exposed import NOT_EXPOSED
 
     return [
         f"{kind}: {entry}"

@@ -45,5 +45,5 @@ def layout(version: str) -> dict[str, str]:
         "upstream template": f"templates/upstream/karpenter-{version}.yaml",
         "template": f"templates/karpenter-{version}.yaml",
         "changes": f"templates/changes/karpenter-{version}.yaml",
-        "release": f"constructs_lib/releases/karpenter-{version}.json",
+        "release": f"constructs_lib/karpenter/releases/karpenter-{version}.json",
     }

@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
-from constructs_lib import yaml_load
-from constructs_lib.template_parity import load_template
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.template_parity import load_template
 from tooling import mirror_crd_rules, mirror_crd_schema
 from tooling.chart_values_schema import values_schema
 from tooling.releases import helm, template_parity
@@ -64,7 +64,7 @@ def check_chart(chart: Path, name: str, version: str, shown: str) -> dict[str, A
 
 def render_crds(chart: Path, shown: str) -> dict[str, str]:
     """The CRDs the karpenter-crd chart installs (``helm template`` with its default values: the app installs it with
-    none, constructs_lib/karpenter_release.py), by file name: each document as the chart renders it, without the
+    none, constructs_lib/karpenter/release.py), by file name: each document as the chart renders it, without the
     ``# Source:`` line Helm adds and the blank line between documents. (1.14.1's are then byte for byte the
     ``pkg/apis/crds/`` files of the release, which the chart's templates hold with an ``additionalAnnotations``
     hook that renders nothing by default.)"""

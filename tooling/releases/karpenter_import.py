@@ -18,7 +18,7 @@ template of the release's documentation -- and writes everything the project pin
 - ``tooling/schemas/karpenter-<V>/``: the NodePool, EC2NodeClass and NodeOverlay schema mirrors and ``cel-rules.json``
   (tooling/mirror_crd_schema.py, tooling/mirror_crd_rules.py) and ``controller-values.schema.json``, generated from
   the chart (tooling/chart_values_schema.py);
-- ``constructs_lib/releases/karpenter-<V>.json``: the release's feature gates and their defaults (values.yaml
+- ``constructs_lib/karpenter/releases/karpenter-<V>.json``: the release's feature gates and their defaults (values.yaml
   ``settings.featureGates``), and the fields of each kind's spec with their enums (from the CRDs).
 
 Before anything moves in, the release report (release_report.py) between the release and its base, the older

@@ -8,11 +8,11 @@
 - the ``karpenter`` chart's values.yaml, flattened: keys added, removed, defaults changed (the image's tag and
   digest are the release itself); its feature gates (``settings.featureGates``) on their own;
 - the IAM grants of the CloudFormation templates (templates/upstream/karpenter-<version>.yaml, upstream's, and
-  templates/karpenter-<version>.yaml, the project's), per principal (constructs_lib/template_parity.py);
+  templates/karpenter-<version>.yaml, the project's), per principal (constructs_lib/karpenter/template_parity.py);
 
 each change with the app's settings it touches (their cdk.json keys: the fields' declared Karpenter names,
 karpenter_stack/config/reference.py), and whether the app writes it (the node objects of the product's
-configurations, tooling/releases/crd_paths.py; the chart values of constructs_lib/karpenter_release.py).
+configurations, tooling/releases/crd_paths.py; the chart values of constructs_lib/karpenter/release.py).
 
 A change that needs a human decision is a decision, one line naming the kind and field (or the chart key, or the
 grant): a new required field; a removed field or value key the app writes; an enum or pattern narrowed where the
@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from constructs_lib.iam_grants import Grant
+from constructs_lib.karpenter.iam_grants import Grant
 from tooling.releases import chart_render
 from tooling.releases.report_base import IMPORT_COMMAND, ROOT, Change, Release, Report, ReportError, _show, load
 from tooling.releases.report_crds import _crd_changes
@@ -84,7 +84,7 @@ def _value_changes(old: Release, new: Release) -> Iterator[Change]:
             writes = [k for k in written if _under(k, key)]
             decision = (
                 f"chart value {key}: removed in {new.version}, and the app writes it ({written[writes[0]]}; "
-                "constructs_lib/karpenter_release.py)"
+                "constructs_lib/karpenter/release.py)"
                 if writes
                 else None
             )
@@ -99,7 +99,7 @@ def _gates(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _gate_changes(old: Release, new: Release) -> Iterator[Change]:
-    from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS
+    from constructs_lib.karpenter.specs.controller import FEATURE_GATE_DEFAULTS
 
     before, after = _gates(old.values), _gates(new.values)
     table = {str(gate): on for gate, on in FEATURE_GATE_DEFAULTS.items()}
@@ -111,14 +111,14 @@ def _gate_changes(old: Release, new: Release) -> Iterator[Change]:
             f"{setting} lists it (the app's table: default {_show(table[gate])}; the synth takes it where the chosen "
             "release has it)"
             if offered
-            else f"{setting} does not list it (constructs_lib/specs/controller.py FEATURE_GATE_DEFAULTS)"
+            else f"{setting} does not list it (constructs_lib/karpenter/specs/controller.py FEATURE_GATE_DEFAULTS)"
         )
         if a is ...:
             yield Change("feature gate", "", gate, f"added, default {_show(b)}", (app,))
         elif b is ...:
             decision = (
                 f"feature gate {FEATURE_GATES}.{gate}: removed in {new.version}; {setting} offers it and writes it "
-                "when set (constructs_lib/specs/controller.py FEATURE_GATE_DEFAULTS)"
+                "when set (constructs_lib/karpenter/specs/controller.py FEATURE_GATE_DEFAULTS)"
                 if offered
                 else None
             )
@@ -139,7 +139,7 @@ def _gate_changes(old: Release, new: Release) -> Iterator[Change]:
 
 
 def _grants(template: Mapping[str, Any]) -> dict[str, set[Grant]]:
-    from constructs_lib.template_parity import template_grants
+    from constructs_lib.karpenter.template_parity import template_grants
 
     return {principal: set(found) for principal, found in template_grants(template).items()}
 
@@ -155,7 +155,7 @@ def _grant_diff(label: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> I
 
 
 def _iam_changes(old: Release, new: Release) -> Iterator[Change]:
-    from constructs_lib.template_parity import narrowings
+    from constructs_lib.karpenter.template_parity import narrowings
 
     missing = False
     for release in (old, new):
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-    from constructs_lib.iam_resources import GrantError
+    from constructs_lib.karpenter.iam_resources import GrantError
 
     try:
         report = compare(args.root, args.old, args.new)

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from constructs_lib import yaml_load
-from constructs_lib.names import CONTROLLER_CHART, CRD_CHART
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.names import CONTROLLER_CHART, CRD_CHART
 from tooling.releases import chart_render, helm
 
 ROOT = chart_render.ROOT
@@ -82,7 +82,7 @@ def load(root: Path, version: str) -> Release:
                 f"Karpenter {version}: no {chart} chart in {(charts / chart).relative_to(root)}; import the release: "
                 + IMPORT_COMMAND.format(version=version)
             )
-    from constructs_lib.template_parity import load_template
+    from constructs_lib.karpenter.template_parity import load_template
 
     def template(path: Path) -> dict[str, Any] | None:
         if not path.is_file():

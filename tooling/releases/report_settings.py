@@ -1,7 +1,7 @@
 """What the app writes in Karpenter's terms, for the release report: each setting that declares the Karpenter field
 it writes (:func:`settings`, karpenter_stack/config/reference.py), the CRD paths and values the app's node objects
 hold (:func:`written_paths`, :func:`written_values`: the product's configurations and the transition matrix's moves,
-crd_paths.py), the chart keys it writes (:func:`chart_keys_written`, constructs_lib/karpenter_release.py), and which
+crd_paths.py), the chart keys it writes (:func:`chart_keys_written`, constructs_lib/karpenter/release.py), and which
 settings a change at a path touches (:func:`_settings_at`), named as the report names them."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Setting:
 
 def normalized(upstream: str) -> str:
     """A declared Karpenter name as a schema path: its note dropped, every ``[...]`` selector as ``[]``."""
-    from constructs_lib.specs.change import upstream_path
+    from constructs_lib.karpenter.specs.change import upstream_path
 
     return _SELECTOR.sub("[]", upstream_path(upstream))
 
@@ -65,7 +65,7 @@ def _literal_values(annotation: Any) -> tuple[Any, ...] | None:
 @functools.cache
 def settings() -> tuple[Setting, ...]:
     """Every setting that declares the Karpenter field it writes (karpenter_stack/config/reference.py)."""
-    from constructs_lib.specs.change import CHART_VALUE, declaration
+    from constructs_lib.karpenter.specs.change import CHART_VALUE, declaration
     from karpenter_stack.config import tree
     from karpenter_stack.config.reference import ROOTS, upstream_names
 
@@ -143,11 +143,11 @@ def _flatten_values(values: Mapping[str, Any], path: str = "") -> Iterator[tuple
 
 @functools.cache
 def chart_keys_written() -> dict[str, str]:
-    """The chart keys the app writes (constructs_lib/karpenter_release.py controller_values, every optional part
+    """The chart keys the app writes (constructs_lib/karpenter/release.py controller_values, every optional part
     on), each with how: ``always`` or the setting that writes it; plus one ``settings.featureGates.<gate>`` per
-    gate the setting controller.featureGates offers (constructs_lib/specs/controller.py)."""
-    from constructs_lib.karpenter_release import controller_values
-    from constructs_lib.specs.controller import FEATURE_GATE_DEFAULTS, ControllerSpec
+    gate the setting controller.featureGates offers (constructs_lib/karpenter/specs/controller.py)."""
+    from constructs_lib.karpenter.release import controller_values
+    from constructs_lib.karpenter.specs.controller import FEATURE_GATE_DEFAULTS, ControllerSpec
 
     everything = controller_values(
         cluster_name="c",

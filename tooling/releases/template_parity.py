@@ -3,14 +3,14 @@
 Compares templates/karpenter-<version>.yaml with upstream's template of the same release
 (templates/upstream/karpenter-<version>.yaml, unmodified) and prints:
 
-- the grants, per principal (constructs_lib.template_parity): how many each template makes, every grant the
+- the grants, per principal (constructs_lib.karpenter.template_parity): how many each template makes, every grant the
   project's adds (a widening: refused by the synth unless acknowledged) and every grant it drops (a narrowing);
 - every other difference: the template's description, parameters, resources renamed (matched by type and
   name), properties added, removed or changed (values compared with their intrinsics written as ``${...}``;
   a policy document compared by its grants);
 
 each with the reason given in templates/changes/karpenter-<version>.yaml (``changes:``). A subject may be a glob
-pattern, except for IAM content (constructs_lib.iam_resources: a resource that grants, added, removed or renamed, or
+pattern, except for IAM content (constructs_lib.karpenter.iam_resources: a resource that grants, added, removed or renamed, or
 one of its properties that hold, direct or attach grants): that is explained only by a reason under its exact
 subject, and each grant it adds by a ``widenings:`` entry naming principal, policy, statement, action and resource;
 a pattern never explains it. Exits 1 when a difference has no reason, a reason matches no difference (or only IAM
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from constructs_lib import yaml_load
-from constructs_lib.iam_grants import render
-from constructs_lib.iam_resources import GrantError
-from constructs_lib.iam_types import grant_properties, is_iam_type
-from constructs_lib.template_parity import (
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.iam_grants import render
+from constructs_lib.karpenter.iam_resources import GrantError
+from constructs_lib.karpenter.iam_types import grant_properties, is_iam_type
+from constructs_lib.karpenter.template_parity import (
     acknowledged_widenings,
     changes_file,
     load_template,

@@ -2,7 +2,7 @@
 mirrors of its CRDs (the ``default`` of each field, ``tooling/schemas/karpenter-<version>/cel-rules.json``) and
 chart values (the ``default`` of each key, ``controller-values.schema.json``), and, where no mirror holds it, from
 the one table below with its source. Each setting's Karpenter field is its declared or derived upstream name
-(``constructs_lib.specs.change.upstream_name``); the app's value is what its default objects and chart values
+(``constructs_lib.karpenter.specs.change.upstream_name``); the app's value is what its default objects and chart values
 write there. The configuration reference's table of defaults that differ (``make docs``) and its tests read this."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from constructs_lib.karpenter_release import controller_values
-from constructs_lib.specs.change import CHART_VALUE, FieldChange, change_of, upstream_path, upstream_segments
-from constructs_lib.specs.kubelet import KubeletSpec
-from constructs_lib.specs.node_class import NodeClassSpec
-from constructs_lib.specs.node_overlay import NodeOverlaySpec
-from constructs_lib.specs.node_pool import NodePoolSpec
+from constructs_lib.karpenter.release import controller_values
+from constructs_lib.karpenter.specs.change import CHART_VALUE, FieldChange, change_of, upstream_path, upstream_segments
+from constructs_lib.karpenter.specs.kubelet import KubeletSpec
+from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_overlay import NodeOverlaySpec
+from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 from karpenter_stack.config import AppConfig, tree
 from karpenter_stack.config.existing_cluster import ExistingClusterConfig
 from karpenter_stack.config.reference import ROOTS, upstream_names

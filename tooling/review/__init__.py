@@ -34,8 +34,8 @@ Beside them, what the review relies on and what puts it to the test: CloudFormat
 """
 
 # Karpenter's drift tables and the cluster's authentication-mode rule, as the review reads them.
-from constructs_lib.specs.node_class import CLASS_DYNAMIC
-from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
+from constructs_lib.karpenter.specs.node_class import CLASS_DYNAMIC
+from constructs_lib.karpenter.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
 from karpenter_stack.cluster_updates import auth_mode_refusal
 
 from .acknowledgments import ACKNOWLEDGMENTS, acknowledgments

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from constructs_lib import yaml_load
+from constructs_lib.karpenter import yaml_load
 
 from .baseline import ROOT
 from .model import ReviewError

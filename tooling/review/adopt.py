@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from constructs_lib.quantities import parse_quantity
+from constructs_lib.karpenter.quantities import parse_quantity
 
 from . import disruption
 from .kubernetes import _karpenter_version, _objects, _pools_of

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from constructs_lib import releases
-from constructs_lib.names import CONTROLLER_CHART, CRD_CHART
+from constructs_lib.karpenter import releases
+from constructs_lib.karpenter.names import CONTROLLER_CHART, CRD_CHART
 
 from . import upgrade
 from .cluster import (

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# Karpenter's drift, derived from what each spec field declares (constructs_lib/specs/change.py).
-from constructs_lib.specs.node_class import CLASS_DYNAMIC
-from constructs_lib.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
+# Karpenter's drift, derived from what each spec field declares (constructs_lib/karpenter/specs/change.py).
+from constructs_lib.karpenter.specs.node_class import CLASS_DYNAMIC
+from constructs_lib.karpenter.specs.node_pool import POOL_BEHAVIORAL, POOL_DYNAMIC
 
 from . import disruption
 from .model import HELM, MANIFEST, Change
@@ -190,7 +190,7 @@ def crd_refusals(old: Any, new: Any, new_template: dict[str, Any]) -> list[str]:
     """What the API server refuses of applying ``new``'s Karpenter objects over ``old``'s: the CRDs' transition
     rules (CEL with ``oldSelf``, mirrored per release in tooling/schemas; e.g. a NodePool cannot switch between static
     and dynamic capacity), and every other rule on an object created or changed."""
-    from constructs_lib import releases
+    from constructs_lib.karpenter import releases
     from tooling.cel_rules import KINDS, evaluate, transition_violations
 
     before, after = _objects(old), _objects(new)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from constructs_lib.specs.change import Change, FieldChange, declaration
+from constructs_lib.karpenter.specs.change import Change, FieldChange, declaration
 from karpenter_stack.config import AppConfig, tree
 
 

@@ -19,7 +19,7 @@ A deploy the review says fails must also be refused by the synth against the dep
 The settings come from ``AppConfig``'s fields, and the fields of the settings declared ``by field`` (node pools,
 node classes, node overlays, the controller, an existing cluster: ``nodePools.<field>``, ...), each in the one
 entry or object of its setting. Everything about a setting comes from its declaration
-(``constructs_lib/specs/change.py``): Literal and boolean types give their values (or the declaration its modes),
+(``constructs_lib/karpenter/specs/change.py``): Literal and boolean types give their values (or the declaration its modes),
 lists of Literals each value, bounded integers the next value, other types the field's example
 (``Field(examples=[...])``); what a value needs besides, and why a setting is not moved (another stack, field by
 field, or a reason of its own). A new field with no declaration or no value fails ``tests/test_transitions.py``.
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from constructs_lib.specs.change import Change
+from constructs_lib.karpenter.specs.change import Change
 from karpenter_stack.config import AppConfig, ConfigError, load_config
 from tooling import review as rv
 from tooling.review.transition_checks import Synth, mirrored_problems
@@ -128,7 +128,7 @@ def assess(transition: Transition, synth: Synth) -> Outcome:
 
 def declaration_problems(outcome: Outcome) -> list[str]:
     """Where the review's verdict on a deploy disagrees with what the setting declares changing it does
-    (``constructs_lib/specs/change.py``). A refusal fits every kind (a value the model, the API or a handler
+    (``constructs_lib/karpenter/specs/change.py``). A refusal fits every kind (a value the model, the API or a handler
     refuses changes nothing); ``one way`` and ``interrupts`` over all of a setting's moves (``setting_problems``)."""
     declared, category = outcome.transition.declared, outcome.category
     if category != "refused" and outcome.transition.setting.startswith("nodePools."):

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from constructs_lib import releases
+from constructs_lib.karpenter import releases
 from tooling.releases import release_report, report_base
 
 _KINDS = ("NodePool", "EC2NodeClass", "NodeOverlay")

@@ -27,7 +27,7 @@ from typing import Any
 
 import aws_cdk as cdk
 
-from constructs_lib import yaml_load
+from constructs_lib.karpenter import yaml_load
 from karpenter_stack.application import build_deferred, new_app
 from karpenter_stack.config import ConfigError
 from karpenter_stack.security import acknowledgments, covers, findings
@@ -372,7 +372,7 @@ def exceptions_section(app: cdk.App) -> str:
     """What the configuration and the Karpenter template acknowledge beyond the product's bounds, with the reason:
     a production endpoint wider than PRODUCTION_MAX_PUBLIC (widePublicAccessReason), grants of the template wider
     than upstream's (templates/changes/)."""
-    from constructs_lib.template_parity import acknowledged_widenings
+    from constructs_lib.karpenter.template_parity import acknowledged_widenings
     from karpenter_stack import versions
     from karpenter_stack.config.cluster_rules import wide_public_access
 

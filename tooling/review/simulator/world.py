@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from constructs_lib.names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
+from constructs_lib.karpenter.names import CONTROLLER_POD_LABELS, COREDNS_POD_LABELS
 from tooling.review.lifecycle_model import _nested_template_name
 
 from .plan import NESTED_STACK

@@ -5,7 +5,7 @@ upstream grants for the same release, or less: :func:`widenings` lists every gra
 upstream's does not make (a new action, a wider resource, a dropped condition, a dropped Deny, a new principal or
 managed policy), per principal: the controller (every managed policy: the installer attaches all of them to the
 controller's role), each role, user or group, each resource policy. The grants are read by
-constructs_lib.iam_resources, whatever resource type or intrinsic holds them; one it cannot read refuses the template.
+constructs_lib.karpenter.iam_resources, whatever resource type or intrinsic holds them; one it cannot read refuses the template.
 The synth refuses a widening that is not acknowledged with a reason in ``templates/changes/karpenter-<version>.yaml``
 (``widenings:``, each naming principal, policy, statement, action and resource), which also says why each other
 difference exists (``make template-diff`` prints them all: tooling/template_parity.py).
@@ -22,11 +22,11 @@ from typing import Any
 
 import yaml
 
-from constructs_lib import yaml_load
-from constructs_lib.iam_grants import Grant, uncovered
-from constructs_lib.iam_resources import CONTROLLER as CONTROLLER
-from constructs_lib.iam_resources import GrantError as GrantError
-from constructs_lib.iam_resources import cdk_out_nested, read_grants
+from constructs_lib.karpenter import yaml_load
+from constructs_lib.karpenter.iam_grants import Grant, uncovered
+from constructs_lib.karpenter.iam_resources import CONTROLLER as CONTROLLER
+from constructs_lib.karpenter.iam_resources import GrantError as GrantError
+from constructs_lib.karpenter.iam_resources import cdk_out_nested, read_grants
 
 
 class _CfnLoader(yaml_load.SAFE_LOADER):  # type: ignore[misc,valid-type]
@@ -60,7 +60,7 @@ def load_template(path: Path) -> dict[str, Any]:
 
 def template_grants(template: Mapping[str, Any], where: str = "the template") -> dict[str, list[Grant]]:
     """Every grant of a template, per principal, whatever resource type or intrinsic holds it
-    (constructs_lib.iam_resources); raises GrantError, one line per grant it cannot read."""
+    (constructs_lib.karpenter.iam_resources); raises GrantError, one line per grant it cannot read."""
     return read_grants(template, where)
 
 

@@ -1,5 +1,5 @@
 """The settings of an EC2NodeClass as declared (:class:`NodeClassSettings`, the fields of
-:class:`~constructs_lib.specs.node_class.NodeClassSpec` in their order): each field's type, default, description
+:class:`~constructs_lib.karpenter.specs.node_class.NodeClassSpec` in their order): each field's type, default, description
 and what changing it does, with the checks of one field on its own; and the extra EBS volumes of a class
 (:class:`DataVolumeSpec`)."""
 
@@ -80,7 +80,7 @@ class DataVolumeSpec(CamelModel):
 
 
 class NodeClassSettings(NodeObjectSpec):
-    """The settings of one EC2NodeClass; :class:`~constructs_lib.specs.node_class.NodeClassSpec` adds the checks
+    """The settings of one EC2NodeClass; :class:`~constructs_lib.karpenter.specs.node_class.NodeClassSpec` adds the checks
     across them, what they imply and the object written."""
 
     name: str = Field(

@@ -1,6 +1,6 @@
 """What the app reads of a Karpenter object of a file, field by field: the fields each kind may hold, the
 refusal of one field (its path, its value, why), the walk through an object's mappings and lists, and the checks of
-an object's top level (constructs_lib/node_manifests.py reads the files; manifest_settings.py converts the objects).
+an object's top level (constructs_lib/karpenter/node_manifests.py reads the files; manifest_settings.py converts the objects).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ What it builds, and the order CloudFormation creates and deletes it in:
 Before it adds anything, it refuses specs that do not fit together (``specs.rules``, :meth:`Karpenter.check`):
 duplicate names, a pool whose class is not given, reserved capacity without reservations or with its gate off,
 static capacity or overlays with their gate off, a Windows pool that allows only arm64, an AMI alias without
-images for ``kubernetes_version``. Each part acknowledges its own cdk-nag findings (``constructs_lib.nag``).
+images for ``kubernetes_version``. Each part acknowledges its own cdk-nag findings (``constructs_lib.karpenter.nag``).
 """
 
 from __future__ import annotations
@@ -59,13 +59,13 @@ from constructs import Construct, DependencyGroup, IDependable
 
 from .controller_role import ControllerCredentials, ControllerRole
 from .discovery_tag import SecurityGroupTag
-from .karpenter_infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
-from .karpenter_nodes import KarpenterNodes
-from .karpenter_props import KarpenterProps, NodeAuthorization
-from .karpenter_release import KarpenterRelease, controller_values
+from .infra import INTERRUPTION_QUEUE, NODE_ROLE, KarpenterInfraStack
 from .nag import acknowledge, managed_policy_finding, node_policy_reason
 from .names import DISCOVERY_TAG_KEY, NODE_GROUPS, NODE_MANAGED_POLICIES, NODE_USERNAME, WINDOWS_NODE_GROUP
+from .nodes import KarpenterNodes
+from .props import KarpenterProps, NodeAuthorization
 from .queue_alarms import InterruptionQueueAlarms
+from .release import KarpenterRelease, controller_values
 from .specs.rules import NodeSpecsError, check_nodes, own_role_classes, role_name
 from .teardown import TeardownSafetyNet
 
@@ -130,7 +130,7 @@ class Karpenter(Construct):
     @staticmethod
     def check(props: KarpenterProps, where: str = "Karpenter") -> None:
         """The rules across the node specs, the controller's feature gates and the Kubernetes version
-        (``specs.rules``): :class:`~constructs_lib.specs.rules.NodeSpecsError` naming ``where`` and each
+        (``specs.rules``): :class:`~constructs_lib.karpenter.specs.rules.NodeSpecsError` naming ``where`` and each
         problem of the first rule that finds any."""
         check_nodes(
             where,

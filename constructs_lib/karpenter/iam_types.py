@@ -1,4 +1,4 @@
-"""The one table of what grants IAM access in a CloudFormation template (constructs_lib/iam_resources.py reads it).
+"""The one table of what grants IAM access in a CloudFormation template (constructs_lib/karpenter/iam_resources.py reads it).
 
 :data:`GRANTING`: each resource type that holds, directs or attaches a policy, with the properties that do it;
 :data:`NO_GRANT`: the IAM types that grant nothing by themselves. An ``AWS::IAM::*`` type in neither is refused by

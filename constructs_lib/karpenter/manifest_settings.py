@@ -1,6 +1,6 @@
 """Karpenter objects of a file as the typed settings of their specs: each EC2NodeClass, NodePool and NodeOverlay
 field in the setting that says it (``nodeClasses``, ``nodePools``, ``nodeOverlays``), with the manifest path of
-each setting so that a refusal names the file's own field (constructs_lib/node_manifests.py reads the files and
+each setting so that a refusal names the file's own field (constructs_lib/karpenter/node_manifests.py reads the files and
 runs these converters); and the helpers both use to walk an object and refuse one of its fields.
 """
 

@@ -1,6 +1,6 @@
 """Every IAM grant a CloudFormation template makes, whatever resource type or intrinsic holds it.
 
-With the one table of what grants (constructs_lib/iam_types.py), :func:`read_grants` reads a template's grants
+With the one table of what grants (constructs_lib/karpenter/iam_types.py), :func:`read_grants` reads a template's grants
 per principal:
 
 - identities: ``AWS::IAM::Role`` (inline ``Policies``, ``ManagedPolicyArns``, its trust ``AssumeRolePolicyDocument``),
@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from constructs_lib.iam_grants import Grant, grants, render
-from constructs_lib.iam_types import GRANTING, NO_GRANT
+from constructs_lib.karpenter.iam_grants import Grant, grants, render
+from constructs_lib.karpenter.iam_types import GRANTING, NO_GRANT
 
 CONTROLLER = "the controller's managed policies"
-WHERE_THE_TABLE_IS = "constructs_lib/iam_types.py"
+WHERE_THE_TABLE_IS = "constructs_lib/karpenter/iam_types.py"
 
 
 class GrantError(ValueError):
@@ -332,7 +332,7 @@ class _Reader:
         for group in self.items(props.get("Groups"), "Groups"):
             yield _grant(logical_id, "Groups", "member of group", self.value(group, "Groups"))
         if "PermissionsBoundary" in props:
-            # a boundary narrows, as a Deny does: dropping upstream's widens (constructs_lib.iam_grants.uncovered)
+            # a boundary narrows, as a Deny does: dropping upstream's widens (constructs_lib.karpenter.iam_grants.uncovered)
             boundary = self.value(props["PermissionsBoundary"], "PermissionsBoundary")
             yield Grant(logical_id, "PermissionsBoundary", "Deny", "beyond the boundary", boundary, frozenset())
 

@@ -8,10 +8,10 @@ from aws_cdk import NestedStack, Token
 from aws_cdk import cloudformation_include as cfn_inc
 from constructs import Construct
 
-from constructs_lib.iam_grants import structured_document, wildcard_acknowledgments
-from constructs_lib.iam_types import GRANTING
-from constructs_lib.nag import acknowledge
-from constructs_lib.template_parity import parsed_template, widening_problems
+from constructs_lib.karpenter.iam_grants import structured_document, wildcard_acknowledgments
+from constructs_lib.karpenter.iam_types import GRANTING
+from constructs_lib.karpenter.nag import acknowledge
+from constructs_lib.karpenter.template_parity import parsed_template, widening_problems
 
 # Logical ids in the Karpenter template (templates/karpenter-<version>.yaml) that the construct reads.
 # A template for a new Karpenter version must keep them (a test checks every template).
@@ -66,7 +66,7 @@ class KarpenterInfraStack(NestedStack):
 
     def _structure_policies(self, cluster_name: str) -> None:
         """Every policy written as ``!Sub`` over a JSON string becomes a structured document with the same
-        intrinsics, so that cdk-nag, checkov and cfn-lint read its statements (constructs_lib.iam_grants)."""
+        intrinsics, so that cdk-nag, checkov and cfn-lint read its statements (constructs_lib.karpenter.iam_grants)."""
         for logical_id, resource in parsed_template(self.template_path).get("Resources", {}).items():
             document = resource.get("Properties", {}).get("PolicyDocument")
             if resource.get("Type") in POLICY_TYPES and isinstance(document, dict) and set(document) == {"Fn::Sub"}:

@@ -1,5 +1,5 @@
 """Where a node object of a file (``nodeManifests``) is not what the app recommends. The app deploys the object as
-written (:mod:`constructs_lib.specs.written`); each of these is a warning naming the file, the object and the field,
+written (:mod:`constructs_lib.karpenter.specs.written`); each of these is a warning naming the file, the object and the field,
 and what the app recommends — the defaults its typed settings write. Those the docs promise as a guarantee
 (docs/security.md: encrypted volumes, selector terms bounded to what they name) are refused under the production
 profile.
