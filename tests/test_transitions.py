@@ -495,6 +495,41 @@ def test_a_wrong_verdict_is_caught_by_the_mirrored_rules():
     assert tr.mirrored_problems(old, new, rv.review(old, new)) == []
 
 
+def _node_objects(alias: str) -> dict[str, dict]:
+    """One template of an EC2NodeClass selecting ``alias`` and a NodePool of that class, as manifests."""
+    node_class = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"}}
+    node_class["spec"] = {"role": "r", "amiSelectorTerms": [{"alias": alias}]}
+    pool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "general"}}
+    pool["spec"] = {"template": {"spec": {"nodeClassRef": {"name": "default"}, "requirements": []}}}
+    manifest = {"Type": rv.MANIFEST, "Properties": {"Manifest": json.dumps([node_class, pool])}}
+    return {"s.template": {"Resources": {"Nodes": manifest}}}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "drifts"),
+    [
+        ("al2023@latest", "bottlerocket@latest", "all nodes of pool `general` will be replaced by drift"),
+        ("al2023@latest", "al2023@v20260801", "nodes of pool `general` not running the AMI al2023@v20260801"),
+    ],
+)
+def test_an_alias_of_another_family_drifts_every_node_as_karpenters_hash_says(old, new, drifts):
+    """Karpenter 1.14.1 EC2NodeClass.Hash() takes AMIFamily() (source/provider/pkg/apis/v1/ec2nodeclass.go): an alias
+    of another family changes the hash, so every node drifts, whatever AMI it runs; an alias of the same family
+    drifts only the nodes not on its AMI. The matrix's mirrored rule holds the review to it."""
+    from tooling.review import transitions as tr
+
+    before, after = _node_objects(old), _node_objects(new)
+    reports = rv.review(before, after)
+    (change,) = [c for r in reports for c in r.changes]
+    assert any(e.startswith("EC2NodeClass `default` (") and drifts in e for e in change.effects), change.effects
+    assert tr.mirrored_problems(before, after, reports) == []
+    careless = [rv.StackReport("s", [rv.Change("Nodes", rv.MANIFEST, "updated")])]
+    hashed = old.split("@")[0] != new.split("@")[0]
+    assert tr.mirrored_problems(before, after, careless) == (
+        ["s/Nodes: EC2NodeClass `default` changes its drift hash, review says no drift"] if hashed else []
+    )
+
+
 def _templates_of(overrides):
     from tests.conftest import synth
 

@@ -128,6 +128,10 @@ def _node_class_effects(name: str, a: dict[str, Any], b: dict[str, Any], new_tem
         if a["spec"].get(k) != b["spec"].get(k) and not (k == "amiFamily" and _family(a) == _family(b))
     )
     static = [f for f in fields if f not in CLASS_DYNAMIC]
+    # (the hash takes AMIFamily(): an alias of another family drifts every node, whatever AMI it runs)
+    if _family(a) != _family(b) and "amiFamily" not in static:
+        fields = [*fields, f"AMI family {_family(a)} → {_family(b)}"]
+        static = fields
     if static:
         return _class_drift(name, (", ".join(fields), "all nodes of pool `{pool}`"), new_template)
     if _aliases(a) and _aliases(b) and _aliases(a) != _aliases(b):

@@ -138,7 +138,7 @@ def _drift_problems(
     stack: str, logical_id: str, old: dict[str, Any], new: dict[str, Any], change: rv.Change | None
 ) -> list[str]:
     before, after = rv._objects(old.get("Manifest")), rv._objects(new.get("Manifest"))
-    effects = " | ".join(change.effects) if change else ""
+    change_effects = change.effects if change else []
     problems = []
     # Kubernetes: the CRDs' transition rules (CEL with oldSelf) refuse the apply, so the deploy fails.
     refused = rv.crd_refusals(old.get("Manifest"), new.get("Manifest"), {})
@@ -157,12 +157,15 @@ def _drift_problems(
                 for k in ta.get("spec", {}).keys() | tb.get("spec", {}).keys()
                 if k not in _POOL_NOT_HASHED
             )
-            says = f"all nodes of pool `{name}` will be replaced by drift" in effects
+            says = any(
+                e.startswith(f"NodePool `{name}` (") and f"all nodes of pool `{name}` will be replaced by drift" in e
+                for e in change_effects
+            )
         elif kind == "EC2NodeClass":
             hashed = _ami_family(a) != _ami_family(b) or any(
                 a.get(k) != b.get(k) for k in a.keys() | b.keys() if k not in _CLASS_NOT_HASHED
             )
-            says = f"EC2NodeClass `{name}`" in effects and "all nodes of pools" in effects
+            says = any(e.startswith(f"EC2NodeClass `{name}` (") and "all nodes of pool `" in e for e in change_effects)
         else:
             continue
         if hashed != says:
