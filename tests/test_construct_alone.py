@@ -1,60 +1,41 @@
 """The reusable Karpenter construct (constructs_lib/karpenter/) in another CDK app: the package copied alone (no
-app, no tooling, no app-only construct beside it) is imported and builds its resources on a bare stack.
-tests/test_architecture.py holds the same boundary on the import graph; this proves it where it matters."""
+app, no tooling, no app-only construct beside it) under another name is imported and builds its resources on a bare
+stack. tests/test_architecture.py holds the same boundary on the import graph (no import of another layer); this
+proves the rest: the package reaches nothing outside its folder (relative imports, its own data files), and another
+app needs only the template with upstream's copy of the release beside it."""
 
 from __future__ import annotations
 
-import json
+import importlib
+import importlib.abc
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import aws_cdk as cdk
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Template
 
 from karpenter_stack import versions
 from tests.conftest import ROOT
 
-# Another app's code: an imported cluster, one node class and one pool, typed props (no cdk.json, no configuration).
-THEIR_APP = """
-import json, sys
-import aws_cdk as cdk
-from aws_cdk import aws_eks as eks, aws_iam as iam
-from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
-
-from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization
-from constructs_lib.karpenter.specs.node_class import NodeClassSpec
-from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
-
-app = cdk.App(outdir=sys.argv[2])
-stack = cdk.Stack(app, "Theirs", env=cdk.Environment(account="111122223333", region="eu-west-1"))
-cluster = eks.Cluster.from_cluster_attributes(
-    stack, "Cluster", cluster_name="theirs",
-    kubectl_role_arn="arn:aws:iam::111122223333:role/admin",
-    kubectl_layer=KubectlV35Layer(stack, "Kubectl"),
-    open_id_connect_provider=iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
-        stack, "Oidc", "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/0123456789ABCDEF"),
-    cluster_security_group_id="sg-0123456789abcdef0",
-)
-karpenter = Karpenter(stack, "Karpenter", KarpenterProps(
-    cluster=cluster, cluster_name="theirs", version="1.14.1", template_file=sys.argv[1],
-    node_authorization=NodeAuthorization.ACCESS_ENTRY,
-    node_classes=[NodeClassSpec(name="general")],
-    node_pools=[NodePoolSpec(name="spot", node_class="general", capacity_types=["spot"])],
-))
-app.synth()
-print(json.dumps({
-    "node_pools": sorted(karpenter.node_pools),
-    "loaded": sorted({m.split(".")[0] for m in sys.modules} & {"karpenter_stack", "tooling", "tests"}),
-    "app_only": sorted(m for m in sys.modules if m.startswith("constructs_lib.") and not m.startswith("constructs_lib.karpenter")),
-}))
-"""
+THEIRS = "their_constructs"  # the folder another app copies the package into
+PROJECT = ("constructs_lib", "karpenter_stack", "tooling", "tests", "app")
 
 
-@pytest.mark.cli
-def test_the_construct_package_copied_alone_builds_in_another_app(tmp_path: Path):
-    shutil.copytree(ROOT / "constructs_lib" / "karpenter", tmp_path / "constructs_lib" / "karpenter")
-    (tmp_path / "constructs_lib" / "__init__.py").write_text("")
+class _NotThere(importlib.abc.MetaPathFinder):
+    """Another app has none of this project: an import of it fails while the copy is imported and built."""
+
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in PROJECT:
+            raise ModuleNotFoundError(f"No module named {name!r} (the copied package imports the project)")
+        return None
+
+
+def test_the_construct_package_copied_alone_builds_in_another_app(tmp_path: Path, monkeypatch):
+    shutil.copytree(ROOT / "constructs_lib" / "karpenter", tmp_path / THEIRS / "karpenter")
+    (tmp_path / THEIRS / "__init__.py").write_text("")
     # The template with what the construct holds it to beside it: upstream's of the release and the changes' reasons.
     template = Path(versions.karpenter_template("1.14.1"))
     for source in (template, *(template.parent / folder / template.name for folder in ("upstream", "changes"))):
@@ -62,19 +43,48 @@ def test_the_construct_package_copied_alone_builds_in_another_app(tmp_path: Path
             copied = tmp_path / "templates" / source.relative_to(template.parent)
             copied.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(source, copied)
-    (tmp_path / "app.py").write_text(THEIR_APP)
-    done = subprocess.run(
-        [sys.executable, "app.py", f"templates/{template.name}", str(tmp_path / "out")],
-        cwd=tmp_path,
-        env={"PATH": str(ROOT / "node_modules" / ".bin") + ":/usr/bin:/bin", "HOME": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.splitlines()[-1]) == {"node_pools": ["spot"], "loaded": [], "app_only": []}
-    stack = json.loads((tmp_path / "out" / "Theirs.template.json").read_text())
-    types = {r["Type"] for r in stack["Resources"].values()}
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    kubectl_layer = versions.KubectlLayer.for_version("1.35").load()
+    hidden = {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] in PROJECT}
+    sys.meta_path.insert(0, _NotThere())
+    try:
+        theirs = importlib.import_module(f"{THEIRS}.karpenter")
+        node_class = importlib.import_module(f"{THEIRS}.karpenter.specs.node_class")
+        node_pool = importlib.import_module(f"{THEIRS}.karpenter.specs.node_pool")
+        stack = cdk.Stack(cdk.App(builtin_cloud_formation_validation=False), "Theirs")
+        cluster = eks.Cluster.from_cluster_attributes(
+            stack,
+            "Cluster",
+            cluster_name="theirs",
+            kubectl_role_arn="arn:aws:iam::111122223333:role/admin",
+            kubectl_layer=kubectl_layer(stack, "Kubectl"),
+            open_id_connect_provider=iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+                stack, "Oidc", "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/0123ABCD"
+            ),
+            cluster_security_group_id="sg-0123456789abcdef0",
+        )
+        karpenter = theirs.Karpenter(
+            stack,
+            "Karpenter",
+            theirs.KarpenterProps(
+                cluster=cluster,
+                cluster_name="theirs",
+                version="1.14.1",
+                template_file=f"templates/{template.name}",
+                node_authorization=theirs.NodeAuthorization.ACCESS_ENTRY,
+                node_classes=[node_class.NodeClassSpec(name="general")],
+                node_pools=[node_pool.NodePoolSpec(name="spot", node_class="general", capacity_types=["spot"])],
+            ),
+        )
+        resources = Template.from_stack(stack).to_json()["Resources"]
+    finally:
+        sys.meta_path = [finder for finder in sys.meta_path if not isinstance(finder, _NotThere)]
+        for name in [m for m in sys.modules if m == THEIRS or m.startswith(f"{THEIRS}.")]:
+            del sys.modules[name]
+        sys.modules.update(hidden)
+    assert sorted(karpenter.node_pools) == ["spot"]
+    types = {r["Type"] for r in resources.values()}
     assert {
         "AWS::CloudFormation::Stack",
         "Custom::AWSCDK-EKS-HelmChart",

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from constructs_lib.karpenter.iam_grants import Grant, grants, render
-from constructs_lib.karpenter.iam_types import GRANTING, NO_GRANT
+from .iam_grants import Grant, grants, render
+from .iam_types import GRANTING, NO_GRANT
 
 CONTROLLER = "the controller's managed policies"
 WHERE_THE_TABLE_IS = "constructs_lib/karpenter/iam_types.py"

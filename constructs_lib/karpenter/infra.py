@@ -8,10 +8,10 @@ from aws_cdk import NestedStack, Token
 from aws_cdk import cloudformation_include as cfn_inc
 from constructs import Construct
 
-from constructs_lib.karpenter.iam_grants import structured_document, wildcard_acknowledgments
-from constructs_lib.karpenter.iam_types import GRANTING
-from constructs_lib.karpenter.nag import acknowledge
-from constructs_lib.karpenter.template_parity import parsed_template, widening_problems
+from .iam_grants import structured_document, wildcard_acknowledgments
+from .iam_types import GRANTING
+from .nag import acknowledge
+from .template_parity import parsed_template, widening_problems
 
 # Logical ids in the Karpenter template (templates/karpenter-<version>.yaml) that the construct reads.
 # A template for a new Karpenter version must keep them (a test checks every template).

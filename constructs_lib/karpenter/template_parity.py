@@ -22,11 +22,11 @@ from typing import Any
 
 import yaml
 
-from constructs_lib.karpenter import yaml_load
-from constructs_lib.karpenter.iam_grants import Grant, uncovered
-from constructs_lib.karpenter.iam_resources import CONTROLLER as CONTROLLER
-from constructs_lib.karpenter.iam_resources import GrantError as GrantError
-from constructs_lib.karpenter.iam_resources import cdk_out_nested, read_grants
+from . import yaml_load
+from .iam_grants import Grant, uncovered
+from .iam_resources import CONTROLLER as CONTROLLER
+from .iam_resources import GrantError as GrantError
+from .iam_resources import cdk_out_nested, read_grants
 
 
 class _CfnLoader(yaml_load.SAFE_LOADER):  # type: ignore[misc,valid-type]
