@@ -8,6 +8,8 @@ import re
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
 from constructs_lib.karpenter import Karpenter, KarpenterProps, NodeAuthorization
@@ -16,7 +18,14 @@ from constructs_lib.karpenter.names import NODE_MANAGED_POLICIES
 from constructs_lib.karpenter.specs.node_class import NodeClassSpec
 from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 from karpenter_stack import versions
-from tests.bare import CLUSTER_NAME, OIDC_PROVIDER_ARN, SECURITY_GROUP_ID, bare_stack, imported_cluster
+from tests.bare import (
+    CLUSTER_NAME,
+    KUBECTL_ROLE_ARN,
+    OIDC_PROVIDER_ARN,
+    SECURITY_GROUP_ID,
+    bare_stack,
+    imported_cluster,
+)
 from tests.cfn import depends_on, each, kubernetes_objects, only, render, render_json, resources
 
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"]
@@ -30,13 +39,9 @@ def _karpenter(stack: cdk.Stack, **options) -> Karpenter:
             NodePoolSpec(name="steady", node_class="general", capacity_types=["on-demand"]),
         ],
     }
-    props = KarpenterProps(
-        cluster=imported_cluster(stack),
-        cluster_name=CLUSTER_NAME,
-        version="1.14.1",
-        template_file=versions.karpenter_template("1.14.1"),
-        **{**defaults, **options},
-    )
+    cluster = options.pop("cluster", None) or imported_cluster(stack)
+    defaults["template_file"] = versions.karpenter_template("1.14.1")
+    props = KarpenterProps(cluster=cluster, cluster_name=CLUSTER_NAME, version="1.14.1", **{**defaults, **options})
     return Karpenter(stack, "Karpenter", props)
 
 
@@ -168,6 +173,52 @@ def test_an_imported_clusters_aws_auth_is_refused():
     stack = bare_stack()
     with pytest.raises(ValueError, match="node_authorization AWS_AUTH needs an eks.Cluster this app creates"):
         _karpenter(stack, node_authorization=NodeAuthorization.AWS_AUTH)
+
+
+def _without_security_group(stack: cdk.Stack) -> eks.ICluster:
+    """An imported cluster as the EKS docs import one: no cluster security group given."""
+    return eks.Cluster.from_cluster_attributes(
+        stack,
+        "NoSecurityGroup",
+        cluster_name=CLUSTER_NAME,
+        kubectl_role_arn=KUBECTL_ROLE_ARN,
+        kubectl_layer=versions.KubectlLayer.for_version("1.35").load()(stack, "Layer"),
+        open_id_connect_provider=iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+            stack, "NoSecurityGroupOidc", OIDC_PROVIDER_ARN
+        ),
+    )
+
+
+def test_an_imported_cluster_without_its_security_group_is_refused_in_one_line_unless_groups_are_given():
+    """Node security groups are selected by id or through the cluster security group, which the construct tags:
+    an imported cluster that does not name it was a 40-line jsii traceback (a newcomer's trial)."""
+    stack = bare_stack()
+    with pytest.raises(ValueError) as refused:
+        _karpenter(stack, cluster=_without_security_group(stack), node_authorization=NodeAuthorization.ACCESS_ENTRY)
+    assert str(refused.value) == (
+        "Bare/Karpenter: the imported cluster has no cluster security group, which node security groups are "
+        "selected by: give cluster_security_group_id to eks.Cluster.from_cluster_attributes, or select them by id "
+        "(security_group_ids)"
+    )
+    assert [c.node.id for c in stack.node.children if c.node.id == "Karpenter"] == []  # nothing built
+    other = bare_stack()
+    karpenter = _karpenter(
+        other,
+        cluster=_without_security_group(other),
+        node_authorization=NodeAuthorization.ACCESS_ENTRY,
+        security_group_ids=[SECURITY_GROUP_ID],
+    )
+    assert karpenter.discovery_tag is None
+
+
+def test_a_template_file_that_is_not_there_is_refused_in_one_line(tmp_path):
+    stack = bare_stack()
+    with pytest.raises(ValueError) as refused:
+        _karpenter(stack, node_authorization=NodeAuthorization.ACCESS_ENTRY, template_file=str(tmp_path / "no.yaml"))
+    assert str(refused.value) == (
+        f"Bare/Karpenter: template_file '{tmp_path / 'no.yaml'}': no such file (a relative path is read from the "
+        "working directory)"
+    )
 
 
 def test_windows_node_classes_get_their_own_role_with_an_ec2_windows_access_entry():

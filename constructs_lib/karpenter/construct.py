@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from aws_cdk import Aws, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
@@ -81,7 +82,9 @@ class Karpenter(Construct):
 
     def __init__(self, scope: Construct, id: str, props: KarpenterProps) -> None:
         # Before anything is added to the scope: specs that do not fit together build nothing.
-        Karpenter.check(props, "/".join(p for p in (scope.node.path, id) if p))
+        where = "/".join(p for p in (scope.node.path, id) if p)
+        Karpenter.check(props, where)
+        Karpenter._check_inputs(props, where)
         super().__init__(scope, id)
         self.props = props
         self.cluster = props.cluster
@@ -142,6 +145,26 @@ class Karpenter(Construct):
             karpenter_version=props.version,
             own_node_roles=props.own_node_roles,
         )
+
+    @staticmethod
+    def _check_inputs(props: KarpenterProps, where: str) -> None:
+        """What the construct reads from its inputs before it builds: the template file, and where node security
+        groups come from (by id, or the cluster security group, which an imported cluster must name)."""
+        if not Path(props.template_file).is_file():
+            raise ValueError(
+                f"{where}: template_file {str(props.template_file)!r}: no such file (a relative path is read from the "
+                "working directory)"
+            )
+        if props.security_group_ids or isinstance(props.cluster, eks.Cluster):
+            return
+        try:
+            props.cluster.cluster_security_group_id  # noqa: B018  (an imported cluster's raises when not given)
+        except RuntimeError:
+            raise ValueError(
+                f"{where}: the imported cluster has no cluster security group, which node security groups are "
+                "selected by: give cluster_security_group_id to eks.Cluster.from_cluster_attributes, or select them "
+                "by id (security_group_ids)"
+            ) from None
 
     def _discovery_tags(self) -> SecurityGroupTag | None:
         """The discovery tag on the given subnets and, unless security groups are selected by id, on the cluster
