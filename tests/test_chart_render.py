@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -25,7 +26,7 @@ from constructs_lib.karpenter.names import (
 from tests.cfn import controller_values, each, only, resources
 from tests.conftest import synth
 from tests.test_operability import OPS
-from tooling.releases import chart_render
+from tooling.releases import chart_render, helm
 from tooling.releases.chart_render import (
     PASS_THROUGH,
     UPSTREAM,
@@ -403,6 +404,27 @@ def test_renders_are_kept_for_the_session(default):
     assert again["Deployment/karpenter"]["spec"]["replicas"] == 2
     assert chart_render._render_text.cache_info().misses == calls
     assert by_kind(render("1.14.1", values=release_values(default.json))) == again
+
+
+def test_renders_are_kept_across_runs_by_all_they_depend_on(tmp_path, monkeypatch):
+    """Helm's output is kept in .cache/helm/renders by Helm's version, every file of the chart, the options and the
+    values: a later run reads it and runs no helm; a changed chart file, other values or another Helm render anew."""
+    monkeypatch.setattr(helm, "RENDERS", tmp_path / "renders")
+    chart = tmp_path / "chart"
+    shutil.copytree(chart_render.chart_dir("1.14.1", "karpenter"), chart)
+    values = json.dumps({"settings": {"clusterName": "kept"}})
+    first = helm.template("karpenter", chart, "--namespace", "karpenter", values=values)
+    assert "name: karpenter" in first and len(list((tmp_path / "renders").iterdir())) == 1
+    ran = []
+    monkeypatch.setattr(helm, "run", lambda *args, **kwargs: ran.append(args) or "rendered anew")
+    assert helm.template("karpenter", chart, "--namespace", "karpenter", values=values) == first
+    assert ran == []
+    helm.template("karpenter", chart, "--namespace", "karpenter", values=json.dumps({"replicas": 1}))
+    (chart / "values.yaml").write_text((chart / "values.yaml").read_text() + "\n# edited\n")
+    helm.template("karpenter", chart, "--namespace", "karpenter", values=values)
+    monkeypatch.setattr(helm, "layer_version", lambda: "0.0.0")
+    helm.template("karpenter", chart, "--namespace", "karpenter", values=values)
+    assert len(ran) == 3 and len(list((tmp_path / "renders").iterdir())) == 4
 
 
 # --- the review's rule of what rolls the controller's pods, against the chart -------------------------------

@@ -20,7 +20,6 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import tempfile
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -215,27 +214,13 @@ def release_namespace(template: Mapping[str, Any], release: str = CONTROLLER_CHA
 def _render_text(
     version: str, chart: str, values: str, namespace: str, kubernetes_version: str, api_versions: tuple[str, ...]
 ) -> str:
-    source = chart_dir(version, chart)
-    with tempfile.TemporaryDirectory(prefix="chart-values-") as scratch:
-        values_file = Path(scratch) / "values.json"  # JSON is YAML: what aws-cdk's handler writes, as a file
-        values_file.write_text(values)
-        arguments = [
-            "template",
-            chart,
-            str(source),
-            "--namespace",
-            namespace,
-            "--values",
-            str(values_file),
-            "--kube-version",
-            kubernetes_version,
-        ]
-        for api in api_versions:
-            arguments += ["--api-versions", api]
-        try:
-            return helm.run(*arguments)
-        except helm.HelmError as error:
-            raise ChartError(f"the {chart} chart {version} does not render: {error}") from None
+    options = ["--namespace", namespace, "--kube-version", kubernetes_version]
+    for api in api_versions:
+        options += ["--api-versions", api]
+    try:
+        return helm.template(chart, chart_dir(version, chart), *options, values=values)
+    except helm.HelmError as error:
+        raise ChartError(f"the {chart} chart {version} does not render: {error}") from None
 
 
 @cache

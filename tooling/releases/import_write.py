@@ -69,7 +69,7 @@ def render_crds(chart: Path, shown: str) -> dict[str, str]:
     ``pkg/apis/crds/`` files of the release, which the chart's templates hold with an ``additionalAnnotations``
     hook that renders nothing by default.)"""
     try:
-        out = helm.run("template", "karpenter-crd", str(chart))
+        out = helm.template("karpenter-crd", chart)
     except helm.HelmError as err:
         raise ImportFailure(f"{shown}: {_one_line(str(err))}") from None
     parts = RENDERED.split(out)
