@@ -336,6 +336,42 @@ def test_a_files_terms_are_named_in_the_file_refused_in_production_and_warnings_
     assert [w for w in config.warnings if "SelectorTerms" in w] == [f"{line} (from cdk.json)" for line in lines]
 
 
+# --- another cluster's discovery tag (issue 43, point 6): dev's class selecting prod's subnets and groups ----------
+OTHER = "the discovery tag of another cluster ('prod-eks'): it selects that cluster's {kind}s, not this one's"
+MINE = "write this cluster's name ('eks-karpenter') or ${CLUSTER_NAME}, or select by id"
+
+
+@pytest.mark.parametrize(("setting", "kind"), [(S, "subnet"), (G, "security group")])
+def test_another_clusters_discovery_tag_is_refused_in_production_and_a_warning_elsewhere(setting, kind):
+    at = f"nodeClasses[0].{setting}[0].tags.karpenter.sh/discovery 'prod-eks': {OTHER.format(kind=kind)}"
+    assert _outcome(setting, {"tags": {"karpenter.sh/discovery": "prod-eks", "tier": "private"}}) == (
+        f"{at}, which the production profile refuses; {MINE} (from cdk.json)",
+        (f"{at}; {MINE} (the production profile refuses it)",),
+    )
+    # the cluster's own name, written out or as the files write it, is the cluster's own
+    assert _outcome(setting, {"tags": {"karpenter.sh/discovery": CLUSTER, "tier": "private"}}) == (None, ())
+
+
+def test_a_files_discovery_tag_of_another_cluster_is_named_in_the_file(tmp_path, monkeypatch):
+    """The issue's case: a class file written for prod (karpenter.sh/discovery: prod-eks) used by dev's cluster, where
+    it was kept as a selector term and dev's nodes could launch into prod's subnets, silently."""
+    written = CLASS.replace('karpenter.sh/discovery: "${CLUSTER_NAME}"', "karpenter.sh/discovery: prod-eks", 1)
+    (tmp_path / "class.yaml").write_text(written)
+    monkeypatch.chdir(tmp_path)
+    line = (
+        "class.yaml: EC2NodeClass/default: spec.subnetSelectorTerms[0].tags.karpenter.sh/discovery: 'prod-eks': "
+        f"{OTHER.format(kind='subnet')}; {MINE}"
+    )
+    config = load_config({**PRODUCT_CONTEXT, "nodeManifests": ["class.yaml"]}, today=TODAY)
+    assert [w for w in config.warnings if "SelectorTerms" in w][0] == f"{line} (from cdk.json)"
+    with pytest.raises(ConfigError) as info:
+        load_config({**PRODUCTION, "nodeManifests": ["class.yaml"]}, today=TODAY)
+    assert str(info.value).splitlines()[0] == f"{line}; the production profile requires it (from cdk.json)"
+    # the same file in the cluster it was written for: its own discovery tag, nothing to say about it
+    config = load_config({**PRODUCT_CONTEXT, "clusterName": "prod-eks", "nodeManifests": ["class.yaml"]}, today=TODAY)
+    assert not [w for w in config.warnings if "discovery" in w]
+
+
 def test_karpenters_own_examples_name_what_they_select():
     """Upstream's examples/v1 select by the cluster's discovery tag: bounded, whatever the profile."""
     upstream = ROOT / "tests" / "fixtures" / "karpenter-examples-v1.14.1"

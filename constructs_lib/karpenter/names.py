@@ -125,3 +125,6 @@ def service_account_subject(namespace: str, service_account: str) -> str:
 # The construct id of the stack's default cluster-admin role (no `administrators`): the synth finds it in a
 # deployed stack's baseline by it (karpenter_stack/baseline.py).
 ADMIN_ROLE_ID = "ClusterAdminRole"
+
+# What Karpenter's example files write for the cluster's name; the app fills it in (node_manifests.py, specs/reach.py).
+CLUSTER_NAME_PLACEHOLDER = "${CLUSTER_NAME}"

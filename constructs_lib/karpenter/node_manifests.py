@@ -46,6 +46,7 @@ from .manifest_settings import (
     _validated,
 )
 from .names import (
+    CLUSTER_NAME_PLACEHOLDER,
     NODE_CLASS_KIND,
 )
 from .specs.base import quoted, shown
@@ -54,7 +55,6 @@ from .specs.node_class import NodeClassSpec
 from .specs.node_overlay import NodeOverlaySpec
 from .specs.node_pool import OS_KEY, NodePoolSpec
 
-CLUSTER_NAME_PLACEHOLDER = "${CLUSTER_NAME}"
 CLUSTER_NAME_VARIABLE = "CLUSTER_NAME"
 # A placeholder of a team's own templating: ${VAR} (envsubst, Terraform) or <<VAR>>; its name is group 1 or 2.
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|<<([A-Za-z_][A-Za-z0-9_]*)>>", re.ASCII)

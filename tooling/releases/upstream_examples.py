@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from constructs_lib.karpenter import yaml_load
-from constructs_lib.karpenter.node_manifests import CLUSTER_NAME_PLACEHOLDER, read_node_manifests
+from constructs_lib.karpenter.names import CLUSTER_NAME_PLACEHOLDER
+from constructs_lib.karpenter.node_manifests import read_node_manifests
 from karpenter_stack.config import ConfigError, load_config
 from tooling.cel_rules import KINDS, evaluate, mirror, with_defaults
 from tooling.configurations import PRODUCT_CONTEXT, ROOT

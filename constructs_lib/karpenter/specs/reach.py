@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..names import DISCOVERY_TAG_KEY
+from ..names import CLUSTER_NAME_PLACEHOLDER, DISCOVERY_TAG_KEY
 from .base import quoted
 
 SUBNET, SECURITY_GROUP = "subnet", "security group"
@@ -95,6 +95,7 @@ class Reach:
     shown: str
     reading: str
     public: bool = False
+    fix: str = ""  # what to write instead, when it is neither PRIVATE nor EXACT
 
     def refusal(self, setting: str) -> str:
         """The production profile's line for the term at ``setting`` (``nodeClasses[0].extraSubnetSelectorTerms[1]``)."""
@@ -113,7 +114,7 @@ class Reach:
 
     @property
     def allowed(self) -> str:
-        return PRIVATE if self.public else EXACT
+        return self.fix or (PRIVATE if self.public else EXACT)
 
 
 def term_reach(kind: str, term: Mapping[str, Any], cluster_name: str | None = None) -> list[Reach]:
@@ -125,8 +126,16 @@ def term_reach(kind: str, term: Mapping[str, Any], cluster_name: str | None = No
         public = [m for k, v in tags.items() if (m := _public_marker(k, v)) is not None]
         if public:
             return [Reach("tags", json.dumps(tags), f"{', '.join(public)} marks public subnets", public=True)]
-    if cluster_name is not None and tags.get(DISCOVERY_TAG_KEY) == cluster_name:
-        return []  # ANDed with the cluster's own discovery tag: only what is the cluster's
+    discovery = tags.get(DISCOVERY_TAG_KEY)
+    if cluster_name is not None and discovery is not None:
+        # (a file's ${CLUSTER_NAME} is this cluster's name once the app fills it in)
+        named = discovery.replace(CLUSTER_NAME_PLACEHOLDER, cluster_name)
+        if named == cluster_name:
+            return []  # ANDed with the cluster's own discovery tag: only what is the cluster's
+        if not is_pattern(named):
+            reading = f"the discovery tag of another cluster ({quoted(named)}): it selects that cluster's {kind}s, not this one's"
+            fix = f"write this cluster's name ({quoted(cluster_name)}) or ${{CLUSTER_NAME}}, or select by id"
+            return [Reach(f"tags.{DISCOVERY_TAG_KEY}", quoted(discovery), reading, fix=fix)]
     beyond = _BEYOND[kind]
     found = []
     name = term.get("name")
