@@ -9,10 +9,11 @@ from aws_cdk import Annotations, CfnOutput, Environment, Stack
 from constructs import Construct
 
 from constructs_lib.destroy_policy import apply_destroy_policy
-from constructs_lib.karpenter import Karpenter
+from constructs_lib.karpenter import Karpenter, NodeObjects
 from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib.stack_protection import TerminationProtection
 
+from . import gitops
 from .config import ResolvedEnvironment
 
 
@@ -59,6 +60,8 @@ class AppStack(Stack):
         CfnOutput(
             self, "InterruptionQueueName", value=karpenter.queue_name, description="SQS queue of interruption events"
         )
+        if karpenter.props.node_objects is NodeObjects.GITOPS:  # the node objects a GitOps tool applies
+            gitops.record(self, self.stack_name, karpenter.gitops_objects)
 
     def finish(self) -> None:
         """Once everything is built: what a destroy keeps, and no kubectl operation that can leave

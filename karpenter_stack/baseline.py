@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from constructs_lib.karpenter.names import ADMIN_ROLE_ID
+from constructs_lib.karpenter.specs.node_objects import NodeObjects
 
 from . import cluster_updates as cu
 from . import context_sources
@@ -199,7 +200,36 @@ def refusals(config: AppConfig, stack_name: str, root: Path | None = None) -> li
         + _hosting_refusals(config, stack_name, root)
         + _network_refusals(config, stack_name, root)
         + _cluster_refusals(config, stack_name, root)
+        + _node_objects_refusals(config, stack_name, root)
     )
+
+
+NODE_KINDS = ("EC2NodeClass", "NodePool", "NodeOverlay")
+
+
+def _node_objects_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:
+    """nodeObjects "gitops" takes the node objects out of the stack: a resource CloudFormation deletes runs the
+    handler's kubectl delete (every pool drained). Only resources the deployed stack retains (handover) leave
+    their objects running."""
+    found = _baseline(stack_name, root)
+    if found is None or config.node_objects is not NodeObjects.GITOPS:
+        return []
+    source, resources = found
+    held = [
+        f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}"
+        for resource in resources.values()
+        if resource.get("Type") == MANIFEST_TYPE and resource.get("DeletionPolicy") != "Retain"
+        for obj in json.loads(_text(resource.get("Properties", {}).get("Manifest")) or "[]")
+        if obj.get("kind") in NODE_KINDS
+    ]
+    if not held:
+        return []
+    return [
+        f'nodeObjects "gitops": the deployed stack ({source}) applies {", ".join(held)} and would delete them '
+        "(Karpenter drains every node of a deleted NodePool); hand them over in steps: deploy nodeObjects "
+        '"handover" (the stack keeps them, and leaves them running when they leave it) and make accept, let your '
+        'GitOps tool apply the files of make manifests ARGS=--write, then deploy "gitops"'
+    ]
 
 
 def _network_refusals(config: AppConfig, stack_name: str, root: Path | None) -> list[str]:

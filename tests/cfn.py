@@ -78,6 +78,17 @@ def kubernetes_objects(template: Template) -> dict[str, dict[str, Any]]:
     return objects
 
 
+def applied_objects(synthesized: Any) -> dict[str, dict[str, Any]]:
+    """:func:`kubernetes_objects` of a synthesized configuration and the node objects a GitOps tool applies
+    (``nodeObjects: "gitops"``; their ``_logicalId``: None): every object the environment puts in the cluster."""
+    objects = kubernetes_objects(synthesized.template)
+    for obj in synthesized.stack.karpenter.gitops_objects:
+        key = f"{obj['kind']}/{obj['metadata']['name']}"
+        assert key not in objects, f"{key} applied twice"
+        objects[key] = {**obj, "_logicalId": None}
+    return objects
+
+
 def controller_values(template: Template) -> dict[str, Any]:
     """The values the ``karpenter`` chart is installed with."""
     (chart,) = [

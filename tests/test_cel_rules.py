@@ -15,7 +15,7 @@ from constructs_lib.karpenter.names import (
     RESTRICTED_TAG_KEYS,
 )
 from karpenter_stack import versions
-from tests.cfn import each, kubernetes_objects
+from tests.cfn import applied_objects, each
 from tests.conftest import EXAMPLE_FIXTURES
 from tooling.cel_rules import KINDS, evaluate, mirror, with_defaults
 
@@ -29,7 +29,7 @@ CONFIGURATIONS = ["default", "alternative", "production", "existing", "karpenter
 def _karpenter_objects(synthesized) -> list[dict]:
     return [
         {k: v for k, v in o.items() if k != "_logicalId"}
-        for o in kubernetes_objects(synthesized.template).values()
+        for o in applied_objects(synthesized).values()
         if o["kind"] in KINDS
     ]
 

@@ -78,6 +78,7 @@ def test_the_examples_are_the_ones_the_suite_knows():
         "baseline-and-burst.json",
         "capacity-reservation.json",
         "existing-cluster.json",
+        "gitops.json",
         "golden-image.json",
         "gpu.json",
         "own-manifests.json",

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from karpenter_stack import versions
-from tests.cfn import controller_values, each, kubernetes_objects
+from tests.cfn import applied_objects, controller_values, each
 from tests.conftest import EXAMPLE_FIXTURES
 from tooling.kubernetes_schemas import SCHEMAS, object_violations, schema, values_violations
 from tooling.releases.chart_render import unknown_values
@@ -29,10 +29,7 @@ CONFIGURATIONS = {
 
 
 def _objects(synthesized) -> dict[str, dict]:
-    return {
-        k: {f: v for f, v in o.items() if f != "_logicalId"}
-        for k, o in kubernetes_objects(synthesized.template).items()
-    }
+    return {k: {f: v for f, v in o.items() if f != "_logicalId"} for k, o in applied_objects(synthesized).items()}
 
 
 def _karpenter_objects(synthesized) -> dict[str, dict]:

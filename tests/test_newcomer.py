@@ -113,7 +113,7 @@ def test_the_gate_checks_every_environment_of_a_configuration(by_hand):
     configs = load_environments({**PRODUCT_CONTEXT, "environments": environments}, today=TODAY)
     outdir = Path(cdk.Stage.of(next(iter(by_hand.values()))).outdir)
     templates = {p.name: json.loads(p.read_text()) for p in outdir.glob("*.template.json")}
-    problems, checked = object_problems(templates, configs)
+    problems, checked = object_problems(templates, configs, {})
     assert (problems, sorted(configs)) == ([], ["dev", "prod"])
     assert checked == 5  # dev: a class and its pool; prod: a class, the system pool and one more
     # and a violation is reported under its environment
@@ -126,7 +126,7 @@ def test_the_gate_checks_every_environment_of_a_configuration(by_hand):
         "karpenter.sh/capacity-type", "karpenter.sh/capacity type"
     )
     manifest["Properties"]["Manifest"] = json.loads(manifest["Properties"]["Manifest"])
-    problems, _ = object_problems(broken, configs)
+    problems, _ = object_problems(broken, configs, {})
     assert problems and all(p.startswith("environment prod: ") for p in problems)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from karpenter_stack import gitops
 from karpenter_stack.config import AppConfig
 from karpenter_stack.context_sources import ContextFileError
 from karpenter_stack.preflight import working_environments
@@ -85,14 +86,22 @@ def test_every_environment_of_your_configuration_synthesizes_and_passes_the_secu
         assert f"{stack}.template.json" in names, f"environment {name or '(default)'}: no stack {stack} synthesized"
 
 
-def object_problems(templates: dict[str, dict[str, Any]], configs: dict[str, AppConfig]) -> tuple[list[str], int]:
-    """Every CRD schema and CEL violation of the Kubernetes objects each environment's stack applies (templates
-    by file name), and how many Karpenter objects were checked."""
+def object_problems(
+    templates: dict[str, dict[str, Any]], configs: dict[str, AppConfig], recorded: dict[str, dict[str, Any]]
+) -> tuple[list[str], int]:
+    """Every CRD schema and CEL violation of the Kubernetes objects each environment applies (templates by file
+    name; ``recorded``: the node objects a GitOps tool applies, by stack), and how many Karpenter objects were
+    checked."""
     problems, checked = [], 0
     for name, config in configs.items():
         stack = config.cluster_name.replace("_", "-")
         (template,) = [t for n, t in templates.items() if Path(n).name == f"{stack}.template.json"]
-        for key, obj in kubernetes_objects(Template.from_json(template)).items():
+        applied = list(kubernetes_objects(Template.from_json(template)).items())
+        applied += [
+            (f"{gitops.folder_of(stack)}/{gitops.file_name(i, o)}", o)
+            for i, o in enumerate(recorded.get(stack, {}).get("objects", []), start=1)
+        ]
+        for key, obj in applied:
             obj = {k: v for k, v in obj.items() if k != "_logicalId"}
             found = object_violations(obj, config.karpenter_version, config.kubernetes_version)
             if obj["kind"] in KINDS:
@@ -106,9 +115,24 @@ def object_problems(templates: dict[str, dict[str, Any]], configs: dict[str, App
 def test_every_kubernetes_object_you_apply_matches_the_crds_schema_and_cel_rules():
     result = your_synth()
     assert result.returncode == 0
-    problems, checked = object_problems(_templates(result.outdir), your_environments())
+    problems, checked = object_problems(_templates(result.outdir), your_environments(), gitops.recorded(result.outdir))
     assert problems == []
-    assert checked >= 2 * len(your_environments())  # each applies at least one EC2NodeClass and one NodePool
+    # every node class and pool of every environment, whoever applies it
+    assert checked >= sum(len(c.node_classes) + len(c.node_pools) for c in your_environments().values())
+
+
+@pytest.mark.cli
+def test_your_gitops_folders_hold_what_your_configuration_renders():
+    """With nodeObjects "gitops", your GitOps tool applies gitops/<stack>/ as committed: it must be what the
+    configuration renders (as snapshot tests fail on a changed template)."""
+    result = your_synth()
+    assert result.returncode == 0
+    stale = [
+        f"{r['folder']}/ is not what your configuration renders: make manifests ARGS=--write, review the diff, commit"
+        for stack, r in gitops.recorded(result.outdir).items()
+        if gitops.committed(ROOT, r["folder"]) != gitops.files(stack, r["objects"])
+    ]
+    assert stale == [], "\n".join(stale)
 
 
 @pytest.mark.cli

@@ -14,14 +14,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .construct import Karpenter
     from .props import KarpenterProps, NodeAuthorization
+    from .specs.node_objects import NodeObjects
     from .specs.rules import NodeSpecsError
 
-__all__ = ["Karpenter", "KarpenterProps", "NodeAuthorization", "NodeSpecsError"]
+__all__ = ["Karpenter", "KarpenterProps", "NodeAuthorization", "NodeObjects", "NodeSpecsError"]
 _HOMES = {
     "Karpenter": ".construct",
     "NodeSpecsError": ".specs.rules",
     "KarpenterProps": ".props",
     "NodeAuthorization": ".props",
+    "NodeObjects": ".specs.node_objects",
 }
 
 

@@ -67,6 +67,7 @@ from .nodes import KarpenterNodes
 from .props import KarpenterProps, NodeAuthorization
 from .queue_alarms import InterruptionQueueAlarms
 from .release import KarpenterRelease, controller_values
+from .specs.node_objects import NodeObjects
 from .specs.rules import NodeSpecsError, check_nodes, own_role_classes, role_name
 from .teardown import TeardownSafetyNet
 
@@ -77,7 +78,8 @@ class Karpenter(Construct):
     """Karpenter on one EKS cluster, built from :class:`KarpenterProps` (kept as :attr:`props`). Handles:
     :attr:`infra` (the nested stack), :attr:`node_role`, :attr:`node_role_name`, :attr:`node_role_arn`,
     :attr:`queue_name`, :attr:`queue_arn`, :attr:`controller_role`, :attr:`crd_chart`, :attr:`controller_chart`,
-    :attr:`node_classes`, :attr:`node_pools`, :attr:`node_overlays`, :attr:`node_access`, :attr:`teardown`,
+    :attr:`node_classes`, :attr:`node_pools`, :attr:`node_overlays`, :attr:`gitops_objects`, :attr:`node_access`,
+    :attr:`teardown`,
     :attr:`discovery_tag`, :attr:`spot_service_linked_role`, :attr:`queue_alarms`."""
 
     def __init__(self, scope: Construct, id: str, props: KarpenterProps) -> None:
@@ -122,6 +124,7 @@ class Karpenter(Construct):
         self.node_classes = self.nodes.node_classes
         self.node_pools = self.nodes.node_pools
         self.node_overlays = self.nodes.node_overlays
+        self.gitops_objects = self.nodes.gitops_objects
         self.queue_alarms = (
             InterruptionQueueAlarms(
                 self, "InterruptionQueueAlarms", queue_name=self.queue_name, topic_arn=props.alarm_topic_arn
@@ -154,6 +157,13 @@ class Karpenter(Construct):
             raise ValueError(
                 f"{where}: template_file {str(props.template_file)!r}: no such file (a relative path is read from the "
                 "working directory)"
+            )
+        windows = [c.name for c in props.node_classes if c.windows]
+        if props.node_objects is NodeObjects.GITOPS and windows:
+            raise ValueError(
+                f"{where}: node_objects GITOPS: the Windows node class {windows[0]!r} launches with a node role whose "
+                "name CloudFormation gives it at deploy, which files in git cannot name: apply Windows classes with "
+                "the stack (NodeObjects.STACK)"
             )
         if props.security_group_ids or isinstance(props.cluster, eks.Cluster):
             return
@@ -247,7 +257,10 @@ class Karpenter(Construct):
             "KarpenterNodes",
             cluster=props.cluster,
             cluster_name=props.cluster_name,
-            node_role_name=self.node_role_name,
+            # (for a GitOps tool, the name the template gives the role: a literal, known before it exists)
+            node_role_name=self.infra.node_role_literal_name or self.node_role_name
+            if props.node_objects is NodeObjects.GITOPS
+            else self.node_role_name,
             windows_node_role_name=self.windows_node_role.role_name if self.windows_node_role else None,
             node_classes=props.node_classes,
             node_pools=props.node_pools,
@@ -260,8 +273,9 @@ class Karpenter(Construct):
             feature_gates=props.controller.feature_gates,
             subnet_ids=props.subnet_ids,
             security_group_ids=props.security_group_ids,
+            delivery=props.node_objects,
         )
-        if self.spot_service_linked_role is not None:
+        if self.spot_service_linked_role is not None and props.node_objects is not NodeObjects.GITOPS:
             # Spot launches need the role: pools that may launch spot are applied after it exists.
             for pool in props.node_pools:
                 if "spot" in (pool.listed("karpenter.sh/capacity-type") or ["spot"]):

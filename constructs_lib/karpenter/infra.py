@@ -11,6 +11,7 @@ from constructs import Construct
 from .iam_grants import structured_document, wildcard_acknowledgments
 from .iam_types import GRANTING
 from .nag import acknowledge
+from .names import NODE_ROLE_NAME_PREFIX, node_role_name
 from .template_parity import parsed_template, widening_problems
 
 # Logical ids in the Karpenter template (templates/karpenter-<version>.yaml) that the construct reads.
@@ -58,6 +59,11 @@ class KarpenterInfraStack(NestedStack):
         node_role = self.template.get_resource(NODE_ROLE)
         queue = self.template.get_resource(INTERRUPTION_QUEUE)
         self.node_role_name: str = node_role.ref
+        # The same name as a literal, when the template writes it as upstream's does (KarpenterNodeRole-<cluster>):
+        # what node objects rendered for a GitOps tool name; None for a template that names it otherwise.
+        role_name = parsed_template(self.template_path)["Resources"][NODE_ROLE].get("Properties", {}).get("RoleName")
+        written = {"Fn::Sub": NODE_ROLE_NAME_PREFIX + "${" + CLUSTER_NAME_PARAMETER + "}"}
+        self.node_role_literal_name: str | None = node_role_name(cluster_name) if role_name == written else None
         self.node_role_arn: str = node_role.get_att("Arn").to_string()
         self.queue_name: str = queue.get_att("QueueName").to_string()
         self.queue_arn: str = queue.get_att("Arn").to_string()

@@ -128,3 +128,13 @@ ADMIN_ROLE_ID = "ClusterAdminRole"
 
 # What Karpenter's example files write for the cluster's name; the app fills it in (node_manifests.py, specs/reach.py).
 CLUSTER_NAME_PLACEHOLDER = "${CLUSTER_NAME}"
+
+# The node role's name, as the project's template writes it (templates/karpenter-<version>.yaml: RoleName
+# !Sub "KarpenterNodeRole-${ClusterName}", upstream's getting-started name; tests/test_karpenter_template.py keeps
+# them equal): known before deploy, so node objects rendered for a GitOps tool can name it.
+NODE_ROLE_NAME_PREFIX = "KarpenterNodeRole-"
+
+
+def node_role_name(cluster_name: str) -> str:
+    """The name of the node role the construct's template creates for ``cluster_name``."""
+    return f"{NODE_ROLE_NAME_PREFIX}{cluster_name}"

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
-from aws_cdk import CfnResource
+from aws_cdk import CfnResource, RemovalPolicy, Token
 from aws_cdk import aws_eks as eks
 from constructs import Construct, IDependable
 
 from . import manifests
 from .specs.controller import FeatureGate
 from .specs.node_class import NodeClassSpec
+from .specs.node_objects import NodeObjects
 from .specs.node_overlay import NodeOverlaySpec
 from .specs.node_pool import NodePoolSpec
 
@@ -32,6 +33,11 @@ class KarpenterNodes(Construct):
     The objects are built from the specs as given: whether pools, classes, overlays and ``feature_gates``
     fit together is checked once, before, by the :class:`~constructs_lib.karpenter.Karpenter` construct that
     builds this (``specs.rules.check_nodes``).
+
+    ``delivery`` (:class:`~constructs_lib.karpenter.props.NodeObjects`) says who applies them: the stack (as above),
+    the stack retaining every object (``HANDOVER``: each resource's DeletionPolicy is Retain, so an object that
+    leaves the stack keeps running), or a GitOps tool (``GITOPS``: no resource; :attr:`gitops_objects` holds them in
+    the order they are applied, classes, then pools, then overlays, every value known at synth).
     """
 
     def __init__(
@@ -51,11 +57,13 @@ class KarpenterNodes(Construct):
         feature_gates: Mapping[FeatureGate, bool],
         subnet_ids: Sequence[str] = (),
         security_group_ids: Sequence[str] = (),
+        delivery: NodeObjects = NodeObjects.STACK,
     ) -> None:
         super().__init__(scope, id)
         self.node_classes: dict[str, eks.KubernetesManifest] = {}
         self.node_pools: dict[str, eks.KubernetesManifest] = {}
         self.node_overlays: dict[str, eks.KubernetesManifest] = {}
+        self.gitops_objects: list[dict[str, Any]] = []
         class_objects, pool_objects, overlay_objects = manifests.node_objects(
             node_classes,
             node_pools,
@@ -66,6 +74,11 @@ class KarpenterNodes(Construct):
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,
         )
+        if delivery is NodeObjects.GITOPS:
+            self.gitops_objects = [*class_objects.values(), *pool_objects.values(), *overlay_objects.values()]
+            for obj in self.gitops_objects:
+                _known_at_synth(obj, f"{obj['kind']}/{obj['metadata']['name']}")
+            return
         for name, obj in class_objects.items():
             manifest = _applied_over(cluster, f"EC2NodeClass-{name}", obj)
             manifest.node.add_dependency(*depends_on)  # one call into jsii, not one per dependency
@@ -83,6 +96,10 @@ class KarpenterNodes(Construct):
             manifest = _applied_over(cluster, f"NodeOverlay-{name}", obj)
             manifest.node.add_dependency(*depends_on)
             self.node_overlays[name] = manifest
+        if delivery is NodeObjects.HANDOVER:
+            for manifest in (*self.node_classes.values(), *self.node_pools.values(), *self.node_overlays.values()):
+                # The custom resource only: its deletion then leaves the object in the cluster.
+                cast(CfnResource, manifest.node.default_child).apply_removal_policy(RemovalPolicy.RETAIN)
 
 
 def _applied_over(cluster: eks.ICluster, id: str, obj: Mapping[str, object]) -> eks.KubernetesManifest:
@@ -92,3 +109,19 @@ def _applied_over(cluster: eks.ICluster, id: str, obj: Mapping[str, object]) -> 
     manifest = cluster.add_manifest(id, dict(obj))
     cast(CfnResource, manifest.node.default_child).add_property_override("Overwrite", True)
     return manifest
+
+
+def _known_at_synth(value: object, where: str, path: str = "") -> None:
+    """A GitOps tool applies the objects as written: a value CloudFormation would resolve at deploy is refused,
+    naming the object and the field."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _known_at_synth(item, where, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _known_at_synth(item, where, f"{path}[{i}]")
+    elif isinstance(value, str) and Token.is_unresolved(value):
+        raise ValueError(
+            f"{where}: {path} is known only when the stack deploys ({value}); node objects for a GitOps tool "
+            "(node_objects GITOPS) need every value at synth: give it as a literal"
+        )

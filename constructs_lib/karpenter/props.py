@@ -15,6 +15,7 @@ from constructs import IDependable
 from .controller_role import ControllerCredentials
 from .specs.controller import ControllerSpec
 from .specs.node_class import NodeClassSpec
+from .specs.node_objects import NodeObjects
 from .specs.node_overlay import NodeOverlaySpec
 from .specs.node_pool import NodePoolSpec
 
@@ -56,6 +57,13 @@ class KarpenterProps:
     node_authorization: NodeAuthorization
     """How the node roles may join the cluster: an aws-auth mapping (a cluster this app creates), an EKS access
     entry, or both."""
+
+    node_objects: NodeObjects = NodeObjects.STACK
+    """Who applies the node classes, pools and overlays: the stack, the stack retaining them (the step between the
+    modes), or a GitOps tool (the construct renders them; the lists may then be empty).
+
+    :default: NodeObjects.STACK
+    """
 
     node_overlays: Sequence[NodeOverlaySpec] = ()
     """NodeOverlays to apply (alpha: needs the controller's ``nodeOverlay`` feature gate).

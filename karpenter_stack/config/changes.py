@@ -107,6 +107,14 @@ EXISTING_PRIVATE_ENDPOINT = (
 )
 EXISTING_AUTHENTICATION_MODE = "read by the synth's checks only (CONFIG_MAP refused, unset warned about)"
 
+NODE_OBJECTS = (
+    "aws-cdk-lib 2.275 kubectl-handler: a manifest resource's delete runs kubectl delete (a deleted NodePool drains "
+    "all its nodes); CloudFormation calls no handler for a resource removed with DeletionPolicy Retain (handover "
+    "sets it on every node object's resource: nothing running changes), and its apply over a running object "
+    "(Overwrite) adopts what a GitOps tool applied (gitops -> stack); stack -> gitops deletes the objects "
+    "(karpenter_stack/baseline.py refuses it against a baseline)"
+)
+
 # The delivery pipeline's settings (not moved by ``make transitions``, which moves one environment's settings).
 PIPELINE_SOURCE = (
     "CDK Pipelines (aws-cdk-lib 2.275): the source action's configuration of the AWS::CodePipeline::Pipeline is "

@@ -19,6 +19,7 @@ from constructs_lib.karpenter.specs.change import Change, change
 from constructs_lib.karpenter.specs.controller import ControllerSpec
 from constructs_lib.karpenter.specs.files import project_path
 from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_objects import NodeObjects
 from constructs_lib.karpenter.specs.node_overlay import NodeOverlaySpec
 from constructs_lib.karpenter.specs.node_pool import NodePoolSpec
 
@@ -86,10 +87,25 @@ class AppConfig(ClusterSettings):
         ),
         examples=[EXISTING_CLUSTER_EXAMPLE],
     )
+    node_objects: Annotated[NodeObjects, KarpenterProp()] = Field(
+        NodeObjects.STACK,
+        description=(
+            "Who applies the node classes, pools and overlays. stack: the stack (one custom resource each). gitops: "
+            "a GitOps tool (Argo CD, Flux): the stack deploys everything else, and make manifests ARGS=--write "
+            "writes them, every fill-in resolved, to gitops/<stack>/ for the tool to apply; the node lists may then be "
+            "empty. handover: as stack, but an object that leaves the stack keeps running (CloudFormation retains "
+            "it): deploy it before moving a running cluster from stack to gitops, or the move deletes every pool and "
+            "Karpenter drains their nodes (the synth refuses that move against your baseline)."
+        ),
+        json_schema_extra=change(
+            Change.INTERRUPTS,
+            "the EC2NodeClass, NodePool and NodeOverlay custom resources: retained (handover), or removed (gitops)",
+            facts.NODE_OBJECTS,
+        ),
+    )
     node_classes: Annotated[list[NodeClassSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodeClassSpec()],
-        min_length=1,
-        description="EC2NodeClasses to apply.",
+        description="EC2NodeClasses to apply (at least one, unless nodeObjects is gitops).",
         json_schema_extra=change(
             Change.BY_FIELD,
             "EC2NodeClass objects; an entry removed deletes its EC2NodeClass (refused while a pool uses it)",
@@ -99,8 +115,7 @@ class AppConfig(ClusterSettings):
     )
     node_pools: Annotated[list[NodePoolSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodePoolSpec()],
-        min_length=1,
-        description="NodePools to apply.",
+        description="NodePools to apply (at least one, unless nodeObjects is gitops).",
         json_schema_extra=change(
             Change.BY_FIELD,
             "NodePool objects; an entry removed deletes its NodePool, and Karpenter drains all its nodes",

@@ -10,6 +10,7 @@ import json
 
 from constructs_lib.karpenter.specs.base import quoted
 from constructs_lib.karpenter.specs.node_class import NodeClassSpec
+from constructs_lib.karpenter.specs.node_objects import NodeObjects
 from constructs_lib.karpenter.specs.reach import Reach
 from constructs_lib.karpenter.specs.rules import (
     ami_problems,
@@ -82,6 +83,22 @@ def _unpinned(i: int, node_class: NodeClassSpec) -> str:
         "node (drift) without a setting changing, which the production profile refuses; select by id (ami-...) or "
         "by an exact name with one owner account"
     )
+
+
+def node_lists(config: AppConfig) -> list[str]:
+    """The stack applies at least one node class and pool (a GitOps tool may apply none, or its own)."""
+    if config.node_objects is NodeObjects.GITOPS:
+        return []
+    return [
+        f"{setting} []: no {what}, and the stack applies the node objects (nodeObjects {quoted(config.node_objects.value)}), "
+        f'so Karpenter would launch nothing; give at least one, or set nodeObjects "gitops" (a GitOps tool applies '
+        "them)"
+        for setting, what, items in (
+            ("nodeClasses", "EC2NodeClass", config.node_classes),
+            ("nodePools", "NodePool", config.node_pools),
+        )
+        if not items
+    ][:1]
 
 
 # The node rules are the construct's own (constructs_lib.karpenter.specs.rules, run by Karpenter when it is built): the

@@ -103,6 +103,11 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
         text, blocking, failing = first_deploy(new, directory), list[str](), list[str]()
     else:
         text, blocking, failing = render(review(old, new), acknowledged)
+    from . import gitops
+
+    gitops_lines, _stale = gitops.review(Path(outdir), old, project, args.base)
+    if gitops_lines:
+        text = text.rstrip("\n") + "\n" + "\n".join(gitops_lines) + "\n"
     if running is not None:
         from .adopt import adoption
 

@@ -137,6 +137,14 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
                 changes[logical_id].effects = kubernetes_effects(
                     before[logical_id]["Properties"].get("Manifest"), after[same[0]]["Properties"].get("Manifest"), new
                 )
+        elif before[logical_id].get("DeletionPolicy") == "Retain":
+            # CloudFormation forgets a retained resource: no handler runs, what it made keeps running
+            changes[logical_id] = Change(logical_id, kind, "removed", "retained: CloudFormation deletes nothing")
+            if kind == MANIFEST:
+                changes[logical_id].effects = [
+                    f"{key.replace('/', ' `', 1)}` keeps running: left in the cluster, no longer the stack's"
+                    for key in _objects(before[logical_id]["Properties"].get("Manifest"))
+                ]
         else:
             changes[logical_id] = Change(logical_id, kind, "removed", "deleted", _stateful(logical_id, kind))
             if kind == MANIFEST:  # the handler's Delete: kubectl delete of every object in the manifest

@@ -1,0 +1,60 @@
+"""The review of the node objects a GitOps tool applies (``nodeObjects: "gitops"``): what the change of their files
+makes Karpenter do, read with the same rules as the stack's node objects (``kubernetes``), and whether the folder
+holds what the configuration renders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from karpenter_stack import gitops
+
+from .kubernetes import _objects, kubernetes_effects
+from .model import MANIFEST
+
+NODE_KINDS = ("EC2NodeClass", "NodePool", "NodeOverlay")
+
+
+def _as_template(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """Objects as one manifest resource of a template: what the rules that look up pools read."""
+    return {"Resources": {"GitOps": {"Type": MANIFEST, "Properties": {"Manifest": json.dumps(objects)}}}}
+
+
+def stack_node_objects(template: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The node objects a template's stack applies (what a GitOps tool takes over from it)."""
+    if template is None:
+        return []
+    return [
+        obj
+        for resource in template.get("Resources", {}).values()
+        if resource.get("Type") == MANIFEST
+        for obj in _objects(resource.get("Properties", {}).get("Manifest")).values()
+        if obj.get("kind") in NODE_KINDS
+    ]
+
+
+def review(
+    outdir: Path, old_templates: dict[str, dict[str, Any]], project: Path, base: str | None
+) -> tuple[list[str], list[str]]:
+    """(lines of the report, folders that are not what the configuration renders) for every stack whose node objects
+    a GitOps tool applies. The objects running before: the folder's files (at ``base``, or in the working tree);
+    with none yet, the ones the baseline's stack applied (a handover)."""
+    lines: list[str] = []
+    stale: list[str] = []
+    for stack, recorded in sorted(gitops.recorded(outdir).items()):
+        folder, new = recorded["folder"], recorded["objects"]
+        files = gitops.committed(project, folder, base)
+        old = gitops.objects_of(files) if files else stack_node_objects(old_templates.get(f"{stack}.template"))
+        source = f"{folder}/" + (f" at {base}" if base else "") if files else "the stack (baseline)"
+        lines += ["", f"## {stack}: node objects your GitOps tool applies ({folder}/)", ""]
+        lines.append(f"Before: {len(old)} object(s) from {source}; after: {len(new)} rendered by this configuration.")
+        effects = kubernetes_effects(json.dumps(old), json.dumps(new), _as_template(new))
+        lines += [f"- {effect}" for effect in effects] or ["- nothing changes for Karpenter"]
+        if base is None and files != gitops.files(stack, new):
+            stale.append(folder)
+            lines.append(
+                f"- {folder}/ is not what the configuration renders: make manifests ARGS=--write, then commit it "
+                "(your GitOps tool applies what is committed)"
+            )
+    return lines, stale
