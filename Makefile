@@ -47,8 +47,8 @@ DEV_STAMP := $(VENV)/.dev-installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
-.PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept newcomer bench rehearsal transitions \
-	upstream-examples template-diff karpenter-import release-report release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
+.PHONY: help synth test check setup hooks cdk docs snapshots security-report review accept manifests newcomer bench rehearsal \
+	transitions 	upstream-examples template-diff karpenter-import release-report release-ids clean lint scan cfn-lint checkov gate pytest pytest-cli pytest-examples pytest-commands
 
 ## help: list the targets
 help:
@@ -217,6 +217,11 @@ bench: $(RUNTIME_STAMP) $(NODE_STAMP)
 # Exits 1 on an unacknowledged replacement or deletion of a stateful resource, or a deploy that would fail.
 review: $(DEV_STAMP) $(NODE_STAMP)
 	$(RUN) SET ARGS -- python -m tooling.review $${BASE:+--base "$$BASE"} $${LIVE:+--live}
+
+## manifests: every Kubernetes object and Helm values document your configuration applies, in apply order (CONTEXT_FILE, SET, ARGS; ARGS=--write: write gitops/<stack>/ for nodeObjects "gitops")
+# Synthesizes in-process as the review does (tooling/manifests.py) and reads what each stack applies from the synth.
+manifests: $(RUNTIME_STAMP) $(NODE_STAMP)
+	@$(RUN) SET ARGS -- python -m tooling.manifests
 
 ## accept: after a reviewed change, make your current synth the baseline (baseline/; commit it)
 accept: $(DEV_STAMP) $(NODE_STAMP)

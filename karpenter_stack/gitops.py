@@ -11,6 +11,7 @@ kustomization of it): the folder you commit and point the tool at.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +29,10 @@ HEADER = (
     "# Written by `make manifests ARGS=--write` from this project's configuration (stack {stack}): change the\n"
     "# configuration (cdk.json, nodeManifests files) and write again; an edit here is overwritten.\n"
 )
+
+
+# The files a write makes: NN-<kind>-<name>.yaml.
+WRITTEN = re.compile(r"[0-9]{2}-[a-z0-9]+-.+\.yaml", re.ASCII)
 
 
 def folder_of(stack_name: str) -> str:
@@ -49,8 +54,9 @@ def recorded(outdir: Path) -> dict[str, dict[str, Any]]:
     for manifest in sorted(outdir.rglob("manifest.json")):
         for artifact in json.loads(manifest.read_text()).get("artifacts", {}).values():
             metadata = dict(artifact.get("metadata", {}))
-            if "additionalMetadataFile" in artifact:  # (aws-cdk-lib 2.275 writes a stack's metadata there)
-                metadata.update(json.loads((manifest.parent / artifact["additionalMetadataFile"]).read_text()))
+            extra = manifest.parent / artifact.get("additionalMetadataFile", "-")
+            if extra.is_file():  # (aws-cdk-lib 2.275 writes a stack's metadata there)
+                metadata.update(json.loads(extra.read_text()))
             for entries in metadata.values():
                 for entry in entries:
                     if entry.get("type") == GITOPS_METADATA:
@@ -64,9 +70,17 @@ def file_name(index: int, obj: Mapping[str, Any]) -> str:
     return f"{index:02d}-{str(obj['kind']).lower()}-{obj['metadata']['name']}.yaml"
 
 
-def as_yaml(obj: Mapping[str, Any]) -> str:
+class _Dumper(yaml.SafeDumper):
+    """Every value written out where it is: no anchors and aliases for values the specs share (a class's subnet
+    and security group terms), which would make the same object two different files."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def as_yaml(obj: Any) -> str:
     """An object as YAML, its keys in the order Kubernetes writes them (apiVersion, kind, metadata, spec)."""
-    return yaml.safe_dump(dict(obj), sort_keys=False, default_flow_style=False, width=120)
+    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
 
 
 def files(stack_name: str, objects: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -76,8 +90,7 @@ def files(stack_name: str, objects: Sequence[Mapping[str, Any]]) -> dict[str, st
 
 def is_written(name: str) -> bool:
     """A file this module writes (``NN-kind-name.yaml``): the only files a write replaces or removes."""
-    head, _, rest = name.partition("-")
-    return len(head) == 2 and head.isdigit() and rest.endswith(".yaml")
+    return WRITTEN.fullmatch(name) is not None
 
 
 def write(root: Path, folder: str, wanted: Mapping[str, str]) -> tuple[list[str], list[str]]:

@@ -807,11 +807,13 @@ MORE_CASES = {
     ),
     "no node pools": (
         {"nodePools": []},
-        "nodePools = []: List should have at least 1 item after validation, not 0 (from -c)",
+        'nodePools []: no NodePool, and the stack applies the node objects (nodeObjects "stack"), so Karpenter would '
+        'launch nothing; give at least one, or set nodeObjects "gitops" (a GitOps tool applies them) (from -c)',
     ),
     "no node classes": (
         {"nodeClasses": []},
-        "nodeClasses = []: List should have at least 1 item after validation, not 0 (from -c)",
+        'nodeClasses []: no EC2NodeClass, and the stack applies the node objects (nodeObjects "stack"), so Karpenter '
+        'would launch nothing; give at least one, or set nodeObjects "gitops" (a GitOps tool applies them) (from -c)',
     ),
     "pool name in capitals": (
         {"nodePools": [{"name": "Spot"}]},

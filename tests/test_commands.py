@@ -300,6 +300,7 @@ TAKES_VALUES = [
     "cdk",
     "review",
     "accept",
+    "manifests",
     "security-report",
     "upstream-examples",
     "bench",

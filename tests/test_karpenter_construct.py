@@ -343,7 +343,7 @@ def test_the_apps_settings_that_are_props_name_props_of_the_construct():
     assert set(settings) <= {f.name for f in dataclasses.fields(KarpenterProps)}
     assert settings["version"] == "1.14.1" and settings["namespace"] == "kube-system"
     assert settings["spot_service_linked_role"] is False and settings["service_account"] == "karpenter"
-    assert len(settings) == 13
+    assert len(settings) == 14
 
 
 def _object_ids(node_classes: list[NodeClassSpec], node_pools: list[NodePoolSpec]) -> dict[str, str]:

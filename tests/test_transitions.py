@@ -447,8 +447,8 @@ def test_the_matrix_is_generated_from_the_configuration_model():
         ("profile", "production"),
     ]
     assert (
-        len(found) == 76
-    )  # 66 before the moves with needs; widePublicAccessReason's two (issue 33); karpenterVersion's two (1.14.1 <-> 1.13.1, issue 34)
+        len(found) == 78
+    )  # 66 before the moves with needs; widePublicAccessReason's two (issue 33); karpenterVersion's two (1.14.1 <-> 1.13.1, issue 34); nodeObjects' two (issue 43)
     fields = dict(AppConfig.model_fields)
     fields["node_magic"] = copy.copy(fields["cluster_name"])
     fields["node_magic"].alias = "nodeMagic"

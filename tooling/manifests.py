@@ -25,8 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from karpenter_stack import gitops
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -130,7 +128,7 @@ def render(documents: list[tuple[str, Any]], stack: str) -> str:
     """The documents as one YAML stream, each under a comment saying what it is and who applies it."""
     out = [f"# Stack {stack}: {len(documents)} documents, in the order they are applied\n"]
     for n, (header, document) in enumerate(documents, start=1):
-        body = yaml.safe_dump(document, sort_keys=False, default_flow_style=False, width=120)
+        body = gitops.as_yaml(document)
         out.append(f"---\n# {n}. {header}\n{body}")
     return "".join(out)
 

@@ -102,6 +102,7 @@ class AppConfig(ClusterSettings):
             "the EC2NodeClass, NodePool and NodeOverlay custom resources: retained (handover), or removed (gitops)",
             facts.NODE_OBJECTS,
         ),
+        examples=["gitops"],
     )
     node_classes: Annotated[list[NodeClassSpec], KarpenterProp()] = Field(
         default_factory=lambda: [NodeClassSpec()],

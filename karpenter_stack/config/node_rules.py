@@ -90,7 +90,7 @@ def node_lists(config: AppConfig) -> list[str]:
     if config.node_objects is NodeObjects.GITOPS:
         return []
     return [
-        f"{setting} []: no {what}, and the stack applies the node objects (nodeObjects {quoted(config.node_objects.value)}), "
+        f"{setting} []: no {what}, and the stack applies the node objects (nodeObjects {json.dumps(config.node_objects.value)}), "
         f'so Karpenter would launch nothing; give at least one, or set nodeObjects "gitops" (a GitOps tool applies '
         "them)"
         for setting, what, items in (

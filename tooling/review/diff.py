@@ -137,22 +137,8 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
                 changes[logical_id].effects = kubernetes_effects(
                     before[logical_id]["Properties"].get("Manifest"), after[same[0]]["Properties"].get("Manifest"), new
                 )
-        elif before[logical_id].get("DeletionPolicy") == "Retain":
-            # CloudFormation forgets a retained resource: no handler runs, what it made keeps running
-            changes[logical_id] = Change(logical_id, kind, "removed", "retained: CloudFormation deletes nothing")
-            if kind == MANIFEST:
-                changes[logical_id].effects = [
-                    f"{key.replace('/', ' `', 1)}` keeps running: left in the cluster, no longer the stack's"
-                    for key in _objects(before[logical_id]["Properties"].get("Manifest"))
-                ]
         else:
-            changes[logical_id] = Change(logical_id, kind, "removed", "deleted", _stateful(logical_id, kind))
-            if kind == MANIFEST:  # the handler's Delete: kubectl delete of every object in the manifest
-                changes[logical_id].effects = kubernetes_effects(
-                    before[logical_id]["Properties"].get("Manifest"), "[]", new
-                )
-            if kind in FARGATE_PROFILES:
-                changes[logical_id].effects = [_fargate_evicts(before[logical_id])]
+            changes[logical_id] = _removed(logical_id, before[logical_id], new)
     for logical_id in added:
         changes[logical_id] = _added(logical_id, after[logical_id], new)
     replaced = {c.logical_id for c in changes.values() if c.action == "replaced"} | set(changed_inputs)
@@ -177,6 +163,26 @@ def compare_template(old: dict[str, Any], new: dict[str, Any], changed_inputs: I
     _one_access_entry_per_principal(before, after, changes, renamed)
     ordered = [changes[k] for k in sorted(changes)]
     return karpenter_upgrade(old, new, ordered)
+
+
+def _removed(logical_id: str, resource: dict[str, Any], new: dict[str, Any]) -> Change:
+    """A resource the deploy removes: deleted (a manifest's objects with kubectl delete), or, retained, forgotten by
+    CloudFormation (no handler runs: what it made keeps running)."""
+    kind = resource["Type"]
+    if resource.get("DeletionPolicy") == "Retain":
+        change = Change(logical_id, kind, "removed", "retained: CloudFormation deletes nothing")
+        if kind == MANIFEST:
+            change.effects = [
+                f"{key.replace('/', ' `', 1)}` keeps running: left in the cluster, no longer the stack's"
+                for key in _objects(resource["Properties"].get("Manifest"))
+            ]
+        return change
+    change = Change(logical_id, kind, "removed", "deleted", _stateful(logical_id, kind))
+    if kind == MANIFEST:  # the handler's Delete: kubectl delete of every object in the manifest
+        change.effects = kubernetes_effects(resource["Properties"].get("Manifest"), "[]", new)
+    if kind in FARGATE_PROFILES:
+        change.effects = [_fargate_evicts(resource)]
+    return change
 
 
 def _added(logical_id: str, resource: dict[str, Any], new: dict[str, Any]) -> Change:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from constructs_lib.karpenter.names import NODE_ROLE_NAME_PREFIX, node_role_name
 from karpenter_stack import gitops
 
 from .kubernetes import _objects, kubernetes_effects
@@ -21,17 +22,29 @@ def _as_template(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return {"Resources": {"GitOps": {"Type": MANIFEST, "Properties": {"Manifest": json.dumps(objects)}}}}
 
 
-def stack_node_objects(template: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The node objects a template's stack applies (what a GitOps tool takes over from it)."""
+def stack_node_objects(template: dict[str, Any] | None, node_role: str) -> list[dict[str, Any]]:
+    """The node objects a template's stack applies (what a GitOps tool takes over from it). A class names the
+    stack's node role by a reference (to the nested stack's output): ``node_role``, the name that output holds."""
     if template is None:
         return []
-    return [
-        obj
-        for resource in template.get("Resources", {}).values()
-        if resource.get("Type") == MANIFEST
-        for obj in _objects(resource.get("Properties", {}).get("Manifest")).values()
-        if obj.get("kind") in NODE_KINDS
-    ]
+    found = []
+    for resource in template.get("Resources", {}).values():
+        if resource.get("Type") != MANIFEST:
+            continue
+        for obj in _objects(resource.get("Properties", {}).get("Manifest")).values():
+            if obj.get("kind") not in NODE_KINDS:
+                continue
+            role = obj.get("spec", {}).get("role")
+            if obj["kind"] == "EC2NodeClass" and isinstance(role, str) and "${" in role:
+                obj = {**obj, "spec": {**obj["spec"], "role": node_role}}
+            found.append(obj)
+    return found
+
+
+def _node_role(objects: list[dict[str, Any]], stack: str) -> str:
+    """The app's node role's name, as the rendered classes write it (they name it literally)."""
+    roles = [o["spec"]["role"] for o in objects if o.get("kind") == "EC2NodeClass" and "role" in o.get("spec", {})]
+    return next((r for r in roles if r.startswith(NODE_ROLE_NAME_PREFIX)), node_role_name(stack))
 
 
 def review(
@@ -45,7 +58,11 @@ def review(
     for stack, recorded in sorted(gitops.recorded(outdir).items()):
         folder, new = recorded["folder"], recorded["objects"]
         files = gitops.committed(project, folder, base)
-        old = gitops.objects_of(files) if files else stack_node_objects(old_templates.get(f"{stack}.template"))
+        old = (
+            gitops.objects_of(files)
+            if files
+            else stack_node_objects(old_templates.get(f"{stack}.template"), _node_role(new, stack))
+        )
         source = f"{folder}/" + (f" at {base}" if base else "") if files else "the stack (baseline)"
         lines += ["", f"## {stack}: node objects your GitOps tool applies ({folder}/)", ""]
         lines.append(f"Before: {len(old)} object(s) from {source}; after: {len(new)} rendered by this configuration.")
