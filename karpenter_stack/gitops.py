@@ -3,8 +3,8 @@
 The Karpenter construct renders the EC2NodeClasses, NodePools and NodeOverlays with every fill-in resolved
 (``Karpenter.gitops_objects``); the stack records them as metadata of its artifact in the cloud assembly (not in its
 template: CloudFormation deploys none of them), so every synth -- ``make synth``, the gate's, the review's -- carries
-them. ``make manifests ARGS=--write`` writes them to ``gitops/<stack>/``, one file per object, numbered in the order
-they are applied (``kubectl apply -f`` and Argo CD read a folder in that order; Flux's kustomize-controller makes a
+them. ``make manifests ARGS=--write`` writes them to ``gitops/<stack>/``, one file per object, named by kind and name and
+numbered by the kind's place in the order they are applied (``kubectl apply -f`` and Argo CD read a folder in that order; Flux's kustomize-controller makes a
 kustomization of it): the folder you commit and point the tool at.
 """
 
@@ -65,9 +65,15 @@ def recorded(outdir: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def file_name(index: int, obj: Mapping[str, Any]) -> str:
-    """``01-ec2nodeclass-default.yaml``: the position in apply order, the kind and the name."""
-    return f"{index:02d}-{str(obj['kind']).lower()}-{obj['metadata']['name']}.yaml"
+# Where each kind comes in apply order: classes first (a pool's class exists before the pool), overlays before the
+# pools whose launches they price, then pools. Files are named by kind and name, not by position: adding or
+# removing one object adds or removes one file.
+KIND_ORDER = {"EC2NodeClass": 10, "NodeOverlay": 20, "NodePool": 30}
+
+
+def file_name(obj: Mapping[str, Any]) -> str:
+    """``30-nodepool-default.yaml``: the kind's place in apply order, the kind and the name."""
+    return f"{KIND_ORDER[str(obj['kind'])]}-{str(obj['kind']).lower()}-{obj['metadata']['name']}.yaml"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -85,7 +91,7 @@ def as_yaml(obj: Any) -> str:
 
 def files(stack_name: str, objects: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """File name -> text of the folder of a stack's node objects."""
-    return {file_name(i, obj): HEADER.format(stack=stack_name) + as_yaml(obj) for i, obj in enumerate(objects, start=1)}
+    return dict(sorted((file_name(obj), HEADER.format(stack=stack_name) + as_yaml(obj)) for obj in objects))
 
 
 def is_written(name: str) -> bool:

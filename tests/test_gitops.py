@@ -124,8 +124,8 @@ def test_a_windows_class_cannot_be_written_for_git():
 def test_the_folder_is_one_file_per_object_in_apply_order(gitops_mode, tmp_path):
     objects = gitops_mode.stack.karpenter.gitops_objects
     wanted = gitops.files(STACK, objects)
-    assert list(wanted) == ["01-ec2nodeclass-default.yaml", "02-nodepool-default.yaml"]
-    assert wanted["02-nodepool-default.yaml"].startswith(
+    assert list(wanted) == ["10-ec2nodeclass-default.yaml", "30-nodepool-default.yaml"]
+    assert wanted["30-nodepool-default.yaml"].startswith(
         "# Written by `make manifests ARGS=--write` from this project's configuration (stack eks-karpenter): change "
         "the\n# configuration (cdk.json, nodeManifests files) and write again; an edit here is overwritten.\n"
         "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: default\nspec:\n"
@@ -134,8 +134,8 @@ def test_the_folder_is_one_file_per_object_in_apply_order(gitops_mode, tmp_path)
     folder = gitops.folder_of(STACK)
     (tmp_path / folder).mkdir(parents=True)
     (tmp_path / folder / "kustomization.yaml").write_text("resources: []\n")  # yours: left alone
-    (tmp_path / folder / "03-nodepool-gone.yaml").write_text("kind: NodePool\n")  # written before: removed
-    assert gitops.write(tmp_path, folder, wanted) == (list(wanted), ["03-nodepool-gone.yaml"])
+    (tmp_path / folder / "30-nodepool-gone.yaml").write_text("kind: NodePool\n")  # written before: removed
+    assert gitops.write(tmp_path, folder, wanted) == (list(wanted), ["30-nodepool-gone.yaml"])
     assert gitops.write(tmp_path, folder, wanted) == ([], [])
     assert sorted(p.name for p in (tmp_path / folder).iterdir()) == [*wanted, "kustomization.yaml"]
     assert gitops.committed(tmp_path, folder) == wanted
@@ -171,8 +171,8 @@ def test_make_manifests_lists_what_each_mode_applies_in_creation_order(gitops_mo
     ]
     assert headers(gitops_mode) == [
         *stack_applied,
-        "EC2NodeClass/default: applied by your GitOps tool (gitops/eks-karpenter/01-ec2nodeclass-default.yaml)",
-        "NodePool/default: applied by your GitOps tool (gitops/eks-karpenter/02-nodepool-default.yaml)",
+        "EC2NodeClass/default: applied by your GitOps tool (gitops/eks-karpenter/10-ec2nodeclass-default.yaml)",
+        "NodePool/default: applied by your GitOps tool (gitops/eks-karpenter/30-nodepool-default.yaml)",
     ]
 
 
@@ -197,8 +197,8 @@ def test_the_command_prints_and_writes(tmp_path, capsys, monkeypatch):
     assert manifests.main(["-c", "nodeObjects=gitops", "--write"]) == 0
     assert capsys.readouterr().out == "gitops/team-a/: 2 node objects, 2 file(s) written, 0 removed\n"
     assert sorted(p.name for p in (project / "gitops" / "team-a").iterdir()) == [
-        "01-ec2nodeclass-default.yaml",
-        "02-nodepool-default.yaml",
+        "10-ec2nodeclass-default.yaml",
+        "30-nodepool-default.yaml",
     ]
     assert manifests.main(["--write"]) == 0
     assert capsys.readouterr().out == (
@@ -210,7 +210,7 @@ def test_the_command_prints_and_writes(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert out.startswith("# Stack team-a: 5 documents, in the order they are applied\n---\n# 1. ConfigMap/aws-auth")
     assert (
-        "# 5. EC2NodeClass/default: applied by your GitOps tool (gitops/team-a/01-ec2nodeclass-default.yaml)\n" in out
+        "# 5. EC2NodeClass/default: applied by your GitOps tool (gitops/team-a/10-ec2nodeclass-default.yaml)\n" in out
     )
     assert manifests.main(["-c", "nodeObjects=stack", "-c", "nodePools=[]"]) == 2
     assert capsys.readouterr().err.startswith("Configuration error:\nnodePools []: no NodePool, and the stack")

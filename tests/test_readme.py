@@ -253,6 +253,8 @@ def _kind(words: list[str]) -> str:
     """offline: the suite runs it; aws: it needs AWS (or the network) and is checked offline."""
     if words[:2] == ["make", "synth"] and all(w.split("=", 1)[0] in OFFLINE_VARIABLES for w in words[2:]):
         return "offline"
+    if words[:2] == ["make", "manifests"] and all(w.split("=", 1)[0] in OFFLINE_VARIABLES for w in words[2:]):
+        return "manifests"  # offline, in-process (tooling/manifests.py)
     if words[:2] == ["make", "cdk"] and shlex.split(_variables(words).get("ARGS", ""))[:1] in [
         [c] for c in AWS_COMMANDS
     ]:
@@ -286,7 +288,7 @@ def _classified() -> list[tuple[str, str, list[str], str]]:
             words, comment = _command(line)
             kind = _kind(words)
             marked |= words[0] == "export" or "credentials" in comment
-            assert kind == "offline" or marked, f"{line!r} needs AWS and its block does not say so"
+            assert kind in ("offline", "manifests") or marked, f"{line!r} needs AWS and its block does not say so"
             out.append((heading, kind, words, comment))
     return out
 
@@ -328,13 +330,46 @@ def _one_run(words: list[str]) -> tuple[str | None, list[str]]:
 def test_every_readme_snippet_is_a_command_or_settings_the_suite_knows():
     """The README's blocks, counted: a new one is classified (and so checked) here first."""
     kinds = [kind for _, kind, _, _ in _classified()]
-    assert len(_snippets()) == 8
+    assert len(_snippets()) == 9
     assert {k: kinds.count(k) for k in sorted(set(kinds))} == {
         "aws": 11,
         "environments": 1,
+        "manifests": 2,
         "offline": 5,
         "settings": 1,
     }
+
+
+def test_the_readme_manifests_commands_run_as_written_on_a_fresh_clone(tmp_path, monkeypatch, capsys):
+    """`make manifests` as the README gives it (in-process: tooling/manifests.py with the arguments make hands it),
+    in a fresh clone's project folder: it prints every object in apply order, and --write writes the folder the
+    recipe names."""
+    from karpenter_stack import context_sources
+    from tooling import manifests
+
+    fresh = _project(tmp_path / "fresh")
+    monkeypatch.setattr(context_sources, "project_dir", lambda: fresh)
+    ran = []
+    for _, kind, words, comment in _classified():
+        if kind != "manifests":
+            continue
+        context_file, args = _one_run(words)
+        assert manifests.main([*(["--context-file", str(ROOT / context_file)] if context_file else []), *args]) == 0
+        out = capsys.readouterr().out
+        if "--write" in args:
+            assert out == "gitops/eks-karpenter/: 5 node objects, 5 file(s) written, 0 removed\n"
+            assert "gitops/eks-karpenter/" in comment
+        else:
+            assert out.startswith("# Stack eks-karpenter: 9 documents, in the order they are applied\n")
+        ran.append(" ".join(words))
+    assert len(ran) == 2
+    assert sorted(p.name for p in (fresh / "gitops" / "eks-karpenter").iterdir()) == [
+        "10-ec2nodeclass-default.yaml",
+        "10-ec2nodeclass-gpu.yaml",
+        "30-nodepool-batch.yaml",
+        "30-nodepool-default.yaml",
+        "30-nodepool-gpu.yaml",
+    ]
 
 
 def test_the_readme_commands_that_need_aws_are_valid_offline_as_far_as_they_can_be(tmp_path):

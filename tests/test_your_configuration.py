@@ -98,8 +98,7 @@ def object_problems(
         (template,) = [t for n, t in templates.items() if Path(n).name == f"{stack}.template.json"]
         applied = list(kubernetes_objects(Template.from_json(template)).items())
         applied += [
-            (f"{gitops.folder_of(stack)}/{gitops.file_name(i, o)}", o)
-            for i, o in enumerate(recorded.get(stack, {}).get("objects", []), start=1)
+            (f"{gitops.folder_of(stack)}/{gitops.file_name(o)}", o) for o in recorded.get(stack, {}).get("objects", [])
         ]
         for key, obj in applied:
             obj = {k: v for k, v in obj.items() if k != "_logicalId"}

@@ -119,8 +119,8 @@ def gitops_documents(stack: str, objects: list[dict[str, Any]]) -> list[tuple[st
     """(header, object) of the node objects a GitOps tool applies, as ``--write`` names their files."""
     folder = gitops.folder_of(stack)
     return [
-        (f"{o['kind']}/{o['metadata']['name']}: applied by your GitOps tool ({folder}/{gitops.file_name(i, o)})", o)
-        for i, o in enumerate(objects, start=1)
+        (f"{o['kind']}/{o['metadata']['name']}: applied by your GitOps tool ({folder}/{gitops.file_name(o)})", o)
+        for o in sorted(objects, key=gitops.file_name)
     ]
 
 

@@ -37,7 +37,7 @@ class KarpenterNodes(Construct):
     ``delivery`` (:class:`~constructs_lib.karpenter.props.NodeObjects`) says who applies them: the stack (as above),
     the stack retaining every object (``HANDOVER``: each resource's DeletionPolicy is Retain, so an object that
     leaves the stack keeps running), or a GitOps tool (``GITOPS``: no resource; :attr:`gitops_objects` holds them in
-    the order they are applied, classes, then pools, then overlays, every value known at synth).
+    the order they are applied, classes, then overlays, then pools, every value known at synth).
     """
 
     def __init__(
@@ -75,7 +75,7 @@ class KarpenterNodes(Construct):
             security_group_ids=security_group_ids,
         )
         if delivery is NodeObjects.GITOPS:
-            self.gitops_objects = [*class_objects.values(), *pool_objects.values(), *overlay_objects.values()]
+            self.gitops_objects = [*class_objects.values(), *overlay_objects.values(), *pool_objects.values()]
             for obj in self.gitops_objects:
                 _known_at_synth(obj, f"{obj['kind']}/{obj['metadata']['name']}")
             return
