@@ -267,7 +267,9 @@ def test_the_review_of_each_step(default, handover, gitops_mode):
     assert direct["ClustermanifestNodePooldefault04636ED7"][:2] == ("removed", "deleted")
     assert "drains" in direct["ClustermanifestNodePooldefault04636ED7"][2][0]
 
-    lines, stale = review_gitops.review(Path(gitops_mode.app.outdir), old, Path("/nonexistent"), None)
+    handed_over = {f"{STACK}.template": json.loads((Path(handover.app.outdir) / f"{STACK}.template.json").read_text())}
+    lines, stale, blocked = review_gitops.review(Path(gitops_mode.app.outdir), handed_over, Path("/nonexistent"), None)
+    assert blocked == []
     assert lines == [
         "",
         "## eks-karpenter: node objects your GitOps tool applies (gitops/eks-karpenter/)",
@@ -278,6 +280,13 @@ def test_the_review_of_each_step(default, handover, gitops_mode):
         "(your GitOps tool applies what is committed)",
     ]
     assert stale == ["gitops/eks-karpenter"]
+    lines, _, blocked = review_gitops.review(Path(gitops_mode.app.outdir), old, Path("/nonexistent"), None)
+    assert blocked == [STACK]
+    assert lines[5] == (
+        "- **Blocked**: the baseline's stack applies EC2NodeClass/default, NodePool/default and does not retain them: "
+        "this deploy deletes them (Karpenter drains every node of a deleted NodePool). Move in steps: nodeObjects "
+        '"handover" (deploy, make accept), make manifests ARGS=--write and commit for your GitOps tool, then "gitops"'
+    )
 
 
 def test_a_change_of_the_files_is_reviewed_as_karpenter_acts_on_it(gitops_mode, tmp_path):
@@ -290,7 +299,7 @@ def test_a_change_of_the_files_is_reviewed_as_karpenter_acts_on_it(gitops_mode, 
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "written"]):
         subprocess.run([*git, *args], cwd=tmp_path, check=True, capture_output=True)
     narrowed = synth(nodeObjects="gitops", nodePools=[{"name": "default", "architectures": ["arm64"]}])
-    lines, stale = review_gitops.review(Path(narrowed.app.outdir), {}, tmp_path, "HEAD")
+    lines, stale, _ = review_gitops.review(Path(narrowed.app.outdir), {}, tmp_path, "HEAD")
     assert (
         lines[3] == "Before: 2 object(s) from gitops/eks-karpenter/ at HEAD; after: 2 rendered by this configuration."
     )
@@ -299,7 +308,7 @@ def test_a_change_of_the_files_is_reviewed_as_karpenter_acts_on_it(gitops_mode, 
         "requirements will be replaced by drift"
     )
     assert stale == []  # at a revision: what is committed there is the baseline, not a folder to write
-    lines, stale = review_gitops.review(Path(gitops_mode.app.outdir), {}, tmp_path, None)
+    lines, stale, _ = review_gitops.review(Path(gitops_mode.app.outdir), {}, tmp_path, None)
     assert lines[4:] == ["- nothing changes for Karpenter"] and stale == []
 
 

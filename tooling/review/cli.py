@@ -105,9 +105,10 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
         text, blocking, failing = render(review(old, new), acknowledged)
     from . import gitops
 
-    gitops_lines, _stale = gitops.review(Path(outdir), old, project, args.base)
+    gitops_lines, _stale, moved = gitops.review(Path(outdir), old, project, args.base)
     if gitops_lines:
         text = text.rstrip("\n") + "\n" + "\n".join(gitops_lines) + "\n"
+    blocking += moved
     if running is not None:
         from .adopt import adoption
 

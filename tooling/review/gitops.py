@@ -47,14 +47,27 @@ def _node_role(objects: list[dict[str, Any]], stack: str) -> str:
     return next((r for r in roles if r.startswith(NODE_ROLE_NAME_PREFIX)), node_role_name(stack))
 
 
+def deleted_by_the_move(template: dict[str, Any] | None) -> list[str]:
+    """The node objects a stack applies without retaining them: what a move to gitops would delete."""
+    return [
+        key
+        for resource in (template or {}).get("Resources", {}).values()
+        if resource.get("Type") == MANIFEST and resource.get("DeletionPolicy") != "Retain"
+        for key, obj in _objects(resource.get("Properties", {}).get("Manifest")).items()
+        if obj.get("kind") in NODE_KINDS
+    ]
+
+
 def review(
     outdir: Path, old_templates: dict[str, dict[str, Any]], project: Path, base: str | None
-) -> tuple[list[str], list[str]]:
-    """(lines of the report, folders that are not what the configuration renders) for every stack whose node objects
-    a GitOps tool applies. The objects running before: the folder's files (at ``base``, or in the working tree);
-    with none yet, the ones the baseline's stack applied (a handover)."""
+) -> tuple[list[str], list[str], list[str]]:
+    """(lines of the report, folders that are not what the configuration renders, stacks whose move to gitops would
+    delete node objects) for every stack whose node objects a GitOps tool applies. The objects running before: the
+    folder's files (at ``base``, or in the working tree); with none yet, the ones the baseline's stack applied (a
+    handover)."""
     lines: list[str] = []
     stale: list[str] = []
+    blocked: list[str] = []
     for stack, recorded in sorted(gitops.recorded(outdir).items()):
         folder, new = recorded["folder"], recorded["objects"]
         files = gitops.committed(project, folder, base)
@@ -68,10 +81,19 @@ def review(
         lines.append(f"Before: {len(old)} object(s) from {source}; after: {len(new)} rendered by this configuration.")
         effects = kubernetes_effects(json.dumps(old), json.dumps(new), _as_template(new))
         lines += [f"- {effect}" for effect in effects] or ["- nothing changes for Karpenter"]
+        deleted = deleted_by_the_move(old_templates.get(f"{stack}.template"))
+        if deleted:
+            blocked.append(stack)
+            lines.append(
+                f"- **Blocked**: the baseline's stack applies {', '.join(deleted)} and does not retain them: this "
+                "deploy deletes them (Karpenter drains every node of a deleted NodePool). Move in steps: nodeObjects "
+                '"handover" (deploy, make accept), make manifests ARGS=--write and commit for your GitOps tool, then '
+                '"gitops"'
+            )
         if base is None and files != gitops.files(stack, new):
             stale.append(folder)
             lines.append(
                 f"- {folder}/ is not what the configuration renders: make manifests ARGS=--write, then commit it "
                 "(your GitOps tool applies what is committed)"
             )
-    return lines, stale
+    return lines, stale, blocked
