@@ -264,13 +264,17 @@ class AppConfig(ClusterSettings):
     def notes(self) -> tuple[str, ...]:
         return self._notes
 
-    # Filled by load_config: where each node class was written ("" for nodeClasses, else "<file>: EC2NodeClass/<name>"
-    # of nodeManifests), so that a rule's message names the file.
-    _node_class_sources: tuple[str, ...] = PrivateAttr(default=())
+    # Filled by load_config: where each node class, pool and overlay was written, by setting ("" for an entry of the
+    # setting itself, else "<file>: <Kind>/<name>" of nodeManifests), so that a rule's message names the file.
+    _node_sources: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def node_sources(self) -> dict[str, tuple[str, ...]]:
+        return self._node_sources
 
     @property
     def node_class_sources(self) -> tuple[str, ...]:
-        return self._node_class_sources
+        return self._node_sources.get("nodeClasses", ())
 
 
 # The settings marked CREATED_CLUSTER, by field name.

@@ -10,7 +10,6 @@ collected. The delivery pipeline is checked against the environments in ``pipeli
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import date
 
@@ -36,6 +35,7 @@ from .cluster_rules import (
     vpc_environment,
 )
 from .errors import BUILT_IN, ConfigError, format_errors, with_origins
+from .file_messages import in_file_terms
 from .merge import Layered
 from .model import AppConfig
 from .node_rules import (
@@ -76,10 +76,10 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
         raise fail(prefix + str(err)) from None
     released = chosen_release(config)
     if released:  # what the chosen Karpenter release does not know (after the version checks: an imported one)
-        raise fail("\n".join(prefix + line for line in released))
+        raise fail("\n".join(_in_files(line, config, layered) or prefix + line for line in released))
     amis = node_images(config)
     if amis:  # after the version checks: a version this app supports
-        raise fail("\n".join(prefix + line for line in amis))
+        raise fail("\n".join(_in_files(line, config, layered) or prefix + line for line in amis))
     warnings = [support] if support else []
     warnings += [w for warn in WARNINGS for w in warn(config, origins)]
     config._warnings = (*(_placed(w, prefix, origins) for w in warnings), *file_warnings)
@@ -119,7 +119,10 @@ def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig,
         if getattr(files, name):
             origins.setdefault(to_camel(name), origins.get("nodeManifests", BUILT_IN))
     merged = config.model_copy(update={name: [*typed[name], *getattr(files, name)] for name in _NODE_LISTS})
-    merged._node_class_sources = (*([""] * len(typed["node_classes"])), *(o.where for o in files.class_objects))
+    merged._node_sources = {
+        to_camel(name): (*([""] * len(typed[name])), *(o.where for o in files.objects if o.kind == kind))
+        for name, kind in zip(_NODE_LISTS, ("EC2NodeClass", "NodePool", "NodeOverlay"), strict=True)
+    }
     production = config.profile == "production"
     refused = [
         _from_files(f"{o.where}: {p.path}: {p.message}; the production profile requires it", layered)
@@ -140,14 +143,10 @@ def with_node_manifests(config: AppConfig, layered: Layered) -> tuple[AppConfig,
 
 
 def _in_files(line: str, config: AppConfig, layered: Layered) -> str | None:
-    """A rule's problem of a node class of nodeManifests (``nodeClasses[i].<field> ...``), named in its file and its
-    manifest's terms; None for any other problem."""
-    match = re.match(r"nodeClasses\[(\d+)\]\.([A-Za-z]+(\[\d+\])?)(.*)", line, re.DOTALL | re.ASCII)
-    sources = config.node_class_sources
-    if match is None or int(match.group(1)) >= len(sources) or not sources[int(match.group(1))]:
-        return None
-    field = "amiSelectorTerms[0].alias" if match.group(2) == "amiAlias" else match.group(2)
-    return _from_files(f"{sources[int(match.group(1))]}: spec.{field}{match.group(4)}", layered)
+    """A rule's problem of an object of nodeManifests, named in its file and its manifest's terms (file_messages);
+    None for any other problem."""
+    named = in_file_terms(line, config)
+    return _from_files(named, layered) if named is not None else None
 
 
 def _from_files(line: str, layered: Layered) -> str:
