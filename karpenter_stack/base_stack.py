@@ -10,6 +10,7 @@ from constructs import Construct
 
 from constructs_lib.destroy_policy import apply_destroy_policy
 from constructs_lib.karpenter import Karpenter, NodeObjects
+from constructs_lib.key_policies import deny_direct_grants
 from constructs_lib.kubectl_timeouts import bound_kubectl_operations
 from constructs_lib.stack_protection import TerminationProtection
 
@@ -62,6 +63,16 @@ class AppStack(Stack):
         )
         if karpenter.props.node_objects is NodeObjects.GITOPS:  # the node objects a GitOps tool applies
             gitops.record(self, self.stack_name, karpenter.gitops_objects)
+        if karpenter.volume_key is not None:
+            # The key of node classes with volumeKmsKey create: no grant but those AWS services make for a resource,
+            # as for the app's other keys (EC2 makes its grants for the volumes so).
+            deny_direct_grants(karpenter.volume_key)
+            CfnOutput(
+                self,
+                "VolumeKeyArn",
+                value=karpenter.volume_key.key_arn,
+                description="KMS key of the EBS volumes of Karpenter's nodes (volumeKmsKey create)",
+            )
 
     def finish(self) -> None:
         """Once everything is built: what a destroy keeps, and no kubectl operation that can leave

@@ -136,10 +136,17 @@ def test_golden_image_example_launches_your_own_images_with_your_user_data(examp
     assert node_class["amiFamily"] == "AL2023"
     assert node_class["userData"] == (ROOT / "examples/user-data/al2023-nodeconfig.yaml").read_text()
     assert node_class["userData"].startswith('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"')
+    # encrypted with a key of the app's (volumeKmsKey create): tests/test_volume_kms_key.py
     assert node_class["blockDeviceMappings"] == [
         {
             "deviceName": "/dev/xvda",
-            "ebs": {"volumeSize": "80Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True},
+            "ebs": {
+                "volumeSize": "80Gi",
+                "volumeType": "gp3",
+                "encrypted": True,
+                "deleteOnTermination": True,
+                "kmsKeyID": "${GetAtt:VolumeKeysKeyEB4F4D4C.Arn}",
+            },
         }
     ]
     pool = objects["NodePool/golden"]
@@ -222,7 +229,7 @@ OVER_DEFAULT = {
         {},
     ),
     "example_golden_image": (
-        {"ClustermanifestEC2NodeClassgoldenFAD90CD0", "ClustermanifestNodePoolgolden244BA1B1"},
+        {"ClustermanifestEC2NodeClassgoldenFAD90CD0", "ClustermanifestNodePoolgolden244BA1B1", "VolumeKeysKeyEB4F4D4C"},
         set(),
         {},
     ),

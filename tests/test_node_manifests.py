@@ -508,13 +508,21 @@ CASES: dict[str, tuple[dict[str, str], dict, str]] = {
         {},
         "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.volumeSize '100G': write whole GiB, like 100Gi (from -c)",
     ),
-    "customer-managed key": (
+    "customer-managed key by alias": (
         {
             K + "a.yaml": CLASS
-            + "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 100Gi\n        kmsKeyID: arn:aws:kms:eu-west-1:111122223333:key/x\n"
+            + "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 100Gi\n        encrypted: true\n        kmsKeyID: alias/nodes\n"
         },
         {},
-        "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.kmsKeyID 'arn:aws:kms:eu-west-1:111122223333:key/x': not exposed by the app: volumes are encrypted with the account's default EBS key; a customer-managed key needs grants for EC2 and Karpenter, not built yet (from -c)",
+        "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.kmsKeyID 'alias/nodes': an alias: write the key's ARN, arn:<partition>:kms:<region>:<account>:key/<key id>: a grant names a key by its key ARN, and a policy naming an alias applies to the alias, not its key (aws kms describe-key --key-id alias/nodes --query KeyMetadata.Arn prints the ARN) (from -c)",
+    ),
+    "customer-managed key on a volume not said encrypted": (
+        {
+            K + "a.yaml": CLASS
+            + "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 100Gi\n        kmsKeyID: arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab\n"
+        },
+        {},
+        "karpenter/a.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.kmsKeyID 'arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab': needs encrypted: true beside it: EC2 encrypts a volume with a KMS key only when the volume is encrypted (EC2 API Reference, EbsBlockDevice KmsKeyId) (from -c)",
     ),
     "data volume too small for its type": (
         {

@@ -38,6 +38,9 @@ What it builds, and the order CloudFormation creates and deletes it in:
 * one EC2NodeClass and one NodePool per spec, after the charts, the node authorization, the safety
   net and ``node_networking`` (deleted before all of them, so nodes drain while their controller,
   authorization, pod networking and security group still exist);
+* with node classes whose volumes name a customer-managed KMS key: the key (``create``: rotated yearly, its key
+  policy letting the controller and EC2's launching service-linked roles use it) or the controller's use of the
+  keys named (an IAM policy scoped to their ARNs), kept while nodes exist (``volume_key.py``);
 * optionally the spot service-linked role (retained on delete) and alarms on the interruption queue.
 
 Before it adds anything, it refuses specs that do not fit together (``specs.rules``, :meth:`Karpenter.check`):
@@ -70,6 +73,7 @@ from .release import KarpenterRelease, controller_values
 from .specs.node_objects import NodeObjects
 from .specs.rules import NodeSpecsError, check_nodes, own_role_classes, role_name
 from .teardown import TeardownSafetyNet
+from .volume_key import VolumeKeys
 
 __all__ = ["Karpenter", "KarpenterProps", "NodeAuthorization", "NodeSpecsError"]
 
@@ -79,8 +83,8 @@ class Karpenter(Construct):
     :attr:`infra` (the nested stack), :attr:`node_role`, :attr:`node_role_name`, :attr:`node_role_arn`,
     :attr:`queue_name`, :attr:`queue_arn`, :attr:`controller_role`, :attr:`crd_chart`, :attr:`controller_chart`,
     :attr:`node_classes`, :attr:`node_pools`, :attr:`node_overlays`, :attr:`gitops_objects`, :attr:`node_access`,
-    :attr:`teardown`,
-    :attr:`discovery_tag`, :attr:`spot_service_linked_role`, :attr:`queue_alarms`."""
+    :attr:`teardown`, :attr:`discovery_tag`, :attr:`spot_service_linked_role`, :attr:`queue_alarms`,
+    :attr:`volume_key` (the key of classes with ``volumeKmsKey`` create) and :attr:`volume_keys`."""
 
     def __init__(self, scope: Construct, id: str, props: KarpenterProps) -> None:
         # Before anything is added to the scope: specs that do not fit together build nothing.
@@ -115,6 +119,8 @@ class Karpenter(Construct):
             cluster_name=props.cluster_name,
         )
         self.own_node_roles_pass = self._own_pass_role() if props.own_node_roles else None
+        self.volume_keys = self._volume_keys()
+        self.volume_key = self.volume_keys.key if self.volume_keys else None
         self.release = self._release()
         self.crd_chart = self.release.crd_chart
         self.controller_chart = self.release.controller_chart
@@ -158,13 +164,21 @@ class Karpenter(Construct):
                 f"{where}: template_file {str(props.template_file)!r}: no such file (a relative path is read from the "
                 "working directory)"
             )
-        windows = [c.name for c in props.node_classes if c.windows]
-        if props.node_objects is NodeObjects.GITOPS and windows:
-            raise ValueError(
-                f"{where}: node_objects GITOPS: the Windows node class {windows[0]!r} launches with a node role whose "
-                "name CloudFormation gives it at deploy, which files in git cannot name: apply Windows classes with "
-                "the stack (NodeObjects.STACK)"
-            )
+        if props.node_objects is NodeObjects.GITOPS:  # what only a deploy names cannot be written to git
+            windows = [c.name for c in props.node_classes if c.windows]
+            if windows:
+                raise ValueError(
+                    f"{where}: node_objects GITOPS: the Windows node class {windows[0]!r} launches with a node role "
+                    "whose name CloudFormation gives it at deploy, which files in git cannot name: apply Windows "
+                    "classes with the stack (NodeObjects.STACK)"
+                )
+            keyed = [c.name for c in props.node_classes if c.creates_volume_key]
+            if keyed:
+                raise ValueError(
+                    f"{where}: node_objects GITOPS: node class {keyed[0]!r} encrypts its volumes with the key the "
+                    "construct creates (volumeKmsKey create), whose ARN CloudFormation gives it at deploy, which files "
+                    "in git cannot name: give the key's ARN"
+                )
         if props.security_group_ids or isinstance(props.cluster, eks.Cluster):
             return
         try:
@@ -236,11 +250,14 @@ class Karpenter(Construct):
             # Create: the controller starts on its capacity with DNS. Delete: it goes first, so it is
             # never left without a host or a resolver while it drains nodes.
             self.controller_chart.node.add_dependency(*self.props.controller_after)
-        # (Windows nodes: the controller may pass their role until the last one is gone.)
+        # (Windows nodes: the controller may pass their role until the last one is gone; volumes with a customer
+        # key: the controller may use it until then.)
+        volume_keys = [k for k in (self.volume_key, self.volume_keys and self.volume_keys.grants) if k is not None]
         return [
             *self.props.node_networking,
             *([self.discovery_tag.resource] if self.discovery_tag else []),
             *windows_pass_role,
+            *volume_keys,
         ]
 
     def _ours_only(self) -> tuple[list[str], list[str]] | None:
@@ -274,6 +291,7 @@ class Karpenter(Construct):
             subnet_ids=props.subnet_ids,
             security_group_ids=props.security_group_ids,
             delivery=props.node_objects,
+            volume_key_arn=self.volume_key.key_arn if self.volume_key else None,
         )
         if self.spot_service_linked_role is not None and props.node_objects is not NodeObjects.GITOPS:
             # Spot launches need the role: pools that may launch spot are applied after it exists.
@@ -281,6 +299,23 @@ class Karpenter(Construct):
                 if "spot" in (pool.listed("karpenter.sh/capacity-type") or ["spot"]):
                     nodes.node_pools[pool.name].node.add_dependency(self.spot_service_linked_role)
         return nodes
+
+    def _volume_keys(self) -> VolumeKeys | None:
+        """The key of classes with volumeKmsKey create, and the controller's use of the keys of others the classes
+        name (constructs_lib.karpenter.volume_key); None when no class names a key."""
+        classes = self.props.node_classes
+        create = any(c.creates_volume_key for c in classes)
+        arns = list(dict.fromkeys(arn for c in classes for arn in c.volume_key_arns))
+        if not create and not arns:
+            return None
+        return VolumeKeys(
+            self,
+            "VolumeKeys",
+            cluster_name=self.props.cluster_name,
+            controller_role=self.controller_role.role,
+            create=create,
+            key_arns=arns,
+        )
 
     def _windows_node_role(self) -> iam.Role:
         """The role of Windows nodes: the node role's trust and managed policies, as a role of its own

@@ -42,6 +42,7 @@ from .specs.base import ascii_int, quoted, shown
 from .specs.node_class import NodeClassSpec
 from .specs.node_overlay import NodeOverlaySpec
 from .specs.node_pool import OS_KEY, SHORTCUTS, NodePoolSpec
+from .specs.volume_key import KEY_ARN_FORM, key_problem
 
 # --- EC2NodeClass -------------------------------------------------------------------------------------------
 
@@ -173,7 +174,24 @@ def _mapping_parts(mapping: Any, path: str) -> tuple[Any, dict[str, Any]]:
     for key in ("encrypted", "deleteOnTermination"):
         if key in ebs and not isinstance(ebs[key], bool):
             raise _Refused(f"{path}.ebs.{key}", "must be true or false (the CRD's boolean)", ebs[key])
+    if "kmsKeyID" in ebs:
+        _volume_key(ebs, path)
     return mapping.get("deviceName"), ebs
+
+
+def _volume_key(ebs: Mapping[str, Any], path: str) -> None:
+    """A customer-managed key the grants can name (a key ARN: specs.volume_key), on an encrypted volume."""
+    key = ebs["kmsKeyID"]
+    problem = key_problem(key, create=False) if isinstance(key, str) else f"must be {KEY_ARN_FORM}"
+    if problem is not None:
+        raise _Refused(f"{path}.ebs.kmsKeyID", problem, key)
+    if ebs.get("encrypted") is not True:
+        raise _Refused(
+            f"{path}.ebs.kmsKeyID",
+            "needs encrypted: true beside it: EC2 encrypts a volume with a KMS key only when the volume is encrypted "
+            "(EC2 API Reference, EbsBlockDevice KmsKeyId)",
+            key,
+        )
 
 
 def _gib(ebs: Mapping[str, Any], path: str) -> int | None:
@@ -228,11 +246,11 @@ def _bottlerocket_os_volume(ebs: Mapping[str, Any], path: str) -> None:
     os_volume = ami.BOTTLEROCKET_OS_VOLUME
     written = {"volumeSize": os_volume["size"], "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
     for key, value in ebs.items():
-        if written.get(key) != value:
+        if written.get(key) != value and key != "kmsKeyID":  # (its key: checked with the mapping)
             raise _Refused(
                 f"{path}.ebs.{key}",
                 f"Bottlerocket's OS volume ({os_volume['deviceName']}) is Karpenter's default, which the app writes: "
-                f"{os_volume['size']} gp3, encrypted; leave it out or write that",
+                f"{os_volume['size']} gp3, encrypted (with a kmsKeyID of yours, if you like); leave it out or write that",
                 value,
             )
 

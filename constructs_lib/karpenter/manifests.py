@@ -23,9 +23,11 @@ def node_objects(
     windows_node_role_name: str | None = None,
     subnet_ids: Sequence[str] = (),
     security_group_ids: Sequence[str] = (),
+    volume_key_arn: str | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Every EC2NodeClass, NodePool and NodeOverlay by name; each pool's kubernetes.io/os follows its
-    class's family, and Windows classes launch with ``windows_node_role_name`` (when given).
+    class's family, Windows classes launch with ``windows_node_role_name`` (when given), and the volumes of classes
+    with ``volumeKmsKey`` create name ``volume_key_arn`` (the construct's key).
 
     The specs are expected to fit together: the Karpenter construct checks that once, before it builds them
     (``specs.rules.check_nodes``), and this does not check it again."""
@@ -37,6 +39,7 @@ def node_objects(
                 node_role_name=(windows_node_role_name if c.windows else None) or node_role_name,
                 subnet_ids=subnet_ids,
                 security_group_ids=security_group_ids,
+                volume_key_arn=volume_key_arn,
             )
             for c in node_classes
         },

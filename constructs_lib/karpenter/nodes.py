@@ -58,6 +58,7 @@ class KarpenterNodes(Construct):
         subnet_ids: Sequence[str] = (),
         security_group_ids: Sequence[str] = (),
         delivery: NodeObjects = NodeObjects.STACK,
+        volume_key_arn: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.node_classes: dict[str, eks.KubernetesManifest] = {}
@@ -73,6 +74,7 @@ class KarpenterNodes(Construct):
             windows_node_role_name=windows_node_role_name,
             subnet_ids=subnet_ids,
             security_group_ids=security_group_ids,
+            volume_key_arn=volume_key_arn,
         )
         if delivery is NodeObjects.GITOPS:
             self.gitops_objects = [*class_objects.values(), *overlay_objects.values(), *pool_objects.values()]

@@ -12,11 +12,13 @@ from pydantic.alias_generators import to_camel
 from constructs_lib.karpenter.specs.base import quoted
 from constructs_lib.karpenter.specs.controller import FARGATE_MAX_CPU, FARGATE_MAX_MEMORY_GIB
 from constructs_lib.karpenter.specs.rules import role_name
+from constructs_lib.karpenter.specs.volume_key import KEY_ARN, key_region
 
 from . import capacity
 from .addresses import PRODUCTION_MAX_PUBLIC, public_addresses
 from .forms import ROLE_ARN
 from .model import CREATED_CLUSTER_ONLY, AppConfig
+from .node_rules import volume_key_settings
 
 # The partition of an ARN, and the region of an EKS OIDC issuer (oidc.eks.<region>.amazonaws.com[.cn]).
 _ARN_PARTITION = re.compile(r"^arn:(aws[a-z-]*):")
@@ -212,7 +214,7 @@ def partitions(config: AppConfig) -> list[str]:
 
 def arn_settings(config: AppConfig) -> list[tuple[str, str]]:
     """Every ARN the configuration names, by its setting: administrators, the alarm topic, an existing cluster's
-    kubectl role and OIDC provider."""
+    kubectl role and OIDC provider, the KMS keys of node volumes."""
     arns = [(f"administrators[{i}]", arn) for i, arn in enumerate(config.administrators)]
     arns += [("alarmTopicArn", config.alarm_topic_arn)] if config.alarm_topic_arn else []
     if config.existing_cluster is not None:
@@ -220,7 +222,7 @@ def arn_settings(config: AppConfig) -> list[tuple[str, str]]:
             ("existingCluster.kubectlRoleArn", config.existing_cluster.kubectl_role_arn),
             ("existingCluster.openIdConnectProviderArn", config.existing_cluster.open_id_connect_provider_arn),
         ]
-    return arns
+    return arns + volume_key_settings(config)
 
 
 def _arn_problems(setting: str, arn: str, region: str | None) -> list[str]:
@@ -239,6 +241,12 @@ def _arn_problems(setting: str, arn: str, region: str | None) -> list[str]:
         problems.append(
             f"{setting} {quoted(arn)} is in partition {match.group(1)}, but region {quoted(region)} is in "
             f"partition {expected} (ARNs there start arn:{expected}:)"
+        )
+    elif KEY_ARN.fullmatch(arn) and key_region(arn) != region:
+        # KMS keys are regional, and EC2 encrypts a volume only with a key of the volume's region.
+        problems.append(
+            f"{setting} {quoted(arn)}: a key of region {key_region(arn)}, but region is {quoted(region)}; the nodes' "
+            "volumes take a key of their own region"
         )
     elif oidc and oidc.group(1) != region:
         problems.append(

@@ -57,6 +57,24 @@ def production_nodes(config: AppConfig) -> list[str]:
     return problems
 
 
+def volume_key_settings(config: AppConfig) -> list[tuple[str, str]]:
+    """The customer-managed keys of others the node classes' volumes name, by where they are written: a typed class's
+    volumeKmsKey, or a file's first ebs.kmsKeyID naming the key."""
+    sources, found = config.node_class_sources, []
+    for i, node_class in enumerate(config.node_classes):
+        source = sources[i] if i < len(sources) else ""
+        if not source:
+            found += [(f"nodeClasses[{i}].volumeKmsKey", arn) for arn in node_class.volume_key_arns]
+            continue
+        mappings = ((node_class.written or {}).get("spec") or {}).get("blockDeviceMappings") or []
+        keys = [((m or {}).get("ebs") or {}).get("kmsKeyID") for m in mappings]
+        found += [
+            (f"{source}: spec.blockDeviceMappings[{keys.index(arn)}].ebs.kmsKeyID", arn)
+            for arn in node_class.volume_key_arns
+        ]
+    return found
+
+
 def _selector_reach(config: AppConfig) -> list[tuple[int, str, Reach]]:
     """Where the typed classes' extra selector terms reach beyond what they name (specs.reach): (the class's index,
     the term's setting, the Reach). A class of nodeManifests is its file's: its opinions name the file's own fields."""

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from constructs_lib.karpenter.specs.base import quoted
+from constructs_lib.karpenter.volume_key import SIDS
 
 from . import capacity
 from .addresses import PRODUCTION_MAX_PUBLIC
@@ -16,7 +17,7 @@ from .cluster_rules import arn_settings, wide_public_access
 from .errors import BUILT_IN
 from .merge import SYSTEM_POOL
 from .model import AppConfig
-from .node_rules import _selector_reach
+from .node_rules import _selector_reach, volume_key_settings
 
 
 def _existing_cluster_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
@@ -101,6 +102,20 @@ def _selector_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[st
     return [reach.warning(setting) for _, setting, reach in _selector_reach(config)]
 
 
+def _volume_key_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
+    """A key of someone else's: the stack lets the controller use it, its key policy is its owner's to extend
+    (constructs_lib/karpenter/volume_key.py: the statements, and the AWS documents that require them)."""
+    return [
+        f"{setting} {quoted(arn)}: a key the app does not create: the stack lets the controller role (output "
+        "ControllerRoleArn) use it through EC2, and its key policy must let EC2's launching service-linked roles "
+        "AWSServiceRoleForAutoScaling and AWSServiceRoleForEC2Spot use it (statements "
+        f"{SIDS['service']} and {SIDS['service_grant']}; also {SIDS['launch']} and {SIDS['grant']} for the "
+        "controller role where the key policy does not delegate to IAM), or nodes terminate as they launch: "
+        "docs/security.md#customer-managed-keys-for-node-volumes prints them"
+        for setting, arn in volume_key_settings(config)
+    ]
+
+
 def _stale_reason_warnings(config: AppConfig, origins: Mapping[str, str]) -> list[str]:
     """widePublicAccessReason where the endpoint is within the production profile's bound: it acknowledges nothing."""
     if config.wide_public_access_reason is None or wide_public_access(config) is not None:
@@ -118,6 +133,7 @@ WARNINGS: tuple[Callable[[AppConfig, Mapping[str, str]], list[str]], ...] = (
     _foreign_account_warnings,
     _production_warnings,
     _selector_warnings,
+    _volume_key_warnings,
 )
 
 

@@ -37,7 +37,11 @@ STATEFUL = {
     "AWS::EKS::Cluster": ("EKS cluster", "every workload and node on it; a new one takes ~15 min"),
     "AWS::EC2::VPC": ("VPC", "every subnet, node and load balancer in it"),
     "AWS::EC2::Subnet": ("subnet", "the nodes and load balancers in it"),
-    "AWS::KMS::Key": ("KMS key", "what it encrypted (the cluster's secrets) cannot be read without it"),
+    "AWS::KMS::Key": (
+        "KMS key",
+        "what it encrypted (the cluster's secrets, the flow logs, node volumes once detached) cannot be read without "
+        "it",
+    ),
     "AWS::SQS::Queue": ("interruption queue", "spot interruption notices in flight are lost"),
     "AWS::CloudFormation::Stack": ("nested stack", "every resource in it"),
     "AWS::EKS::Nodegroup": ("system node group", "its nodes and the pods on them"),

@@ -18,6 +18,7 @@ from .ec2 import ROOT_VOLUME_FIELDS, check_volume, ebs_volume
 from .files import read_project_file
 from .node_class_settings import NodeClassSettings
 from .reach import SECURITY_GROUP, SUBNET, Reach, selector_reach
+from .volume_key import CREATE, STAND_IN_ARN
 from .written import filled_class
 
 
@@ -169,7 +170,9 @@ class NodeClassSpec(NodeClassSettings):
     def _fits_with_kubectls_copy(self) -> NodeClassSpec:
         # the last check: the object as written, user data included
         if self.object_annotations:  # the largest role name IAM allows stands in for the node role
-            size = applied_size(self.manifest(cluster_name="c" * 100, node_role_name="r" * 64))
+            size = applied_size(
+                self.manifest(cluster_name="c" * 100, node_role_name="r" * 64, volume_key_arn=STAND_IN_ARN)
+            )
             annotations_fit(self.object_annotations, size, "objectAnnotations")
         return self
 
@@ -180,12 +183,15 @@ class NodeClassSpec(NodeClassSettings):
         node_role_name: str,
         subnet_ids: Sequence[str] = (),
         security_group_ids: Sequence[str] = (),
+        volume_key_arn: str | None = None,
     ) -> dict[str, Any]:
         """The EC2NodeClass (karpenter.k8s.aws/v1).
 
         Subnets and security groups are selected by the discovery tag, or by id when ids are given (an
         existing VPC whose subnets CloudFormation cannot tag; an existing cluster's security group). A class of a
         file is its object as written, with the node role and those selections filled in (specs.written).
+        ``volume_key_arn``: the ARN of the key the construct creates, where ``volumeKmsKey`` is ``create`` (unset:
+        a stand-in ARN, for checks that run before the key exists).
         """
         if self.written is not None:
             return filled_class(
@@ -226,7 +232,7 @@ class NodeClassSpec(NodeClassSettings):
                     "httpPutResponseHopLimit": self.metadata_hop_limit,
                     "httpTokens": "required",
                 },
-                "blockDeviceMappings": self.block_device_mappings(),
+                "blockDeviceMappings": self.block_device_mappings(volume_key_arn),
                 **self._optional_fields(),
             },
         }
@@ -261,10 +267,25 @@ class NodeClassSpec(NodeClassSettings):
             },
         }
 
-    def block_device_mappings(self) -> list[dict[str, Any]]:
+    @property
+    def creates_volume_key(self) -> bool:
+        """The class's volumes use the key the construct creates (volumeKmsKey create)."""
+        return self.volume_kms_key == CREATE
+
+    @property
+    def volume_key_arns(self) -> list[str]:
+        """The key ARNs of others' keys the class's volumes name, in order, each once: volumeKmsKey's, or the
+        ``ebs.kmsKeyID`` of a file's mappings (node_manifests refuses any that is not a key ARN)."""
+        if self.written is None:
+            return [self.volume_kms_key] if self.volume_kms_key not in (None, CREATE) else []
+        mappings = (self.written.get("spec") or {}).get("blockDeviceMappings") or []
+        keys = [((m or {}).get("ebs") or {}).get("kmsKeyID") for m in mappings if isinstance(m, dict)]
+        return list(dict.fromkeys(k for k in keys if isinstance(k, str)))
+
+    def block_device_mappings(self, volume_key_arn: str | None = None) -> list[dict[str, Any]]:
         """The volume for images, logs and pods at the family's device and size, after the family's own
-        volumes (Bottlerocket's OS volume); then the extra data volumes. None for Custom without a root device (a
-        class of a file: its image's own volumes)."""
+        volumes (Bottlerocket's OS volume); then the extra data volumes; each with volumeKmsKey's key (``create``:
+        ``volume_key_arn``). None for Custom without a root device (a class of a file: its image's own volumes)."""
         if self.family == ami.CUSTOM and self.root_volume_device_name is None:
             return []
         storage = {
@@ -276,7 +297,12 @@ class NodeClassSpec(NodeClassSettings):
                 self.root_volume_throughput,
             ),
         }
-        return [*ami.os_volumes(self.family), storage, *(v.mapping() for v in self.data_volumes)]
+        mappings = [*ami.os_volumes(self.family), storage, *(v.mapping() for v in self.data_volumes)]
+        key = (volume_key_arn or STAND_IN_ARN) if self.creates_volume_key else self.volume_kms_key
+        if key is not None:
+            for mapping in mappings:
+                mapping["ebs"]["kmsKeyID"] = key
+        return mappings
 
 
 # What `make review` reads: the EC2NodeClass spec fields that drift only the nodes that no longer match them

@@ -17,6 +17,7 @@ from .change import EC2_NODE_CLASS_HASH, EC2_NODE_CLASS_SELECTORS, OBJECT_NAME, 
 from .ec2 import DATA_DEVICE, DATA_VOLUME_FIELDS, MAX_VOLUME_GIB, check_volume, ebs_volume, ec2_id, ec2_tag_characters
 from .kubelet import KubeletSpec
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
+from .volume_key import CREATE, key_problem
 from .selector_terms import (
     MAX_SELECTOR_TERMS,
     AmiTermSpec,
@@ -277,6 +278,23 @@ class NodeClassSettings(NodeObjectSpec):
         ),
         examples=[[{"deviceName": "/dev/xvdb", "sizeGib": 100}]],
     )
+    volume_kms_key: str | None = Field(
+        None,
+        description="The customer-managed KMS key that encrypts every EBS volume of the class's nodes (the volume "
+        "for images, logs and pods, Bottlerocket's OS volume, dataVolumes): create (a key of the app, one per "
+        "environment, rotated yearly, whose key policy lets the controller and EC2's launching service-linked roles "
+        "use it) or a key ARN arn:<partition>:kms:<region>:<account>:key/<key id> of the nodes' region, whose key "
+        "policy you extend (the synth warns with the statements; not an alias). Unset: the account's default EBS "
+        "key. Changing it replaces the class's nodes (drift).",
+        json_schema_extra=change(
+            Change.STATIC_DRIFT,
+            "spec.blockDeviceMappings",
+            EC2_NODE_CLASS_HASH,
+            upstream="spec.blockDeviceMappings[].ebs.kmsKeyID",
+            modes=[None, CREATE],
+        ),
+        examples=[CREATE],
+    )
     extra_subnet_selector_terms: list[SubnetTermSpec] = Field(
         default_factory=list,
         max_length=MAX_SELECTOR_TERMS - 1,
@@ -327,6 +345,13 @@ class NodeClassSettings(NodeObjectSpec):
                 raise ValueError(
                     f"tag {quoted(key)}: EC2 allows keys of at most 128 and values of at most 256 characters"
                 )
+        return value
+
+    @field_validator("volume_kms_key")
+    @classmethod
+    def _volume_key(cls, value: str | None) -> str | None:
+        if value is not None and (problem := key_problem(value)) is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("ami_alias")

@@ -18,8 +18,6 @@ NOT_EXPOSED: dict[str, dict[str, str]] = {
     "EC2NodeClass": {
         "spec.instanceProfile": "Karpenter manages the instance profile from the node role (spec.role; the CRD takes "
         "one of the two), which the teardown safety net and the node authorizations are built around",
-        "spec.blockDeviceMappings[].ebs.kmsKeyID": "volumes are encrypted with the account's default EBS key; a "
-        "customer-managed key needs grants for EC2 and Karpenter, not built yet",
         "spec.blockDeviceMappings[].ebs.volumeInitializationRate": "not asked for yet (EBS volume initialization "
         "from a snapshot at a provisioned rate, billed per volume)",
         "spec.blockDeviceMappings[].rootVolume": "the AMI family's own device holds images and pods; the app "
