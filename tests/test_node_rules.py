@@ -219,6 +219,8 @@ APP_OWNED = {
     ("karpenter_stack/config/node_rules.py", "node_lists"): "an environment with nothing to launch is the app's "
     "refusal: the construct builds what it is given (no pool: a stack that adds them elsewhere)",
     ("karpenter_stack/config/node_rules.py", "_selector_reach"): "the production profile's refusals and their warnings",
+    ("karpenter_stack/config/node_rules.py", "volume_key_settings"): "where each volume key is written, for the "
+    "stack's region and partition (which the construct does not know) and the key owner's warning",
     ("karpenter_stack/config/synth_warnings.py", "_existing_cluster_warnings"): "warnings, not refusals",
     ("karpenter_stack/config/synth_warnings.py", "_production_warnings"): "warnings, not refusals",
     ("karpenter_stack/config/reference.py", "_needs_release"): "the configuration reference's text, no refusal",

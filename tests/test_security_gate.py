@@ -39,6 +39,17 @@ GATED = {
     "pod-identity-nist": {**POD_IDENTITY, **NIST},
     # Windows node classes: the cluster role's extra managed policy
     "windows-nist": {**json.loads((ROOT / "examples" / "windows.json").read_text()), **NIST},
+    # customer-managed keys of node volumes: the app's key and its policy, the controller's grants on a kept key
+    "volume-keys-nist": {
+        **NIST,
+        "nodeClasses": [
+            {"name": "default", "volumeKmsKey": "create"},
+            {
+                "name": "kept",
+                "volumeKmsKey": "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+            },
+        ],
+    },
 }
 
 

@@ -137,13 +137,14 @@ def test_the_reference_names_karpenters_field_next_to_the_apps():
         "zonalShift": "Karpenter chart value: `settings.enableZonalShift`.",
         "cpu": "Karpenter chart value: `controller.resources.requests.cpu` (and controller.resources.limits.cpu).",
         "karpenterServiceAccount": "Karpenter chart value: `serviceAccount.name`.",
+        "volumeKmsKey": "Karpenter: `spec.blockDeviceMappings[].ebs.kmsKeyID`.",
     }
     for key, text in expected.items():
         assert text in rows[f"`{key}`"], key
     # where the name is Karpenter's own, nothing is added
     assert "Karpenter:" not in rows["`maxPods`"] and "Karpenter:" not in rows["`expireAfter`"]
     lines = reference_document().splitlines()
-    assert sum("Karpenter: `" in line or "Karpenter chart value: `" in line for line in lines) == 30
+    assert sum("Karpenter: `" in line or "Karpenter chart value: `" in line for line in lines) == 31
 
 
 def test_every_karpenter_name_is_a_field_of_the_mirrored_schemas():
@@ -157,7 +158,7 @@ def test_every_karpenter_name_is_a_field_of_the_mirrored_schemas():
         if upstream.schema_node(obj, found) is None:
             unknown.append(f"{model.__name__}.{name}: {obj} {found}")
     assert unknown == []
-    assert checked == 76  # every declared field of the node objects and the chart, the kubelet's included
+    assert checked == 77  # every declared field of the node objects and the chart, the kubelet's included
     assert upstream.schema_node("EC2NodeClass", "spec.amiSelectorTerms[].aliass") is None
 
 

@@ -17,7 +17,6 @@ from .change import EC2_NODE_CLASS_HASH, EC2_NODE_CLASS_SELECTORS, OBJECT_NAME, 
 from .ec2 import DATA_DEVICE, DATA_VOLUME_FIELDS, MAX_VOLUME_GIB, check_volume, ebs_volume, ec2_id, ec2_tag_characters
 from .kubelet import KubeletSpec
 from .metadata import ObjectAnnotations, ObjectLabels, object_annotations_field, object_labels_field
-from .volume_key import CREATE, key_problem
 from .selector_terms import (
     MAX_SELECTOR_TERMS,
     AmiTermSpec,
@@ -25,6 +24,7 @@ from .selector_terms import (
     SecurityGroupTermSpec,
     SubnetTermSpec,
 )
+from .volume_key import CREATE, key_problem
 from .written import NodeObjectSpec
 
 # A root device name (EC2 block device names: /dev/xvda, /dev/sda1, /dev/nvme0n1).

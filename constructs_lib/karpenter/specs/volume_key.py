@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import re
 
-from .base import quoted
-
 CREATE = "create"
 # A KMS key ARN: partition, region, account, and a key id (a UUID, or mrk-<32 hex> for a multi-Region key).
 KEY_ARN = re.compile(
