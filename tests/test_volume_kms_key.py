@@ -359,3 +359,20 @@ def test_the_production_profile_takes_volumes_encrypted_with_a_customer_key_and_
         "class.yaml: EC2NodeClass/default: spec.blockDeviceMappings[1].ebs.encrypted: false: the volume is not "
         "encrypted; the app's volumes are (true); the production profile requires it (from cdk.json)"
     )
+
+
+def test_bottlerocket_os_volume_of_a_file_may_name_a_key_and_nothing_else_of_its_own(tmp_path, monkeypatch):
+    os_volume = (
+        "  blockDeviceMappings:\n    - deviceName: /dev/xvda\n      ebs:\n        volumeSize: 4Gi\n        volumeType: gp3\n"
+        f"        encrypted: true\n        deleteOnTermination: true\n        kmsKeyID: {KEY}\n"
+    )
+    bottlerocket = CLASS.split("  blockDeviceMappings:")[0].replace("al2023@v20260801", "bottlerocket@v1.30.0")
+    config = _files(tmp_path, monkeypatch, bottlerocket + os_volume)
+    assert config.node_classes[-1].volume_key_arns == [KEY]
+    with pytest.raises(ConfigError) as info:
+        _files(tmp_path, monkeypatch, bottlerocket + os_volume.replace("4Gi", "8Gi"))
+    assert str(info.value) == (
+        "class.yaml: EC2NodeClass/default: spec.blockDeviceMappings[0].ebs.volumeSize '8Gi': Bottlerocket's OS volume "
+        "(/dev/xvda) is Karpenter's default, which the app writes: 4Gi gp3, encrypted (with a kmsKeyID of yours, if "
+        "you like); leave it out or write that (from cdk.json)"
+    )

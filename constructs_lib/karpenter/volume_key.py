@@ -21,8 +21,11 @@ Who uses the key when Karpenter launches a node, and what for:
   ``AWSServiceRoleForEC2Spot`` needs the same use of the key for Spot Instances with encrypted snapshots (Amazon EC2
   User Guide, "Service-linked role for Spot Instances", "Grant access to customer managed keys for use with
   encrypted AMIs and EBS snapshots"). They are named by ``aws:PrincipalArn``, not as the statement's principal: KMS
-  refuses a key policy naming a role that does not exist (``MalformedPolicyDocumentException``), and neither role
-  exists before the account first uses Auto Scaling or Spot.
+  refuses a key policy naming a role that does not exist ("Policy contains a statement with one or more invalid
+  principals": the IAM entity must exist, AWS Knowledge Center, kms-policy-error-invalid-principals,
+  https://repost.aws/knowledge-center/kms-policy-error-invalid-principals), and neither role exists before the
+  account first uses Auto Scaling or Spot (the cost: checkov's CKV_AWS_33 reads the wildcard principal, not the
+  condition, and is skipped with that reason in karpenter_stack/checkov_skips.yaml).
 
 The key's first statement stays aws-cdk's (the account's IAM policies decide, so the key can never be locked out).
 A key someone else keeps gets the controller's two statements as an IAM policy scoped to its ARN (which works where
