@@ -121,6 +121,16 @@ def test_a_windows_class_cannot_be_written_for_git():
     )
 
 
+def test_a_volume_key_the_stack_creates_cannot_be_written_for_git():
+    with pytest.raises(ValueError) as err:
+        synth(nodeObjects="gitops", nodeClasses=[{"name": "default", "volumeKmsKey": "create"}])
+    assert str(err.value).endswith(
+        "node_objects GITOPS: node class 'default' encrypts its volumes with the key the construct creates "
+        "(volumeKmsKey create), whose ARN CloudFormation gives it at deploy, which files in git cannot name: give the "
+        "key's ARN"
+    )
+
+
 def test_the_folder_is_one_file_per_object_in_apply_order(gitops_mode, tmp_path):
     objects = gitops_mode.stack.karpenter.gitops_objects
     wanted = gitops.files(STACK, objects)

@@ -81,6 +81,22 @@ class KarpenterNodes(Construct):
             for obj in self.gitops_objects:
                 _known_at_synth(obj, f"{obj['kind']}/{obj['metadata']['name']}")
             return
+        self._apply(cluster, (class_objects, pool_objects, overlay_objects), node_pools, depends_on, drain_bound)
+        if delivery is NodeObjects.HANDOVER:
+            for manifest in (*self.node_classes.values(), *self.node_pools.values(), *self.node_overlays.values()):
+                # The custom resource only: its deletion then leaves the object in the cluster.
+                cast(CfnResource, manifest.node.default_child).apply_removal_policy(RemovalPolicy.RETAIN)
+
+    def _apply(
+        self,
+        cluster: eks.ICluster,
+        objects: tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[str, dict[str, Any]]],
+        node_pools: Sequence[NodePoolSpec],
+        depends_on: Sequence[IDependable],
+        drain_bound: Construct | None,
+    ) -> None:
+        """One manifest per object, ordered as the class says."""
+        class_objects, pool_objects, overlay_objects = objects
         for name, obj in class_objects.items():
             manifest = _applied_over(cluster, f"EC2NodeClass-{name}", obj)
             manifest.node.add_dependency(*depends_on)  # one call into jsii, not one per dependency
@@ -98,10 +114,6 @@ class KarpenterNodes(Construct):
             manifest = _applied_over(cluster, f"NodeOverlay-{name}", obj)
             manifest.node.add_dependency(*depends_on)
             self.node_overlays[name] = manifest
-        if delivery is NodeObjects.HANDOVER:
-            for manifest in (*self.node_classes.values(), *self.node_pools.values(), *self.node_overlays.values()):
-                # The custom resource only: its deletion then leaves the object in the cluster.
-                cast(CfnResource, manifest.node.default_child).apply_removal_policy(RemovalPolicy.RETAIN)
 
 
 def _applied_over(cluster: eks.ICluster, id: str, obj: Mapping[str, object]) -> eks.KubernetesManifest:
