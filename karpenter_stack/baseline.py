@@ -18,22 +18,12 @@ from . import cluster_updates as cu
 from . import context_sources
 from .config import AppConfig, ConfigError, stack_name_for
 from .deployed import BASELINE_DIR as BASELINE_DIR
+from .deployed import CLUSTER_TYPE as CLUSTER_TYPE
+from .deployed import deployed_cluster as deployed_cluster
 from .deployed import read_baseline as _baseline
 
-CLUSTER_TYPE = "Custom::AWSCDK-EKS-Cluster"
 MANIFEST_TYPE = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM_TYPE = "Custom::AWSCDK-EKS-HelmChart"
-
-
-def deployed_cluster(stack_name: str, root: Path | None = None) -> tuple[str, dict[str, Any]] | None:
-    """(the baseline file, the cluster resource's ``Config``) of the stack, or None: nothing accepted for it, or
-    no cluster of its own in it (an existing cluster)."""
-    found = _baseline(stack_name, root)
-    if found is None:
-        return None
-    source, resources = found
-    configs = [r.get("Properties", {}).get("Config", {}) for r in resources.values() if r.get("Type") == CLUSTER_TYPE]
-    return (source, configs[0]) if configs else None
 
 
 def deployed_pools(stack_name: str, root: Path | None = None) -> tuple[str, dict[str, dict[str, Any]]] | None:

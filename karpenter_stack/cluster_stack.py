@@ -29,6 +29,10 @@ from .base_stack import AppStack
 from .config import AppConfig, ConfigError, ResolvedEnvironment, stack_name_for
 from .deployed import deployed_access_entries
 
+# The id of the access entry aws-cdk-lib 2.275's eks.Cluster grants its masters_role where the authentication mode
+# reads access entries (aws-eks/lib/cluster.js: grantAccess("mastersRoleAccess", ...), AmazonEKSClusterAdminPolicy).
+MASTERS_ROLE_ACCESS = "mastersRoleAccess"
+
 # How Karpenter's nodes join, per authentication mode (unset is EKS's CONFIG_MAP).
 NODE_AUTHORIZATION = {
     None: NodeAuthorization.AWS_AUTH,
@@ -236,9 +240,17 @@ class KarpenterClusterStack(AppStack):
 
     def _administrators(self, cluster: eks.Cluster) -> None:
         """Cluster-admin for the configured roles: access entries when the mode reads them, else aws-auth."""
-        if self.config.authentication_mode in ("API_AND_CONFIG_MAP", "API"):
+        mode = self.config.authentication_mode
+        if mode in ("API_AND_CONFIG_MAP", "API"):
             deployed = deployed_access_entries(stack_name_for(self.config.cluster_name))
-            administrator_entries(self, cast(eks.ICluster, cluster), self.config.administrators, deployed)
+            entries = administrator_entries(self, cast(eks.ICluster, cluster), self.config.administrators, deployed)
+            # (aws-cdk's own entry of the ClusterAdminRole, masters_role, where the mode reads access entries)
+            masters = cluster.node.try_find_child(MASTERS_ROLE_ACCESS)
+            admins = [*entries.values(), *([masters] if masters is not None else [])]
+            if mode == "API_AND_CONFIG_MAP" and admins:
+                # Moving from CONFIG_MAP, the deploy that adds the entries drops the administrators' system:masters
+                # mappings: aws-auth is rewritten only once the entries exist, so no administrator is locked out.
+                cluster.aws_auth.node.add_dependency(*admins)
             return
         for arn in self.config.administrators:
             cluster.aws_auth.add_masters_role(

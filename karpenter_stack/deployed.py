@@ -12,6 +12,7 @@ from . import context_sources
 
 BASELINE_DIR = "baseline"
 ACCESS_ENTRY_TYPE = "AWS::EKS::AccessEntry"
+CLUSTER_TYPE = "Custom::AWSCDK-EKS-Cluster"
 
 
 def read_baseline(stack_name: str, root: Path | None) -> tuple[str, dict[str, Any]] | None:
@@ -34,3 +35,25 @@ def deployed_access_entries(stack_name: str, root: Path | None = None) -> dict[s
         if resource.get("Type") == ACCESS_ENTRY_TYPE
         and isinstance(principal := resource.get("Properties", {}).get("PrincipalArn"), str)
     }
+
+
+def deployed_cluster(stack_name: str, root: Path | None = None) -> tuple[str, dict[str, Any]] | None:
+    """(the baseline file, the cluster resource's ``Config``) of the stack, or None: nothing accepted for it, or
+    no cluster of its own in it (an existing cluster)."""
+    found = read_baseline(stack_name, root)
+    if found is None:
+        return None
+    source, resources = found
+    configs = [r.get("Properties", {}).get("Config", {}) for r in resources.values() if r.get("Type") == CLUSTER_TYPE]
+    return (source, configs[0]) if configs else None
+
+
+def deployed_authentication_mode(stack_name: str, root: Path | None = None) -> tuple[str, str | None] | None:
+    """(the baseline file, the authentication mode its cluster runs with: None for unset, EKS's CONFIG_MAP), or None
+    when the baseline records no cluster of the stack (a new cluster, as far as the app can know)."""
+    found = deployed_cluster(stack_name, root)
+    if found is None:
+        return None
+    source, config = found
+    mode = (config.get("accessConfig") or {}).get("authenticationMode")
+    return source, mode if isinstance(mode, str) else None

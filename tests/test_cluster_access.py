@@ -115,8 +115,9 @@ def test_no_configuration_asks_the_handler_to_replace_the_named_cluster(default,
     cluster, which a named cluster refuses; none of them ever changes between configurations."""
     configs = [_cluster_config(s) for s in (default, alternative, production, synth(**BOTH), synth(**API))]
     assert all("bootstrapClusterCreatorAdminPermissions" not in (c["accessConfig"] or {}) for c in configs)
-    # standard -> production profile: deletion protection on, nothing else of the cluster
-    assert update(configs[0], configs[2]) == ["updateDeletionProtection"]
+    # a new production cluster starts on access entries (over a running one, the profile keeps its mode:
+    # tests/test_access_entries_default.py)
+    assert update(configs[3], configs[2]) == ["updateDeletionProtection"]
 
 
 def test_windows_nodes_join_through_an_ec2_windows_entry_of_their_own_role():

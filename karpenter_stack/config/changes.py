@@ -86,7 +86,8 @@ ADMINISTRATORS = (
 PROFILE = (
     "the production profile fills in protections, retention and a NAT gateway per zone "
     "(karpenter_stack/config/merge.py), each changing as its own setting declares, and adds an on-demand system "
-    "NodePool: leaving production deletes that NodePool, and Karpenter drains and terminates all its nodes"
+    "NodePool: leaving production deletes that NodePool, and Karpenter drains and terminates all its nodes; its "
+    "authenticationMode (API_AND_CONFIG_MAP) is a new cluster's only: a deployed cluster keeps its mode"
 )
 BY_FIELD = "each field of the object declares its own"
 EXISTING_KUBECTL_ROLE = (

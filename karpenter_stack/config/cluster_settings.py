@@ -50,7 +50,7 @@ class ClusterSettings(CamelModel):
 
     profile: Literal["standard", "production"] = Field(
         "standard",
-        description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs and administrators required.",
+        description="production: deletion and termination protection, keys and logs kept on destroy, a NAT gateway per AZ, an on-demand system pool, pinned AMIs and administrators required; a new cluster on authenticationMode API_AND_CONFIG_MAP (administrators as access entries), a deployed one (the baseline's) kept on its mode.",
         json_schema_extra=change(
             Change.INTERRUPTS,
             "the settings the profile fills in, and its system NodePool",

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
+from ..deployed import deployed_authentication_mode
 from . import merge, parse
 from .cluster_settings import DEFAULT_CLUSTER_NAME
 from .errors import FLAG, ConfigError
@@ -19,25 +20,34 @@ from .pipeline_rules import distinct_cluster_names, validate_pipeline
 from .validate import validate
 
 
-def load_config(context: Mapping[str, Any], today: date | None = None) -> AppConfig:
+def load_config(
+    context: Mapping[str, Any], today: date | None = None, deployed: merge.DeployedMode | None = None
+) -> AppConfig:
     """Validate the app's context (no environments) into an :class:`AppConfig`, or raise ConfigError.
 
     ``today`` decides EKS support (defaults to the current date); tests pass a fixed one."""
-    configs = load_environments(context, today)
+    configs = load_environments(context, today, deployed=deployed)
     if list(configs) != [""]:
         raise ConfigError("this context defines environments; use load_environments")
     return configs[""]
 
 
 def load_environments(
-    context: Mapping[str, Any], today: date | None = None, file_context: Mapping[str, Any] | None = None
+    context: Mapping[str, Any],
+    today: date | None = None,
+    file_context: Mapping[str, Any] | None = None,
+    deployed: merge.DeployedMode | None = None,
 ) -> dict[str, AppConfig]:
     """Every environment's configuration: ``{"": config}`` without ``environments``, else
     ``{name: config}``.
 
     ``file_context`` is what ``cdk.json`` holds: a key of ``context`` whose value differs from it (or
     that it lacks) came from a ``-c`` flag and overrides even an environment's own setting. Without it
-    every key counts as ``cdk.json``'s. Every error line names the layer its setting came from."""
+    every key counts as ``cdk.json``'s. Every error line names the layer its setting came from.
+
+    ``deployed`` says which stacks' clusters are deployed, and in which authentication mode (the production
+    profile keeps it): by default the project's accepted baseline (``baseline/``, karpenter_stack/deployed.py)."""
+    deployed = deployed or deployed_authentication_mode
     ours, origins = parse.settings_of(context, file_context)
     environments = parse.parse_environments(ours.pop("environments", None))
     ours.pop("pipeline", None)  # the app's, not an environment's: load_pipeline
@@ -45,13 +55,13 @@ def load_environments(
     parse.check_known(ours, origins)
     shared = {k: parse.parse_value(k, v, origins[k]) for k, v in ours.items()}
     if not environments:
-        return {"": validate(merge.top_level(shared, origins), today)}
+        return {"": validate(merge.top_level(shared, origins, deployed), today)}
     configs: dict[str, AppConfig] = {}
     for name, overrides in environments.items():
         layer = f"environments.{name}"
         parse.check_environment(name, overrides)
         parsed = {k: parse.parse_value(k, v, layer) for k, v in overrides.items()}
-        configs[name] = validate(merge.environment(name, parsed, shared, origins, flags), today)
+        configs[name] = validate(merge.environment(name, parsed, shared, origins, flags, deployed), today)
     distinct_cluster_names(configs)
     return configs
 

@@ -8,7 +8,7 @@ value a user wrote is never replaced. Lists are never merged: a list a layer set
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,18 @@ from pydantic.alias_generators import to_snake
 
 from .cluster_settings import DEFAULT_CLUSTER_NAME
 from .errors import BUILT_IN, FLAG
-from .model import CREATED_CLUSTER_ONLY, AppConfig
+from .model import CREATED_CLUSTER_ONLY, AppConfig, stack_name_for
+
+# A stack's cluster as deployed, as far as the app knows it (the accepted baseline): stack name -> (where that was
+# read, its authenticationMode, None for unset) or None for a cluster not deployed yet.
+DeployedMode = Callable[[str], tuple[str, str | None] | None]
+
+# The production profile's authenticationMode for a new cluster: administrators (and a stack's ClusterAdminRole)
+# as EKS access entries with AmazonEKSClusterAdminPolicy, never system:masters in aws-auth; the node role keeps its
+# aws-auth mapping beside its EC2_LINUX access entry. A deployed cluster keeps its mode (PROFILE_KEPT).
+NEW_CLUSTER_MODE = "API_AND_CONFIG_MAP"
+# The origin of an authenticationMode the profile kept as deployed: "profile production, as deployed (<file>)".
+PROFILE_KEPT = "as deployed"
 
 # What the production profile sets for keys no other layer contains (it never loosens anything).
 SYSTEM_POOL = {
@@ -27,22 +38,40 @@ SYSTEM_POOL = {
 }
 
 
-def profile_defaults(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """What the settings' profile sets."""
+def profile_defaults(settings: Mapping[str, Any], deployed: DeployedMode | None = None) -> dict[str, Any]:
+    """What the settings' profile sets (``deployed``: the stack's cluster as deployed; None: a new cluster)."""
+    return {k: v for k, (v, _) in _profile(settings, deployed).items()}
+
+
+def _profile(settings: Mapping[str, Any], deployed: DeployedMode | None) -> dict[str, tuple[Any, str]]:
+    """What the settings' profile sets, each value with the origin messages name."""
     if settings.get("profile") != "production":
         return {}
-    profile = {
-        "deletionProtection": True,
-        "terminationProtection": True,
-        "retainOnDestroy": True,
-        "natGateways": settings.get("maxAzs", AppConfig.model_fields["max_azs"].default),
-        "nodePools": [SYSTEM_POOL, {"name": "default"}],
+    name = "profile production"
+    profile: dict[str, tuple[Any, str]] = {
+        "deletionProtection": (True, name),
+        "terminationProtection": (True, name),
+        "retainOnDestroy": (True, name),
+        "natGateways": (settings.get("maxAzs", AppConfig.model_fields["max_azs"].default), name),
+        "nodePools": ([SYSTEM_POOL, {"name": "default"}], name),
+        "authenticationMode": _authentication_mode(settings, deployed),
     }
     if settings.get("nodeManifests"):  # pools of the files: the profile's would collide with them by name
         profile.pop("nodePools")
     if settings.get("existingCluster") is not None:  # no cluster or network of ours to protect or size
         profile = {k: v for k, v in profile.items() if to_snake(k) not in CREATED_CLUSTER_ONLY}
     return profile
+
+
+def _authentication_mode(settings: Mapping[str, Any], deployed: DeployedMode | None) -> tuple[str | None, str]:
+    """A new cluster starts on access entries; a deployed one keeps the mode it runs with -- unset or CONFIG_MAP
+    too: the move is one way in EKS (aws-cdk's handler refuses every step back), so the profile never makes it
+    silently (the synth warns with the steps, config/access_steps.py)."""
+    found = deployed(stack_name_for(str(settings.get("clusterName", DEFAULT_CLUSTER_NAME)))) if deployed else None
+    if found is None:
+        return NEW_CLUSTER_MODE, "profile production"
+    source, mode = found
+    return mode, f"profile production, {PROFILE_KEPT} ({source})"
 
 
 @dataclass(frozen=True)
@@ -56,9 +85,9 @@ class Layered:
     prefix: str = ""
 
 
-def top_level(settings: Mapping[str, Any], origins: Mapping[str, str]) -> Layered:
-    """The app's one environment, when it defines no ``environments``."""
-    return _with_profile(dict(settings), dict(origins), prefix="")
+def top_level(settings: Mapping[str, Any], origins: Mapping[str, str], deployed: DeployedMode | None = None) -> Layered:
+    """The app's one environment, when it defines no ``environments`` (``deployed``: its cluster as deployed)."""
+    return _with_profile(dict(settings), dict(origins), prefix="", deployed=deployed)
 
 
 def environment(
@@ -67,6 +96,7 @@ def environment(
     shared: Mapping[str, Any],
     origins: Mapping[str, str],
     flags: Set[str],
+    deployed: DeployedMode | None = None,
 ) -> Layered:
     """Environment ``name``: its ``overrides`` over the shared settings, under the ``-c`` flags (``flags``: the
     shared keys that came from one)."""
@@ -85,14 +115,16 @@ def environment(
         **{k: layer for k in overrides},
         **{k: FLAG for k in flags if k != "clusterName"},
     }
-    return _with_profile(settings, env_origins, prefix=f"{layer}.")
+    return _with_profile(settings, env_origins, prefix=f"{layer}.", deployed=deployed)
 
 
-def _with_profile(settings: dict[str, Any], origins: dict[str, str], prefix: str) -> Layered:
+def _with_profile(
+    settings: dict[str, Any], origins: dict[str, str], prefix: str, deployed: DeployedMode | None
+) -> Layered:
     # The profile sits below every layer a user writes: it fills only keys none of them contains.
-    profile = profile_defaults(settings)
+    profile = _profile(settings, deployed)
     return Layered(
-        settings={**profile, **settings},
-        origins={**{k: f"profile {settings['profile']}" for k in profile if k not in settings}, **origins},
+        settings={**{k: v for k, (v, _) in profile.items()}, **settings},
+        origins={**{k: origin for k, (_, origin) in profile.items() if k not in settings}, **origins},
         prefix=prefix,
     )

@@ -43,7 +43,9 @@ class AppConfig(ClusterSettings):
     authentication_mode: Annotated[Literal["CONFIG_MAP", "API_AND_CONFIG_MAP", "API"] | None, CREATED_CLUSTER] = Field(
         None,
         description=(
-            "How the cluster authenticates IAM principals. Unset: EKS's CONFIG_MAP (the aws-auth ConfigMap). "
+            "How the cluster authenticates IAM principals. Unset: EKS's CONFIG_MAP (the aws-auth ConfigMap); under the "
+            "production profile, API_AND_CONFIG_MAP for a new cluster and the deployed cluster's mode (your accepted "
+            "baseline's) for a running one, with a synth warning and the steps to move where that is aws-auth alone. "
             "API_AND_CONFIG_MAP adds EKS access entries (node role, administrators) and keeps aws-auth; API uses access "
             "entries only. One way only (unset/CONFIG_MAP -> API_AND_CONFIG_MAP -> API), one step per deploy, and in a "
             "deploy that changes nothing else of the cluster; a mode once written (even CONFIG_MAP) cannot be unset "
@@ -263,6 +265,14 @@ class AppConfig(ClusterSettings):
     @property
     def notes(self) -> tuple[str, ...]:
         return self._notes
+
+    # Filled by load_config: the steps that move a deployed cluster the production profile keeps on aws-auth alone to
+    # access entries (config/access_steps.py), which make review prints; empty otherwise.
+    _access_steps: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def access_steps(self) -> tuple[str, ...]:
+        return self._access_steps
 
     # Filled by load_config: where each node class, pool and overlay was written, by setting ("" for an entry of the
     # setting itself, else "<file>: <Kind>/<name>" of nodeManifests), so that a rule's message names the file.

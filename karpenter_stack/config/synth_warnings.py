@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from constructs_lib.karpenter.specs.base import quoted
 from constructs_lib.karpenter.volume_key import SIDS
 
-from . import capacity
+from . import access_steps, capacity
 from .addresses import PRODUCTION_MAX_PUBLIC
 from .cluster_rules import arn_settings, wide_public_access
 from .errors import BUILT_IN
@@ -132,6 +132,7 @@ WARNINGS: tuple[Callable[[AppConfig, Mapping[str, str]], list[str]], ...] = (
     _stale_reason_warnings,
     _foreign_account_warnings,
     _production_warnings,
+    access_steps.warning,
     _selector_warnings,
     _volume_key_warnings,
 )

@@ -49,6 +49,7 @@ from .node_rules import (
     production_nodes,
     user_data_fits,
 )
+from .access_steps import kept_on_aws_auth, move_steps
 from .synth_warnings import WARNINGS, _placed
 
 Rule = Callable[[AppConfig], list[str]]
@@ -84,6 +85,7 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
     warnings += [w for warn in WARNINGS for w in warn(config, origins)]
     config._warnings = (*(_placed(w, prefix, origins) for w in warnings), *file_warnings)
     config._notes = tuple(file_notes)
+    config._access_steps = tuple(move_steps(config)) if kept_on_aws_auth(config, origins) else ()
     return config
 
 

@@ -103,6 +103,7 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
         text, blocking, failing = first_deploy(new, directory), list[str](), list[str]()
     else:
         text, blocking, failing = render(review(old, new), acknowledged)
+    text = _with_access_moves(text, context, project)
     from . import gitops
 
     gitops_lines, _stale, moved = gitops.review(Path(outdir), old, project, args.base)
@@ -117,3 +118,15 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
     if args.output:
         args.output.write_text(text)
     return 1 if blocking or failing else 0
+
+
+def _with_access_moves(text: str, context: dict[str, Any], project: Path) -> str:
+    """The report, with the steps that move a production cluster kept on aws-auth to access entries."""
+    from karpenter_stack import context_sources
+    from karpenter_stack.config import load_environments
+
+    from .cluster import access_moves
+
+    configs = load_environments(context, file_context=context_sources.cdk_json_context(project))
+    moves = access_moves(configs)
+    return text.rstrip("\n") + "\n" + "\n".join(moves) + "\n" if moves else text

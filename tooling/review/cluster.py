@@ -6,7 +6,8 @@ restart pods or replace nodes."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from karpenter_stack.cluster_updates import (
     VERSION_ROLLBACK_DAYS,
@@ -16,6 +17,9 @@ from karpenter_stack.cluster_updates import (
 )
 
 from .kubernetes import own_image_classes
+
+if TYPE_CHECKING:
+    from karpenter_stack.config import AppConfig
 from .model import CLUSTER, FARGATE, ONE_WAY_MARK, Change
 from .values import _MISSING, _at, _differs
 
@@ -247,3 +251,24 @@ def _rolling_effects(kind: str, old: dict[str, Any], new: dict[str, Any], action
         if rolls:
             return [f"add-on `{new.get('AddonName')}` is updated ({', '.join(rolls)}): its pods roll"]
     return []
+
+
+def access_moves(configs: Mapping[str, AppConfig]) -> list[str]:
+    """The report's steps for each environment whose deployed cluster the production profile keeps on aws-auth alone
+    (karpenter_stack/config/access_steps.py): how to move it to access entries, one numbered line each."""
+    lines: list[str] = []
+    for name, config in configs.items():
+        if not config.access_steps:
+            continue
+        where = f" (environment {name})" if name else ""
+        lines += [
+            "",
+            f"## Move cluster {config.cluster_name} to access entries{where}",
+            "",
+            "The production profile starts new clusters on API_AND_CONFIG_MAP and keeps this deployed cluster's "
+            f"authenticationMode ({config.authentication_mode or 'unset: CONFIG_MAP'}): nothing above changes it. "
+            "To move it:",
+            "",
+        ]
+        lines += [f"{i}. {step}" for i, step in enumerate(config.access_steps, 1)]
+    return lines

@@ -330,10 +330,13 @@ def refusals(context: Mapping[str, Any], file_context: Mapping[str, Any], deploy
 
     by_name = {d.stack.name: d for d in deployed if d.templates}
     problems = []
-    for environment, config in load_environments(context, file_context=file_context).items():
+    configs = load_environments(context, file_context=file_context)
+    as_deployed = load_environments(context, file_context=file_context, deployed=_deployed_modes(by_name))
+    for environment, config in configs.items():
         stack = stack_name_for(config.cluster_name)
         if stack not in by_name:
             continue
+        problems += _kept_mode(config, as_deployed[environment], stack, environment)
         with tempfile.TemporaryDirectory(prefix="live-baseline-") as root:
             folder = Path(root) / baseline.BASELINE_DIR
             folder.mkdir()
@@ -346,6 +349,39 @@ def refusals(context: Mapping[str, Any], file_context: Mapping[str, Any], deploy
             for p in found
         ]
     return problems
+
+
+def _deployed_modes(by_name: Mapping[str, Deployed]) -> Callable[[str], tuple[str, str | None] | None]:
+    """The deployed stacks' authentication modes, as the production profile reads a baseline's (it keeps them)."""
+    from karpenter_stack.baseline import CLUSTER_TYPE
+
+    def mode(stack: str) -> tuple[str, str | None] | None:
+        found = by_name.get(stack)
+        resources = found.templates[found.stack.template].get("Resources", {}) if found else {}
+        configs = [r["Properties"].get("Config", {}) for r in resources.values() if r.get("Type") == CLUSTER_TYPE]
+        if not configs:
+            return None
+        return f"stack {stack} as deployed", (configs[0].get("accessConfig") or {}).get("authenticationMode")
+
+    return mode
+
+
+def _kept_mode(config: Any, as_deployed: Any, stack: str, environment: str) -> list[str]:
+    """The production profile keeps a deployed cluster's authentication mode, as far as the accepted baseline says
+    what is deployed: without one (or with one that does not record the deployed stack), the synth chose a new
+    cluster's mode, which would move the running cluster one way."""
+    if config.authentication_mode == as_deployed.authentication_mode:
+        return []
+    from karpenter_stack.config.access_steps import DOCS
+
+    old, new = as_deployed.authentication_mode, config.authentication_mode
+    return [
+        f"authenticationMode {json.dumps(new) if new else 'unset'} (the production profile's): stack {stack} as "
+        f"deployed is on {json.dumps(old) if old else 'unset (CONFIG_MAP)'}, which the profile keeps, but your accepted "
+        "baseline does not record it, so the synth took a new cluster's mode and the deploy would move the cluster "
+        f"one way; write authenticationMode {json.dumps(old)} to keep it, or move it on purpose ({DOCS})"
+        + (f" (environment {environment})" if environment else "")
+    ]
 
 
 def select(stacks: Sequence[AppStack], names: Sequence[str]) -> list[AppStack]:
