@@ -193,3 +193,31 @@ def test_the_quickstart_recommends_access_entries_written_into_cdk_json():
     assert '`"authenticationMode": "API_AND_CONFIG_MAP"`' in quickstart and "`cdk.json`" in quickstart
     config = load_config({**PRODUCT_CONTEXT, "authenticationMode": "API_AND_CONFIG_MAP"}, today=TODAY)
     assert config.authentication_mode == "API_AND_CONFIG_MAP" and config.warnings == ()
+
+
+def test_make_review_ends_with_the_steps_over_a_baseline_on_aws_auth(tmp_path, monkeypatch, capsys, default):
+    """`make review` in a project of the user's: the production profile over the accepted baseline of a cluster on
+    aws-auth keeps it there, and the report ends with the steps that move it."""
+    from karpenter_stack import context_sources
+    from tooling import review as rv
+    from tooling import workspace
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "cdk.context.json").write_text((workspace.PRODUCT / "cdk.context.json").read_text())
+    cdk_json = json.loads((workspace.PRODUCT / "cdk.json").read_text())
+    cdk_json["context"].update(PRODUCTION)
+    (project / "cdk.json").write_text(json.dumps(cdk_json))
+    monkeypatch.setattr(context_sources, "project_dir", lambda: project)
+    monkeypatch.chdir(project)
+    rv.accept(Path(default.app.outdir), project / rv.BASELINE)
+
+    rv.main([])
+    report = capsys.readouterr().out
+    head, _, moves = report.partition("\n## Move cluster eks-karpenter to access entries\n")
+    assert "updateDeletionProtection" in head and "updateAuthMode" not in head
+    assert moves.startswith(
+        "\nThe production profile starts new clusters on API_AND_CONFIG_MAP and keeps this deployed cluster's "
+        "authenticationMode (unset: CONFIG_MAP): nothing above changes it. To move it:\n\n1. Write "
+    )
+    assert [line[:3] for line in moves.strip().splitlines()[2:]] == ["1. ", "2. ", "3. ", "4. "]

@@ -289,6 +289,26 @@ def test_the_synth_guard_runs_against_each_environments_deployed_stack(delivery)
     ) and refused.endswith("(environment prod)")
 
 
+def test_a_production_cluster_deployed_on_aws_auth_without_a_baseline_is_not_moved_silently(delivery):
+    """The production profile keeps a deployed cluster's authentication mode, as far as the baseline tells: with no
+    baseline the synth takes a new cluster's API_AND_CONFIG_MAP, and the live review, which sees the deployed stack
+    on aws-auth alone, refuses the one-way move it would make and says how to keep it."""
+    outdir = Path(delivery.app.outdir)
+    prod = {s.name: s for s in live.app_stacks(outdir)}["eks-karpenter-prod"]
+    template = copy.deepcopy(rv.synthesized_templates(outdir)[prod.template])
+    (cluster,) = [r for r in template["Resources"].values() if r["Type"] == rv.CLUSTER]
+    assert cluster["Properties"]["Config"].pop("accessConfig") == {"authenticationMode": "API_AND_CONFIG_MAP"}
+    deployed = [live.Deployed(prod, f"{ACCOUNT}/us-east-1", "UPDATE_COMPLETE", {prod.template: template})]
+    assert live.refusals(delivery.app.node.get_all_context(), {}, deployed) == [
+        'authenticationMode "API_AND_CONFIG_MAP" (the production profile\'s): stack eks-karpenter-prod as deployed is '
+        "on unset (CONFIG_MAP), which the profile keeps, but your accepted baseline does not record it, so the synth "
+        "took a new cluster's mode and the deploy would move the cluster one way; write authenticationMode null to "
+        "keep it, or move it on purpose (docs/operations.md#move-a-cluster-to-access-entries) (environment prod)"
+    ]
+    cluster["Properties"]["Config"]["accessConfig"] = {"authenticationMode": "API_AND_CONFIG_MAP"}
+    assert live.refusals(delivery.app.node.get_all_context(), {}, deployed) == []
+
+
 def test_aws_region_names_the_region_of_an_environment_agnostic_stack(monkeypatch):
     """The README exports AWS_REGION; botocore reads only AWS_DEFAULT_REGION (found by a newcomer trial)."""
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)

@@ -48,13 +48,17 @@ def move_steps(config: AppConfig) -> list[str]:
         admins = f"each of administrators ({', '.join(config.administrators)})"
     else:
         admins = "the stack's ClusterAdminRole"
+    windows = (
+        " (and an EC2_WINDOWS one for its Windows node role)" if any(c.windows for c in config.node_classes) else ""
+    )
     return [
         f'Write `"{SETTING}": "{NEW_CLUSTER_MODE}"` where this environment\'s settings are, and change nothing '
         "else of the cluster in that deploy (aws-cdk's cluster handler allows one kind of cluster update per "
         "deploy); `make review` then shows the cluster's updateAuthMode and the access entries it adds.",
         f"Deploy it. The cluster moves first (updateAuthMode {_mode(config)} → {NEW_CLUSTER_MODE}: EKS reads access "
         f"entries beside aws-auth); then CloudFormation creates an access entry for {admins} with "
-        "AmazonEKSClusterAdminPolicy (cluster scope) and an EC2_LINUX access entry for Karpenter's node role; once the "
+        f"AmazonEKSClusterAdminPolicy (cluster scope) and an EC2_LINUX access entry for Karpenter's node role{windows}; "
+        "once the "
         "administrators' entries exist, aws-auth is rewritten without their system:masters mappings. The node role's "
         "aws-auth mapping stays (nodes keep joining throughout), as do the Fargate profile's or node group's.",
         "`make accept` and commit the baseline: it records the new mode, which the production profile keeps from "

@@ -21,6 +21,7 @@ from constructs_lib.karpenter.node_manifests import ManifestError, read_node_man
 from constructs_lib.karpenter.specs.rules import release_problems, role_name
 
 from .. import versions
+from .access_steps import kept_on_aws_auth, move_steps
 from .cluster_rules import (
     administrators,
     alarm_topic,
@@ -49,7 +50,6 @@ from .node_rules import (
     production_nodes,
     user_data_fits,
 )
-from .access_steps import kept_on_aws_auth, move_steps
 from .synth_warnings import WARNINGS, _placed
 
 Rule = Callable[[AppConfig], list[str]]
