@@ -223,6 +223,8 @@ APP_OWNED = {
     "stack's region and partition (which the construct does not know) and the key owner's warning",
     ("karpenter_stack/config/synth_warnings.py", "_existing_cluster_warnings"): "warnings, not refusals",
     ("karpenter_stack/config/synth_warnings.py", "_production_warnings"): "warnings, not refusals",
+    ("karpenter_stack/config/access_steps.py", "move_steps"): "the steps' text (a Windows node role's entry too), "
+    "no refusal",
     ("karpenter_stack/config/reference.py", "_needs_release"): "the configuration reference's text, no refusal",
     ("karpenter_stack/config/reference.py", "takes"): "the configuration reference's text, no refusal",
 }
