@@ -159,7 +159,11 @@ def test_a_mode_written_wins_over_the_profile_and_null_keeps_it_unset(tmp_path):
     assert _production(authenticationMode="CONFIG_MAP").authentication_mode == "CONFIG_MAP"
     unset = _production(authenticationMode=None)
     assert (unset.authentication_mode, unset.warnings) == (None, ())
-    assert load_config({**PRODUCTION, "authenticationMode": "null"}, today=TODAY).authentication_mode is None
+    assert load_config({**PRODUCTION, "authenticationMode": "null"}, today=TODAY).authentication_mode is None  # -c
+    # cdk.json's null, which jsii drops from the app's context whole: still unset, not the profile's
+    in_file = {**PRODUCTION, "authenticationMode": None}
+    (config,) = load_environments(dict(PRODUCTION), today=TODAY, file_context=in_file).values()
+    assert config.authentication_mode is None
 
 
 def test_an_environment_reads_its_own_stack_and_an_existing_cluster_takes_no_mode(tmp_path, default):

@@ -88,6 +88,8 @@ def settings_of(
     }
     if file_context is not None:  # cdk.json's own values, with the nulls jsii dropped (null = "leave it unset")
         ours = {k: v if k in flags else from_file[k] for k, v in ours.items()}
+        # (a setting that is null itself is dropped whole: it still says "unset", e.g. over a profile's value)
+        ours.update({k: None for k, v in from_file.items() if v is None and k not in ours})
     return ours, {k: FLAG if k in flags else CDK_JSON for k in ours}
 
 
