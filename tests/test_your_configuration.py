@@ -152,3 +152,23 @@ def test_the_gate_reads_every_iam_grant_of_your_synth_and_the_karpenter_stack_gr
         for config in your_environments().values()
     }
     assert synthesized_problems(result.outdir, karpenter) == []
+
+
+@pytest.mark.cli
+def test_in_ci_your_committed_baseline_is_the_synth_of_your_configuration():
+    """In CI (``CI=true``, which GitHub Actions sets), every stack with an accepted baseline (`make accept`, committed
+    in baseline/) must be what your configuration synthesizes, as the snapshot tests hold the product's templates:
+    a change committed without `make accept` leaves the baseline behind, and the next review would show two changes.
+    Locally a stale baseline during a change is normal (`make review` shows it), so this checks only in CI. It reads
+    the gate's synth: nothing is synthesized again (tooling/review/freshness.py)."""
+    from tooling.review import freshness
+    from tooling.review.baseline import BASELINE, baseline_templates
+
+    result = your_synth()
+    assert result.returncode == 0
+    if not freshness.in_ci(os.environ):
+        return
+    environments = {config.cluster_name.replace("_", "-"): name for name, config in your_environments().items()}
+    problems = freshness.stale(baseline_templates(BASELINE, root=ROOT), result.outdir, environments)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)

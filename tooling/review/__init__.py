@@ -25,7 +25,8 @@ paths, comparisons), ``diff`` (a template's resources added, removed, replaced o
 properties; replacements through references), ``cluster`` (the EKS cluster's handler rules, Fargate evictions,
 node groups and add-ons), ``kubernetes`` (manifests, Helm releases, drift, the CRDs' transition rules),
 ``stacks`` (stack by stack: nested, new, gone and renamed stacks; one-way changes), ``acknowledgments``,
-``render`` (Markdown) and ``cli`` (the command); ``model`` holds what they share.
+``render`` (Markdown) and ``cli`` (the command); ``model`` holds what they share. ``freshness`` is the gate's check
+in CI that the committed baseline is the synth of the configuration (tests/test_your_configuration.py).
 
 Beside them, what the review relies on and what puts it to the test: CloudFormation's lifecycle semantics
 (``lifecycle_model``), the deploy simulator (``simulator/``, with aws-cdk's real cluster handler as its oracle,
