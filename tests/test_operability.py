@@ -1,14 +1,11 @@
-"""Operability switches: demo workload, ServiceMonitor, interruption-queue alarms; the CI example."""
+"""Operability switches: demo workload, ServiceMonitor, interruption-queue alarms (the CI example: tests/test_workflows.py)."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from constructs_lib.karpenter import yaml_load
 from tests.cfn import controller_values, kubernetes_objects, render, resources
-from tests.conftest import ROOT, synth
+from tests.conftest import synth
 from tests.test_lifecycle import dependency_graph, depends_transitively
 from tooling.kubernetes_schemas import object_violations
 from tooling.releases.chart_render import unknown_values
@@ -121,54 +118,4 @@ def test_alarm_topic_needs_the_alarms():
         load_config({"interruptionQueueAlarms": True, "alarmTopicArn": "karpenter-alerts"})
     assert str(info.value) == (
         'alarmTopicArn = "karpenter-alerts": must be an SNS topic ARN like arn:aws:sns:<region>:<account>:<topic> (from cdk.json)'
-    )
-
-
-def test_ci_example_runs_the_readme_commands_and_keeps_the_reports():
-    workflow = yaml_load.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
-    assert "pull_request" in workflow[True]  # YAML 1.1 reads the key `on` as True
-    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
-    runs = [s["run"].strip() for s in steps if "run" in s]
-    assert runs == [
-        "make synth",
-        "make test",
-        'make review BASE="origin/$BASE_REF" ARGS="--output review.md"',
-        'if [ -f review.md ]; then cat review.md >> "$GITHUB_STEP_SUMMARY"; fi',
-        'make security-report ARGS="--sarif-dir reports" | tee security-report.txt',
-    ]
-    # the snapshot review on pull requests, against the base branch (read from git: full history), as
-    # the job summary even when it fails the job
-    review, summary = [s for s in steps if "review" in s.get("run", "")]
-    assert review["if"] == "github.event_name == 'pull_request'"
-    assert review["env"] == {"BASE_REF": "${{ github.base_ref }}"}  # never expanded into the script itself
-    assert summary["if"] == "always() && github.event_name == 'pull_request'"
-    (checkout,) = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
-    assert checkout["with"] == {"persist-credentials": False, "fetch-depth": 0}
-    (upload,) = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]
-    assert upload["if"] == "always()"
-    assert upload["with"]["path"].split() == ["cdk.out/", "security-report.txt", "review.md", "reports/"]
-    (sarif,) = [s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@")]
-    assert (sarif["if"], sarif["with"]) == ("always()", {"sarif_file": "reports"})
-    # the README names the two commands; docs/delivery.md, which documents the CI example, every command it runs
-    readme = (ROOT / "README.md").read_text()
-    assert all(f"`{command}`" in readme for command in ("make synth", "make test"))
-    delivery = (ROOT / "docs" / "delivery.md").read_text()
-    assert all(command.split(" |")[0] in delivery for command in runs if not command.startswith("if "))
-
-
-def test_ci_example_pins_actions_by_commit_and_caches_by_lock_file_hash():
-    text = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
-    workflow = yaml_load.safe_load(text)
-    assert workflow["permissions"] == {"contents": "read"}
-    assert workflow["jobs"]["check"]["permissions"] == {"contents": "read", "security-events": "write"}
-    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
-    uses = [s["uses"] for s in steps if "uses" in s]
-    assert len(uses) == 6 and all(re.fullmatch(r"[a-z-]+/[a-z-]+(/[a-z-]+)?@[0-9a-f]{40}", u) for u in uses), uses
-    # each pin names the tag it was taken from, for reviewers and for dependency bots
-    assert all(re.search(rf"uses: {re.escape(u)} # v[0-9]+\.[0-9]+\.[0-9]+$", text, re.M) for u in uses)
-    (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
-    assert cache["with"]["path"].split() == [".venv", ".venv-checkov", "node_modules", ".mypy_cache"]
-    assert cache["with"]["key"] == (
-        "deps-${{ runner.os }}-py3.11-${{ hashFiles('requirements.txt', 'requirements-dev.txt', "
-        "'requirements-checkov.txt', 'package-lock.json') }}"
     )
