@@ -416,6 +416,21 @@ def test_the_old_cdk_args_variable_is_refused_with_its_replacement():
     )
 
 
+def test_the_readmes_commands_are_what_make_help_lists_for_your_cluster():
+    """make help matches the docs: the README's table of commands is the "Your cluster" part of `make help`, no more,
+    no less (the project's own targets are in docs/development.md)."""
+    result = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True)
+    lines = result.stdout.splitlines()
+    yours = [
+        line.split(":")[0].strip()
+        for line in lines[1 : lines.index("Developing this project:")]
+        if line.startswith("  ")
+    ]
+    table = re.findall(r"^\| `make ([a-z-]+)[^`]*` \|", (ROOT / "README.md").read_text(), re.M)
+    assert sorted(table) == sorted(yours)
+    assert len(table) == len(set(table)) == 14
+
+
 def test_make_help_lists_every_target():
     result = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, check=True)
     lines = result.stdout.splitlines()

@@ -253,6 +253,8 @@ def _kind(words: list[str]) -> str:
     """offline: the suite runs it; aws: it needs AWS (or the network) and is checked offline."""
     if words[:2] == ["make", "synth"] and all(w.split("=", 1)[0] in OFFLINE_VARIABLES for w in words[2:]):
         return "offline"
+    if words == ["make", "test"]:
+        return "suite"  # the README's test command: tests/test_newcomer.py runs it in a fresh copy
     if words[:2] == ["make", "manifests"] and all(w.split("=", 1)[0] in OFFLINE_VARIABLES for w in words[2:]):
         return "manifests"  # offline, in-process (tooling/manifests.py)
     if words[:2] == ["make", "cdk"] and shlex.split(_variables(words).get("ARGS", ""))[:1] in [
@@ -288,7 +290,9 @@ def _classified() -> list[tuple[str, str, list[str], str]]:
             words, comment = _command(line)
             kind = _kind(words)
             marked |= words[0] == "export" or "credentials" in comment
-            assert kind in ("offline", "manifests") or marked, f"{line!r} needs AWS and its block does not say so"
+            assert kind in ("offline", "manifests", "suite") or marked, (
+                f"{line!r} needs AWS and its block does not say so"
+            )
             out.append((heading, kind, words, comment))
     return out
 
@@ -330,13 +334,14 @@ def _one_run(words: list[str]) -> tuple[str | None, list[str]]:
 def test_every_readme_snippet_is_a_command_or_settings_the_suite_knows():
     """The README's blocks, counted: a new one is classified (and so checked) here first."""
     kinds = [kind for _, kind, _, _ in _classified()]
-    assert len(_snippets()) == 9
+    assert len(_snippets()) == 10
     assert {k: kinds.count(k) for k in sorted(set(kinds))} == {
         "aws": 11,
         "environments": 1,
         "manifests": 2,
-        "offline": 5,
+        "offline": 6,
         "settings": 1,
+        "suite": 1,
     }
 
 
@@ -471,4 +476,76 @@ def test_every_offline_readme_command_runs_as_written_on_a_fresh_clone():
         assert top == [said.group(1) if said else "eks-karpenter"]
         assert result.stdout.splitlines()[-1].startswith(f"Synthesized: {top[0]}.template.json ")
         ran.append(" ".join(words))
-    assert len(ran) == 5
+    assert len(ran) == 6
+
+
+# The tool behind each target that takes ARGS words of its own besides -c settings (their flags must be its own).
+TOOL_OF = {
+    "review": ROOT / "tooling" / "review" / "cli.py",
+    "accept": ROOT / "tooling" / "review" / "cli.py",
+    "security-report": ROOT / "tooling" / "scans" / "security_report.py",
+    "manifests": ROOT / "tooling" / "manifests.py",
+    "upstream-examples": ROOT / "tooling" / "releases" / "upstream_examples.py",
+}
+CDK_COMMANDS = (*AWS_COMMANDS, "synth", "list", "ls", "context", "doctor")
+
+
+def _docs_make_commands() -> list[tuple[str, list[str]]]:
+    """(page, words) of every `make` command in a bash block of the README and docs/, placeholders filled in."""
+    found = []
+    for page in [README, *DOCS]:
+        for block in FENCE.findall(page.read_text()):
+            if not block.startswith("```bash"):
+                continue
+            for line in block.splitlines()[1:-1]:
+                line = line.strip().replace("$BASE_REF", "main")
+                if line.startswith("make "):
+                    found.append((page.name, _command(line)[0]))
+    return found
+
+
+def test_every_make_command_of_the_docs_is_valid_offline(tmp_path):
+    """Every `make` command the docs give (README and docs/) can run as written, as far as it can without AWS: its
+    target exists, it passes only variables make hands on, its CONTEXT_FILE exists, its settings pass the
+    configuration check in a fresh clone, `make cdk` names a CDK command, and the other words of ARGS are the tool's
+    own flags."""
+    from karpenter_stack.preflight import stop_reason
+
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.M))
+    exported = set(re.search(r"^export (ARGS .*)$", makefile, re.M).group(1).split())  # type: ignore[union-attr]
+    fresh = _project(tmp_path / "fresh")
+    commands = _docs_make_commands()
+    for page, words in commands:
+        where = f"{page}: {' '.join(words)}"
+        target, variables = words[1], _variables(words)
+        assert target in targets, where
+        assert set(variables) <= exported, where
+        context_file = variables.get("CONTEXT_FILE")
+        assert context_file is None or (ROOT / context_file).is_file(), where
+        args = shlex.split(variables.get("ARGS", ""))
+        if target == "cdk":
+            assert args[:1] and args[0] in CDK_COMMANDS, where
+            args = args[1:]
+        settings = [a for i, a in enumerate(args) if a == "-c" or (i and args[i - 1] == "-c")]
+        flags = [a for a in args if a.startswith("--") and a not in settings]
+        if target in TOOL_OF:
+            assert all(f'"{f}"' in TOOL_OF[target].read_text() for f in flags), where
+        elif target != "cdk":
+            assert flags == [], where
+        if "<" in " ".join(args) or target not in (
+            "synth",
+            "cdk",
+            "check",
+            "review",
+            "accept",
+            "manifests",
+            "test",
+            "security-report",
+        ):
+            continue
+        from tooling.make_args import arguments
+
+        flagged = [a for a in arguments(["SET"], variables) if a] + settings
+        assert stop_reason(str(ROOT / context_file) if context_file else None, flagged, fresh) is None, where
+    assert len(commands) >= 40  # (45 when written)
