@@ -46,7 +46,8 @@ What it builds, and the order CloudFormation creates and deletes it in:
 Before it adds anything, it refuses specs that do not fit together (``specs.rules``, :meth:`Karpenter.check`):
 duplicate names, a pool whose class is not given, reserved capacity without reservations or with its gate off,
 static capacity or overlays with their gate off, a Windows pool that allows only arm64, an AMI alias without
-images for ``kubernetes_version``. Each part acknowledges its own cdk-nag findings (``constructs_lib.karpenter.nag``).
+images for ``kubernetes_version``, a chart value of ``controller.chart_values`` the release's chart does not take or
+the construct writes itself. Each part acknowledges its own cdk-nag findings (``constructs_lib.karpenter.nag``).
 """
 
 from __future__ import annotations
@@ -153,6 +154,8 @@ class Karpenter(Construct):
             kubernetes_version=props.kubernetes_version,
             karpenter_version=props.version,
             own_node_roles=props.own_node_roles,
+            controller=props.controller,
+            pod_annotations=list(props.controller_pod_annotations or {}),
         )
 
     @staticmethod

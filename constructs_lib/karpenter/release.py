@@ -19,6 +19,11 @@ HELM_TIMEOUT = Duration.minutes(12)
 CONTROLLER_REPLICAS = 2
 
 
+# The app's defaults of chart values no setting writes: controller.chartValues may override them (a team's choice);
+# every other value the app writes is its own (chart_values.ownership).
+OVERRIDABLE = ("replicas", "podDisruptionBudget", "priorityClassName")
+
+
 def controller_values(
     *,
     cluster_name: str,
@@ -31,7 +36,37 @@ def controller_values(
     controller: ControllerSpec = ControllerSpec(),
     pod_annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Values for the ``karpenter`` chart. Every key here exists in the 1.14 chart's values.yaml.
+    """Values for the ``karpenter`` chart: the app's (:func:`app_values`) with ``controller.chart_values`` deep-merged
+    over them (chart_values.merge; what the map may hold is checked before, chart_values.problems)."""
+    from .chart_values import merge
+
+    values = app_values(
+        cluster_name=cluster_name,
+        interruption_queue=interruption_queue,
+        service_account=service_account,
+        role_arn=role_arn,
+        dns_policy=dns_policy,
+        tolerations=tolerations,
+        service_monitor=service_monitor,
+        controller=controller,
+        pod_annotations=pod_annotations,
+    )
+    return merge(values, controller.chart_values) if controller.chart_values else values
+
+
+def app_values(
+    *,
+    cluster_name: str,
+    interruption_queue: str,
+    service_account: str,
+    role_arn: str | None,
+    dns_policy: str,
+    tolerations: Sequence[dict[str, str]] | None = None,
+    service_monitor: bool = False,
+    controller: ControllerSpec = ControllerSpec(),
+    pod_annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The values the app writes for the ``karpenter`` chart. Every key here exists in the 1.14 chart's values.yaml.
     ``role_arn``: the IRSA annotation of the service account (None with EKS Pod Identity, whose
     association names the role)."""
     values: dict[str, Any] = {

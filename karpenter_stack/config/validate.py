@@ -17,8 +17,9 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
 from constructs_lib.karpenter import template_parity
+from constructs_lib.karpenter.names import KUBERNETES_VERSION_POD_ANNOTATION
 from constructs_lib.karpenter.node_manifests import ManifestError, read_node_manifests
-from constructs_lib.karpenter.specs.rules import release_problems, role_name
+from constructs_lib.karpenter.specs.rules import chart_value_problems, release_problems, role_name
 
 from .. import versions
 from .access_steps import kept_on_aws_auth, move_steps
@@ -158,15 +159,33 @@ def _from_files(line: str, layered: Layered) -> str:
     return f"{line} (from {where})"
 
 
+# Who writes each chart value the app writes, by the parameter of constructs_lib/karpenter/release.py app_values that
+# writes it, as the settings name it ("": the app itself): controller.chartValues may not set them.
+CHART_VALUE_OWNERS = {
+    "cluster_name": "clusterName",
+    "interruption_queue": "clusterName (the interruption queue's name)",
+    "service_account": "karpenterServiceAccount",
+    "role_arn": "controllerCredentials",
+    "dns_policy": "controllerHosting",
+    "tolerations": "controllerHosting",
+    "service_monitor": "serviceMonitor",
+    "pod_annotations": "controllerHosting",
+    "": "the app",
+}
+# The pod annotations a hosting gives the controller (constructs_lib/controller_hosting.py: Fargate's).
+HOSTING_POD_ANNOTATIONS = (KUBERNETES_VERSION_POD_ANNOTATION,)
+
+
 def chosen_release(config: AppConfig) -> list[str]:
-    """What the chosen Karpenter release does not know of the node objects and feature gates (specs.rules)."""
+    """What the chosen Karpenter release does not know of the node objects and feature gates, and what it or the app
+    refuses of controller.chartValues (specs.rules)."""
     return release_problems(
         config.node_classes,
         config.node_pools,
         config.node_overlays,
         config.controller.feature_gates,
         config.karpenter_version,
-    )
+    ) or chart_value_problems(config.controller, config.karpenter_version, HOSTING_POD_ANNOTATIONS, CHART_VALUE_OWNERS)
 
 
 def rule_problems(config: AppConfig) -> list[str]:

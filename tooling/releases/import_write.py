@@ -230,10 +230,14 @@ def stage(root: Path, version: str, artifacts: Artifacts, shown: str, scratch: P
         _write(tree, f"{names['schemas']}/{name}", text)
     release = {
         "karpenter": version,
-        "source": f"{names['upstream']}/charts/karpenter/values.yaml settings.featureGates; {names['upstream']}/crds",
+        "source": f"{names['upstream']}/charts/karpenter/values.yaml settings.featureGates; {names['upstream']}/crds; "
+        f"{names['schemas']}/controller-values.schema.json",
         "generated-by": "python -m tooling.releases.karpenter_import",
         "featureGates": feature_gates(values, f"{shown}/karpenter"),
         "objects": object_fields(schemas),
+        # The chart values schema again, for the construct (which reads only its own release data): what
+        # controller.chartValues may hold for this release.
+        "chartValues": json.loads(schemas["controller-values.schema.json"]),
     }
     _write(tree, names["release"], _json(release))
     problems = template_parity.report(tree / names["template"])[1]

@@ -19,7 +19,9 @@ template of the release's documentation -- and writes everything the project pin
   (tooling/mirror_crd_schema.py, tooling/mirror_crd_rules.py) and ``controller-values.schema.json``, generated from
   the chart (tooling/chart_values_schema.py);
 - ``constructs_lib/karpenter/releases/karpenter-<V>.json``: the release's feature gates and their defaults (values.yaml
-  ``settings.featureGates``), and the fields of each kind's spec with their enums (from the CRDs).
+  ``settings.featureGates``), the fields of each kind's spec with their enums (from the CRDs), and the chart values
+  schema again (``chartValues``: the construct reads only its own release data; ``controller.chartValues`` is
+  checked against it).
 
 Before anything moves in, the release report (release_report.py) between the release and its base, the older
 first, is printed; a change that needs a human decision (a new required field, a removed field or chart key the app

@@ -1,7 +1,8 @@
 """What the app knows of each imported Karpenter release, one ``karpenter-<version>.json`` per release, written by
 ``python -m tooling.releases.karpenter_import`` (``make karpenter-import``) from the release's charts: its feature
-gates (``settings.featureGates`` of the karpenter chart's values.yaml) with their defaults, and the fields of each
-kind's spec with their enums (from the CRDs the karpenter-crd chart installs). ``karpenterVersion`` chooses among them:
+gates (``settings.featureGates`` of the karpenter chart's values.yaml) with their defaults, the fields of each
+kind's spec with their enums (from the CRDs the karpenter-crd chart installs), and the chart's values schema
+(:func:`chart_values_schema`). ``karpenterVersion`` chooses among them:
 :func:`imported` lists them, and :func:`gate_and_object_problems` finds, for the chosen release, a feature gate or an
 object field or value that release does not know (e.g. ``consolidationPolicy: Balanced``, new in 1.14)."""
 
@@ -36,6 +37,14 @@ def _release(version: str) -> dict[str, Any]:
 def feature_gates(version: str) -> dict[str, bool]:
     """The feature gates of a release and the chart's default of each, in values.yaml's order."""
     return {str(name): bool(on) for name, on in _release(version)["featureGates"].items()}
+
+
+def chart_values_schema(version: str) -> dict[str, Any]:
+    """The JSON Schema of the release's ``karpenter`` chart values (generated from the chart at import: every key its
+    values.yaml and templates read, each with its default's type; ``controller.chartValues`` is checked against
+    it)."""
+    schema: dict[str, Any] = _release(version)["chartValues"]
+    return schema
 
 
 def object_fields(version: str, kind: str) -> dict[str, Any]:

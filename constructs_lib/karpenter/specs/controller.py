@@ -5,7 +5,7 @@ unset keeps the chart's default and is not written (the chart's values do not ch
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, field_validator, model_validator
 
@@ -108,6 +108,25 @@ class ControllerSpec(CamelModel):
             differs=_RESOURCES_DIFFER,
         ),
         examples=["2Gi"],
+    )
+
+    chart_values: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Any other value of the release's karpenter chart, deep-merged over the values the app writes "
+        "(lists the app writes keep its entries, yours added after them), checked against the chart values schema "
+        "of karpenterVersion (an unknown key or a wrong type is refused). A value a setting writes (clusterName, the "
+        "queue, the service account and its role, controller.featureGates, controller.cpu, ...) is refused here, "
+        "naming that setting; the app's replicas, podDisruptionBudget and priorityClassName are defaults you may "
+        "override. The review says which changed values roll the controller's pods.",
+        json_schema_extra=change(
+            Change.RESTARTS_CONTROLLER,
+            "chart value (any)",
+            CHART_POD_TEMPLATE
+            + "; a value rendered outside the pod template (replicas, strategy, podDisruptionBudget, serviceMonitor, "
+            "the service account's or Service's annotations, additionalLabels, ...) changes its object only, which the "
+            "review says",
+        ),
+        examples=[{"settings": {"vmMemoryOverheadPercent": 0.1}, "podAnnotations": {"example.com/team": "platform"}}],
     )
 
     @field_validator("batch_max_duration", "batch_idle_duration")

@@ -9,12 +9,12 @@ configuration calls the same functions and adds where each setting came from."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import ami, user_data_merged
 from .base import quoted
-from .controller import FeatureGate, gate_on
+from .controller import ControllerSpec, FeatureGate, gate_on
 from .node_class import NodeClassSpec
 from .node_overlay import NodeOverlaySpec
 from .node_pool import NodePoolSpec
@@ -187,6 +187,23 @@ def _release_problem(problem: Any, specs: Sequence[Any]) -> str:
     return f"{setting}{value}: {problem.verdict}; {fix}, or another karpenterVersion"
 
 
+def chart_value_problems(
+    controller: ControllerSpec,
+    karpenter_version: str | None,
+    pod_annotations: Iterable[str] = (),
+    owners: Mapping[str, str] | None = None,
+) -> list[str]:
+    """``controller.chartValues`` against the release's chart values schema and the values the construct writes
+    itself (constructs_lib/karpenter/chart_values.py): an unknown key, a wrong type, or a value a setting writes
+    (``owners``: who writes what, by the parameter of release.app_values; the construct's props by default)."""
+    from .. import chart_values
+
+    names = chart_values.PROP_OWNERS if owners is None else owners
+    return chart_values.problems(
+        controller.chart_values, karpenter_version, pod_annotations=pod_annotations, names=names
+    )
+
+
 def role_name(arn: str) -> str:
     """An IAM role's name (its ARN's last part, without the path): what an EC2NodeClass's spec.role says."""
     return arn.rsplit("/", 1)[-1]
@@ -262,9 +279,13 @@ def check_nodes(
     kubernetes_version: str | None = None,
     karpenter_version: str | None = None,
     own_node_roles: Sequence[str] = (),
+    controller: ControllerSpec | None = None,
+    pod_annotations: Iterable[str] = (),
 ) -> None:
     """Every rule of this module, in the order the app's configuration runs them: :class:`NodeSpecsError` with
-    the problems of the first rule that finds any (``where``: the construct, as the message names it)."""
+    the problems of the first rule that finds any (``where``: the construct, as the message names it;
+    ``controller``/``pod_annotations``: the controller's settings and the keys of the construct's
+    ``controller_pod_annotations``, whose chart values are checked)."""
     problems = (
         name_problems(node_classes, node_pools, node_overlays)
         or role_problems(node_classes, own_node_roles)
@@ -276,6 +297,7 @@ def check_nodes(
             if karpenter_version is not None
             else []
         )
+        or (chart_value_problems(controller, karpenter_version, pod_annotations) if controller is not None else [])
     )
     if problems:
         raise NodeSpecsError(where, problems)
