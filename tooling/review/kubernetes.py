@@ -270,10 +270,12 @@ def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) 
             keys = ["values"]
         effects.append(f"Helm release `{release}` values change ({', '.join(keys)}): helm upgrade")
     if effects and release == "karpenter":
-        if old.get("Version") != new.get("Version") or _pod_template_changes(old, new):
+        rolling = _pod_template_changes(old, new)
+        if old.get("Version") != new.get("Version") or rolling:
             effects.append(
                 f"{CONTROLLER_RESTARTS} one at a time (PodDisruptionBudget maxUnavailable 1); "
                 "provisioning pauses during the leader handover"
+                + (f"; the values in their pod template that change: {', '.join(rolling)}" if rolling else "")
             )
         else:
             effects.append(
@@ -287,14 +289,23 @@ def _helm_effects(old: dict[str, Any], new: dict[str, Any], replaced: set[str]) 
 # What the review says when a new pod template rolls the controller's pods.
 CONTROLLER_RESTARTS = "the Karpenter controller pods restart"
 
-# Karpenter 1.14.1 chart values that render outside the controller Deployment's pod template: the service
-# account's annotations (the Deployment has no checksum of them), the PodDisruptionBudget, the ServiceMonitor,
-# and the replica count (a scale, not a restart). Every other value reaches the pod template.
+# Karpenter 1.14.1 chart values that render outside the controller Deployment's pod template
+# (charts/karpenter/templates/): the service account's annotations (the Deployment has no checksum of them), the
+# PodDisruptionBudget, the ServiceMonitor, the Service's annotations, the ClusterRole's extra rules, the Deployment's
+# own replica count (a scale, not a restart), revision history, rollout strategy, annotations (additionalAnnotations)
+# and labels (additionalLabels: every object's metadata, not the pod template's, which has podLabels). Every other value
+# of the chart reaches the pod template (tests/test_chart_values.py renders each key of the chart values schema).
 _OUTSIDE_POD_TEMPLATE = (
     ("serviceAccount", "annotations"),
     ("podDisruptionBudget",),
     ("serviceMonitor",),
     ("replicas",),
+    ("service",),
+    ("additionalClusterRoleRules",),
+    ("revisionHistoryLimit",),
+    ("strategy",),
+    ("additionalAnnotations",),
+    ("additionalLabels",),
 )
 
 
@@ -306,6 +317,8 @@ def _pod_template_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]
         return ["values (not decided: unreadable)"]
 
     def leaves(a: Any, b: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        if isinstance(a, dict) and b is None or a is None and isinstance(b, dict):  # a map added or removed: its keys
+            a, b = a or {}, b or {}
         if isinstance(a, dict) and isinstance(b, dict):
             return [p for k in sorted(a.keys() | b.keys()) for p in leaves(a.get(k), b.get(k), (*path, k))]
         return [] if a == b else [path]
