@@ -272,6 +272,7 @@ def test_the_values_the_review_says_roll_the_pods_are_the_ones_in_the_rendered_p
         variants[path] = changed
     with ThreadPoolExecutor(max_workers=4) as pool:
         renders = dict(zip(variants, pool.map(lambda v: render(VERSION, values=v), variants.values()), strict=True))
+
     def pod_template(rendered: str) -> dict:
         (deployment,) = [o for name, o in by_kind(rendered).items() if name.startswith("Deployment/")]
         return deployment["spec"]["template"]  # (nameOverride renames it)
