@@ -1,7 +1,7 @@
 """``controller.chartValues``: any value of the release's ``karpenter`` chart, deep-merged over the values the app writes
 (release.app_values), so that no team forks for a chart value.
 
-- :func:`merge`: maps merge key by key, the map's scalars replace the app's, and a list the app writes keeps the app's
+- ``release.merge``: maps merge key by key, the map's scalars replace the app's, and a list the app writes keeps the app's
   entries with the map's added after them (the controller's ``AWS_REGION`` and its hosting's toleration stay).
 - :func:`ownership`: which values the app writes itself, found where it builds them: ``app_values`` is run with every
   optional part on, and again with each of its parameters (and each field of the controller's typed settings) set
@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from typing import Any
 
+from .release import OVERRIDABLE, app_values
 from .specs.controller import FEATURE_GATE_DEFAULTS, ControllerSpec
 
 Path = tuple[str, ...]
@@ -68,21 +69,6 @@ _TYPES = {
 }
 
 
-def merge(app: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """``extra`` deep-merged over ``app``: maps key by key, lists the app writes extended (its entries first, the
-    map's after them, each once), anything else replaced."""
-    out = dict(app)
-    for key, value in extra.items():
-        mine = out.get(key)
-        if isinstance(mine, Mapping) and isinstance(value, Mapping):
-            out[key] = merge(mine, value)
-        elif isinstance(mine, list) and isinstance(value, list):
-            out[key] = [*mine, *(item for item in value if item not in mine)]
-        else:
-            out[key] = value
-    return out
-
-
 def _leaves(values: Mapping[str, Any], path: Path = ()) -> Iterator[tuple[Path, Any]]:
     """Every value below maps, by path: scalars, lists and empty maps."""
     for key, value in values.items():
@@ -95,8 +81,6 @@ def _leaves(values: Mapping[str, Any], path: Path = ()) -> Iterator[tuple[Path, 
 
 def _written(args: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[Path, Any]:
     """What release.app_values writes with ``args`` and the controller's typed settings ``fields``, by path."""
-    from .release import app_values
-
     return dict(_leaves(app_values(**args, controller=ControllerSpec.model_construct(**fields))))
 
 
@@ -111,8 +95,6 @@ def ownership(pod_annotations: frozenset[str] = frozenset()) -> dict[Path, str]:
     """Every value the app writes that the map may not change, by path, with the parameter of release.app_values
     that writes it (``controller.<field>`` for a typed setting of the controller; "": the app itself).
     ``pod_annotations``: the keys of the pod annotations the construct is given (its prop of that name)."""
-    from .release import OVERRIDABLE
-
     args, fields = _everything(pod_annotations)
     written = _written(args, fields)
     variants = [(name, {**args, name: values[0]}, fields) for name, values in _PROBES.items()]

@@ -37,9 +37,7 @@ def controller_values(
     pod_annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Values for the ``karpenter`` chart: the app's (:func:`app_values`) with ``controller.chart_values`` deep-merged
-    over them (chart_values.merge; what the map may hold is checked before, chart_values.problems)."""
-    from .chart_values import merge
-
+    over them (:func:`merge`; what the map may hold is checked before, chart_values.problems)."""
     values = app_values(
         cluster_name=cluster_name,
         interruption_queue=interruption_queue,
@@ -52,6 +50,21 @@ def controller_values(
         pod_annotations=pod_annotations,
     )
     return merge(values, controller.chart_values) if controller.chart_values else values
+
+
+def merge(app: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` deep-merged over ``app``: maps key by key, lists the app writes extended (its entries first, the
+    map's after them, each once), anything else replaced."""
+    out = dict(app)
+    for key, value in extra.items():
+        mine = out.get(key)
+        if isinstance(mine, Mapping) and isinstance(value, Mapping):
+            out[key] = merge(mine, value)
+        elif isinstance(mine, list) and isinstance(value, list):
+            out[key] = [*mine, *(item for item in value if item not in mine)]
+        else:
+            out[key] = value
+    return out
 
 
 def app_values(

@@ -72,8 +72,7 @@ class AppConfig(ClusterSettings):
     controller: Annotated[ControllerSpec, KarpenterProp()] = Field(
         default_factory=ControllerSpec,
         description="The Karpenter controller: featureGates, batchMaxDuration, batchIdleDuration, zonalShift, logLevel, "
-        "chartValues, "
-        "cpu, memory (keys below).",
+        "cpu, memory, and chartValues: any other value of the karpenter chart (keys below).",
         json_schema_extra=change(Change.BY_FIELD, "the karpenter chart's values", facts.BY_FIELD),
         examples=[{"logLevel": "debug", "featureGates": {"nodeOverlay": True}}],
     )
