@@ -201,7 +201,15 @@ def test_the_construct_runs_every_rule_function(monkeypatch):
     assert (
         sorted(called)
         == sorted(functions)
-        == ["ami_problems", "name_problems", "pool_problems", "release_problems", "role_problems", "user_data_problems"]
+        == [
+            "ami_problems",
+            "chart_value_problems",
+            "name_problems",
+            "pool_problems",
+            "release_problems",
+            "role_problems",
+            "user_data_problems",
+        ]
     )
 
 
@@ -228,11 +236,11 @@ APP_OWNED = {
     ("karpenter_stack/config/reference.py", "_needs_release"): "the configuration reference's text, no refusal",
     ("karpenter_stack/config/reference.py", "takes"): "the configuration reference's text, no refusal",
 }
-_NODE_FIELDS = {"node_classes", "node_pools", "node_overlays", "feature_gates"}
+_NODE_FIELDS = {"node_classes", "node_pools", "node_overlays", "feature_gates", "chart_values"}
 
 
 def _node_functions(source: str) -> dict[str, ast.FunctionDef]:
-    """The functions of a module that read the node specs (or the feature gates)."""
+    """The functions of a module that read the node specs (or the feature gates, or the controller's chart values)."""
     return {
         node.name: node
         for node in walked(source)

@@ -76,7 +76,7 @@ def validate(layered: Layered, today: date | None) -> AppConfig:
         support = _check_versions(config, today)
     except versions.VersionError as err:
         raise fail(prefix + str(err)) from None
-    released = chosen_release(config)
+    released = chosen_release(config) or chart_values_fit(config)
     if released:  # what the chosen Karpenter release does not know (after the version checks: an imported one)
         raise fail("\n".join(_in_files(line, config, layered) or prefix + line for line in released))
     amis = node_images(config)
@@ -177,15 +177,21 @@ HOSTING_POD_ANNOTATIONS = (KUBERNETES_VERSION_POD_ANNOTATION,)
 
 
 def chosen_release(config: AppConfig) -> list[str]:
-    """What the chosen Karpenter release does not know of the node objects and feature gates, and what it or the app
-    refuses of controller.chartValues (specs.rules)."""
+    """What the chosen Karpenter release does not know of the node objects and feature gates (specs.rules)."""
     return release_problems(
         config.node_classes,
         config.node_pools,
         config.node_overlays,
         config.controller.feature_gates,
         config.karpenter_version,
-    ) or chart_value_problems(config.controller, config.karpenter_version, HOSTING_POD_ANNOTATIONS, CHART_VALUE_OWNERS)
+    )
+
+
+def chart_values_fit(config: AppConfig) -> list[str]:
+    """What the chosen release's chart or the app refuses of controller.chartValues (specs.rules)."""
+    return chart_value_problems(
+        config.controller.chart_values, config.karpenter_version, HOSTING_POD_ANNOTATIONS, CHART_VALUE_OWNERS
+    )
 
 
 def rule_problems(config: AppConfig) -> list[str]:

@@ -120,7 +120,7 @@ class ControllerSpec(CamelModel):
         "override. The review says which changed values roll the controller's pods.",
         json_schema_extra=change(
             Change.RESTARTS_CONTROLLER,
-            "chart value (any)",
+            "the karpenter chart's values (any key)",
             CHART_POD_TEMPLATE
             + "; a value rendered outside the pod template (replicas, strategy, podDisruptionBudget, serviceMonitor, "
             "the service account's or Service's annotations, additionalLabels, ...) changes its object only, which the "

@@ -188,20 +188,18 @@ def _release_problem(problem: Any, specs: Sequence[Any]) -> str:
 
 
 def chart_value_problems(
-    controller: ControllerSpec,
+    chart_values: Mapping[str, Any],
     karpenter_version: str | None,
     pod_annotations: Iterable[str] = (),
     owners: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """``controller.chartValues`` against the release's chart values schema and the values the construct writes
+    """``controller.chartValues`` (``chart_values``) against the release's chart values schema and the values the construct writes
     itself (constructs_lib/karpenter/chart_values.py): an unknown key, a wrong type, or a value a setting writes
     (``owners``: who writes what, by the parameter of release.app_values; the construct's props by default)."""
-    from .. import chart_values
+    from ..chart_values import PROP_OWNERS, problems
 
-    names = chart_values.PROP_OWNERS if owners is None else owners
-    return chart_values.problems(
-        controller.chart_values, karpenter_version, pod_annotations=pod_annotations, names=names
-    )
+    names = PROP_OWNERS if owners is None else owners
+    return problems(chart_values, karpenter_version, pod_annotations=pod_annotations, names=names)
 
 
 def role_name(arn: str) -> str:
@@ -297,7 +295,11 @@ def check_nodes(
             if karpenter_version is not None
             else []
         )
-        or (chart_value_problems(controller, karpenter_version, pod_annotations) if controller is not None else [])
+        or (
+            chart_value_problems(controller.chart_values, karpenter_version, pod_annotations)
+            if controller is not None
+            else []
+        )
     )
     if problems:
         raise NodeSpecsError(where, problems)
