@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -172,3 +174,59 @@ def test_in_ci_your_committed_baseline_is_the_synth_of_your_configuration():
     problems = freshness.stale(baseline_templates(BASELINE, root=ROOT), result.outdir, environments)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+FRESHNESS_FIX = "run `make accept` and commit baseline/ with the change (`make review` says what deploying it does)"
+# A user's CI, in a copy of the repository with your configuration: the gate's baseline test alone, on the gate's synth.
+GATE_TEST = (
+    "python -m pytest -q -p no:cacheprovider -p no:hypothesispytest "
+    "tests/test_your_configuration.py::test_in_ci_your_committed_baseline_is_the_synth_of_your_configuration"
+)
+
+
+@pytest.mark.cli
+def test_in_ci_make_accept_keeps_your_gate_green_and_an_unaccepted_change_turns_it_red(tmp_path):
+    """In a copy of the repository holding your configuration, on the gate's own CLI synth of it (`make test`'s, or
+    one made here): `make accept` (an in-process synth) and the gate's baseline test in CI is green -- what accept
+    writes is what the CLI synthesizes, whatever your configuration; a baseline that holds other controller
+    values (the branch changed them and did not accept) is red in CI, one line per environment naming make accept."""
+    root = ROOT
+    project = workspace.copied(
+        tmp_path / "theirs",
+        json.loads((root / "cdk.json").read_text()),
+        json.loads((root / "cdk.context.json").read_text()) if (root / "cdk.context.json").is_file() else {},
+    )
+    env = {k: v for k, v in workspace.clean_env(KARPENTER_GATE_OUT=".gate").items() if k != "CI"}
+    if GATE_OUT and (root / GATE_OUT / "synth.status").is_file():  # the same configuration's synth: `make test` made it
+        shutil.copytree(root / GATE_OUT, project / ".gate")
+    else:
+        assert subprocess.run(["make", "gate"], cwd=project, env=env, capture_output=True).returncode == 0
+
+    def gate_in_ci() -> tuple[int, list[str]]:
+        done = subprocess.run(GATE_TEST.split(), cwd=project, env={**env, "CI": "true"}, capture_output=True, text=True)
+        return done.returncode, done.stdout.splitlines()
+
+    assert subprocess.run(["make", "accept"], cwd=project, env=env, capture_output=True).returncode == 0
+    code, out = gate_in_ci()
+    assert (code, out[-1].split(" in ")[0]) == (0, "1 passed"), "\n".join(out)
+
+    configs = your_environments()
+    # the baseline of the branch before its change (what an older make accept wrote): the controller's values differ
+    for path in sorted((project / "baseline").glob("*.template.json")):
+        template = json.loads(path.read_text())
+        for resource in template.get("Resources", {}).values():
+            if (
+                resource.get("Type") == "Custom::AWSCDK-EKS-HelmChart"
+                and resource["Properties"]["Release"] == "karpenter"
+            ):
+                resource["Properties"]["Values"] = json.dumps({"logLevel": "an older value"})
+        path.write_text(json.dumps(template))
+    code, out = gate_in_ci()
+    lines = [line for line in out if line.startswith(("environment ", "stack "))]
+    assert code == 1
+    assert len(lines) == len(configs)
+    for line in lines:
+        assert "baseline/ is not the synth of your configuration: " in line and line.endswith(f"; {FRESHNESS_FIX}"), (
+            line
+        )
+        assert "(Custom::AWSCDK-EKS-HelmChart) changed" in line, line
