@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -177,55 +175,45 @@ def test_in_ci_your_committed_baseline_is_the_synth_of_your_configuration():
 
 
 FRESHNESS_FIX = "run `make accept` and commit baseline/ with the change (`make review` says what deploying it does)"
-# A user's CI, in a copy of the repository with your configuration: the gate's baseline test alone, on the gate's synth.
-GATE_TEST = (
-    "python -m pytest -q -p no:cacheprovider -p no:hypothesispytest "
-    "tests/test_your_configuration.py::test_in_ci_your_committed_baseline_is_the_synth_of_your_configuration"
-)
 
 
 @pytest.mark.cli
-def test_in_ci_make_accept_keeps_your_gate_green_and_an_unaccepted_change_turns_it_red(tmp_path):
-    """In a copy of the repository holding your configuration, on the gate's own CLI synth of it (`make test`'s, or
-    one made here): `make accept` (an in-process synth) and the gate's baseline test in CI is green -- what accept
-    writes is what the CLI synthesizes, whatever your configuration; a baseline that holds other controller
-    values (the branch changed them and did not accept) is red in CI, one line per environment naming make accept."""
-    root = ROOT
-    project = workspace.copied(
-        tmp_path / "theirs",
-        json.loads((root / "cdk.json").read_text()),
-        json.loads((root / "cdk.context.json").read_text()) if (root / "cdk.context.json").is_file() else {},
-    )
-    env = {k: v for k, v in workspace.clean_env(KARPENTER_GATE_OUT=".gate").items() if k != "CI"}
-    if GATE_OUT and (root / GATE_OUT / "synth.status").is_file():  # the same configuration's synth: `make test` made it
-        shutil.copytree(root / GATE_OUT, project / ".gate")
-    else:
-        assert subprocess.run(["make", "gate"], cwd=project, env=env, capture_output=True).returncode == 0
+def test_in_ci_make_accept_keeps_your_gate_green_and_an_unaccepted_change_turns_it_red(tmp_path, monkeypatch):
+    """What `make accept` writes of your configuration (the review's in-process synth, as `python -m tooling.review
+    --accept` runs it, into a folder of its own: your baseline/ is left alone) is what the gate's CLI synth holds:
+    the gate's baseline test passes in CI. A baseline that holds other controller values (a change the branch made
+    and did not accept) fails it in CI, one line per environment naming make accept."""
+    import argparse
 
-    def gate_in_ci() -> tuple[int, list[str]]:
-        done = subprocess.run(GATE_TEST.split(), cwd=project, env={**env, "CI": "true"}, capture_output=True, text=True)
-        return done.returncode, done.stdout.splitlines()
+    from karpenter_stack import context_sources
+    from tooling.review import baseline as accepted_baseline
+    from tooling.review.cli import _review
 
-    assert subprocess.run(["make", "accept"], cwd=project, env=env, capture_output=True).returncode == 0
-    code, out = gate_in_ci()
-    assert (code, out[-1].split(" in ")[0]) == (0, "1 passed"), "\n".join(out)
+    result = your_synth()
+    assert result.returncode == 0
+    context = context_sources.working_context(str(ROOT / CONTEXT_FILE) if CONTEXT_FILE else None, list(ARGS))
+    accept = argparse.Namespace(accept=True, live=False, adopt=None, base=None, acknowledge=[], output=None)
+    directory = tmp_path / "baseline"
+    assert _review(accept, context, str(directory), str(tmp_path / "cdk.out")) == 0
+    templates = accepted_baseline.baseline_templates(str(directory), root=ROOT)
+    assert templates
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setattr(accepted_baseline, "baseline_templates", lambda *_a, **_k: templates)
+    test_in_ci_your_committed_baseline_is_the_synth_of_your_configuration()  # green
 
-    configs = your_environments()
-    # the baseline of the branch before its change (what an older make accept wrote): the controller's values differ
-    for path in sorted((project / "baseline").glob("*.template.json")):
-        template = json.loads(path.read_text())
+    for template in templates.values():  # the baseline of the branch before its change: other controller values
         for resource in template.get("Resources", {}).values():
             if (
                 resource.get("Type") == "Custom::AWSCDK-EKS-HelmChart"
                 and resource["Properties"]["Release"] == "karpenter"
             ):
                 resource["Properties"]["Values"] = json.dumps({"logLevel": "an older value"})
-        path.write_text(json.dumps(template))
-    code, out = gate_in_ci()
-    lines = [line for line in out if line.startswith(("environment ", "stack "))]
-    assert code == 1
-    assert len(lines) == len(configs)
+    with pytest.raises(pytest.fail.Exception) as red:
+        test_in_ci_your_committed_baseline_is_the_synth_of_your_configuration()
+    lines = str(red.value).splitlines()
+    assert len(lines) == len(your_environments())
     for line in lines:
+        assert line.startswith(("environment ", "stack ")), line
         assert "baseline/ is not the synth of your configuration: " in line and line.endswith(f"; {FRESHNESS_FIX}"), (
             line
         )
