@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 import json
 import os
@@ -146,11 +147,19 @@ class Synthesized:
         register()
         self.template = Template.from_stack(self.stack)
         self.json = self.template.to_json()
+
+    # The nested Karpenter stack's template, read when a test first asks (a jsii round trip of its whole template;
+    # most builds are read through the parent's template alone).
+    @functools.cached_property
+    def karpenter(self) -> Template:
         network = getattr(self.stack, "network", None)  # none on an existing cluster
         if network is not None and network.lookup_pending:
-            return  # nothing but the lookup placeholder was built
-        self.karpenter = Template.from_stack(self.stack.karpenter.infra)
-        self.karpenter_json = self.karpenter.to_json()
+            raise AttributeError("nothing but the lookup placeholder was built")
+        return Template.from_stack(self.stack.karpenter.infra)
+
+    @functools.cached_property
+    def karpenter_json(self) -> dict[str, Any]:
+        return self.karpenter.to_json()
 
     @property
     def config(self):

@@ -4,6 +4,7 @@ deleting a pool (the synth's refusal against the baseline, the review's verdicts
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from pathlib import Path
@@ -112,22 +113,23 @@ def test_an_empty_gitops_environment_applies_no_node_object():
     assert [o["kind"] for o in kubernetes_objects(empty.template).values()] == ["ConfigMap"]
 
 
-def test_a_windows_class_cannot_be_written_for_git():
-    with pytest.raises(ValueError) as err:
-        synth(nodeObjects="gitops", nodeClasses=[{"name": "win", "amiAlias": "windows2022@latest"}], nodePools=[])
-    assert str(err.value).endswith(
-        "node_objects GITOPS: the Windows node class 'win' launches with a node role whose name CloudFormation "
-        "gives it at deploy, which files in git cannot name: apply Windows classes with the stack (NodeObjects.STACK)"
+def test_a_class_only_a_deploy_can_name_cannot_be_written_for_git():
+    """One line at synth (the construct's rule, specs.rules.delivery_problems, run by the configuration first)."""
+    windows = {"name": "win", "amiAlias": "windows2022@latest"}
+    with pytest.raises(ConfigError) as err:
+        load_config({"clusterName": "x", "nodeObjects": "gitops", "nodeClasses": [windows], "nodePools": []})
+    assert str(err.value) == (
+        "nodeClasses[0] 'win' is a Windows class, whose node role CloudFormation names at deploy, which files in git "
+        'cannot name (nodeObjects "gitops"): apply Windows classes with the stack (nodeObjects "stack") (from cdk.json)'
     )
-
-
-def test_a_volume_key_the_stack_creates_cannot_be_written_for_git():
-    with pytest.raises(ValueError) as err:
-        synth(nodeObjects="gitops", nodeClasses=[{"name": "default", "volumeKmsKey": "create"}])
-    assert str(err.value).endswith(
-        "node_objects GITOPS: node class 'default' encrypts its volumes with the key the construct creates "
-        "(volumeKmsKey create), whose ARN CloudFormation gives it at deploy, which files in git cannot name: give the "
-        "key's ARN"
+    with pytest.raises(ConfigError) as err:
+        load_config({"clusterName": "x", "nodeObjects": "gitops", "nodeClasses": [{"volumeKmsKey": "create"}]})
+    assert str(err.value) == (
+        'nodeClasses[0].volumeKmsKey "create": the key\'s ARN is known only once the stack is deployed, which files in '
+        'git cannot name (nodeObjects "gitops"): give the ARN of a key you keep (from cdk.json)'
+    )
+    assert load_config(
+        {"clusterName": "x", "nodeObjects": "handover", "nodeClasses": [windows], "nodePools": [{"nodeClass": "win"}]}
     )
 
 
@@ -210,18 +212,12 @@ def test_the_command_prints_and_writes(tmp_path, capsys, monkeypatch):
         "10-ec2nodeclass-default.yaml",
         "30-nodepool-default.yaml",
     ]
-    assert manifests.main(["--write"]) == 0
+    assert manifests._write(["team-a"], {}, project) == 0  # (a configuration without nodeObjects "gitops")
     assert capsys.readouterr().out == (
         'No stack\'s node objects are applied by a GitOps tool (nodeObjects "gitops"): nothing written.\n'
     )
-    assert manifests.main(["--stack", "other"]) == 2
+    assert manifests.main(["-c", "nodeObjects=gitops", "-c", "nodePools=[]", "--stack", "other"]) == 2
     assert capsys.readouterr().err == "--stack other: no such stack (the configuration's: team-a)\n"
-    assert manifests.main(["-c", "nodeObjects=gitops", "-c", "nodePools=[]"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("# Stack team-a: 5 documents, in the order they are applied\n---\n# 1. ConfigMap/aws-auth")
-    assert (
-        "# 5. EC2NodeClass/default: applied by your GitOps tool (gitops/team-a/10-ec2nodeclass-default.yaml)\n" in out
-    )
     assert manifests.main(["-c", "nodeObjects=stack", "-c", "nodePools=[]"]) == 2
     assert capsys.readouterr().err.startswith("Configuration error:\nnodePools []: no NodePool, and the stack")
 
@@ -278,7 +274,8 @@ def test_the_review_of_each_step(default, handover, gitops_mode):
     assert "drains" in direct["ClustermanifestNodePooldefault04636ED7"][2][0]
 
     handed_over = {f"{STACK}.template": json.loads((Path(handover.app.outdir) / f"{STACK}.template.json").read_text())}
-    lines, stale, blocked = review_gitops.review(Path(gitops_mode.app.outdir), handed_over, Path("/nonexistent"), None)
+    recorded = gitops.recorded(Path(gitops_mode.app.outdir))
+    lines, stale, blocked = review_gitops.review(recorded, handed_over, Path("/nonexistent"), None)
     assert blocked == []
     assert lines == [
         "",
@@ -290,7 +287,7 @@ def test_the_review_of_each_step(default, handover, gitops_mode):
         "(your GitOps tool applies what is committed)",
     ]
     assert stale == ["gitops/eks-karpenter"]
-    lines, _, blocked = review_gitops.review(Path(gitops_mode.app.outdir), old, Path("/nonexistent"), None)
+    lines, _, blocked = review_gitops.review(recorded, old, Path("/nonexistent"), None)
     assert blocked == [STACK]
     assert lines[5] == (
         "- **Blocked**: the baseline's stack applies EC2NodeClass/default, NodePool/default and does not retain them: "
@@ -308,8 +305,10 @@ def test_a_change_of_the_files_is_reviewed_as_karpenter_acts_on_it(gitops_mode, 
     git = ["git", "-c", "user.name=u", "-c", "user.email=u@example.com"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "written"]):
         subprocess.run([*git, *args], cwd=tmp_path, check=True, capture_output=True)
-    narrowed = synth(nodeObjects="gitops", nodePools=[{"name": "default", "architectures": ["arm64"]}])
-    lines, stale, _ = review_gitops.review(Path(narrowed.app.outdir), {}, tmp_path, "HEAD")
+    narrowed = copy.deepcopy(objects)  # what the configuration renders with the pool's architectures narrowed
+    (arch,) = [r for r in narrowed[1]["spec"]["template"]["spec"]["requirements"] if r["key"] == "kubernetes.io/arch"]
+    arch["values"] = ["arm64"]
+    lines, stale, _ = review_gitops.review({STACK: {"folder": folder, "objects": narrowed}}, {}, tmp_path, "HEAD")
     assert (
         lines[3] == "Before: 2 object(s) from gitops/eks-karpenter/ at HEAD; after: 2 rendered by this configuration."
     )
@@ -318,7 +317,7 @@ def test_a_change_of_the_files_is_reviewed_as_karpenter_acts_on_it(gitops_mode, 
         "requirements will be replaced by drift"
     )
     assert stale == []  # at a revision: what is committed there is the baseline, not a folder to write
-    lines, stale, _ = review_gitops.review(Path(gitops_mode.app.outdir), {}, tmp_path, None)
+    lines, stale, _ = review_gitops.review(gitops.recorded(Path(gitops_mode.app.outdir)), {}, tmp_path, None)
     assert lines[4:] == ["- nothing changes for Karpenter"] and stale == []
 
 

@@ -204,6 +204,7 @@ def test_the_construct_runs_every_rule_function(monkeypatch):
         == [
             "ami_problems",
             "chart_value_problems",
+            "delivery_problems",
             "name_problems",
             "pool_problems",
             "release_problems",

@@ -156,6 +156,7 @@ class Karpenter(Construct):
             own_node_roles=props.own_node_roles,
             controller=props.controller,
             pod_annotations=list(props.controller_pod_annotations or {}),
+            node_objects=props.node_objects,
         )
 
     @staticmethod
@@ -167,21 +168,6 @@ class Karpenter(Construct):
                 f"{where}: template_file {str(props.template_file)!r}: no such file (a relative path is read from the "
                 "working directory)"
             )
-        if props.node_objects is NodeObjects.GITOPS:  # what only a deploy names cannot be written to git
-            windows = [c.name for c in props.node_classes if c.windows]
-            if windows:
-                raise ValueError(
-                    f"{where}: node_objects GITOPS: the Windows node class {windows[0]!r} launches with a node role "
-                    "whose name CloudFormation gives it at deploy, which files in git cannot name: apply Windows "
-                    "classes with the stack (NodeObjects.STACK)"
-                )
-            keyed = [c.name for c in props.node_classes if c.creates_volume_key]
-            if keyed:
-                raise ValueError(
-                    f"{where}: node_objects GITOPS: node class {keyed[0]!r} encrypts its volumes with the key the "
-                    "construct creates (volumeKmsKey create), whose ARN CloudFormation gives it at deploy, which files "
-                    "in git cannot name: give the key's ARN"
-                )
         if props.security_group_ids or isinstance(props.cluster, eks.Cluster):
             return
         try:

@@ -14,6 +14,7 @@ from constructs_lib.karpenter.specs.node_objects import NodeObjects
 from constructs_lib.karpenter.specs.reach import Reach
 from constructs_lib.karpenter.specs.rules import (
     ami_problems,
+    delivery_problems,
     name_problems,
     pool_problems,
     role_name,
@@ -131,6 +132,11 @@ def distinct_names(config: AppConfig) -> list[str]:
 def pools_fit_classes(config: AppConfig) -> list[str]:
     """Every pool's class, capacity types, features and overlays fit together."""
     return pool_problems(config.node_classes, config.node_pools, config.controller.feature_gates, config.node_overlays)
+
+
+def delivery_fits(config: AppConfig) -> list[str]:
+    """What a GitOps tool applies is written at synth: no class only a deploy can name (specs.rules)."""
+    return delivery_problems(config.node_classes, config.node_objects)
 
 
 def user_data_fits(config: AppConfig) -> list[str]:

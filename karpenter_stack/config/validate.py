@@ -41,6 +41,7 @@ from .file_messages import in_file_terms
 from .merge import Layered
 from .model import AppConfig
 from .node_rules import (
+    delivery_fits,
     distinct_names,
     existing_node_roles,
     node_images,
@@ -233,5 +234,6 @@ RULES: tuple[Rule, ...] = (
     distinct_names,
     pools_fit_classes,
     user_data_fits,
+    delivery_fits,
     production_administrators,  # last: what else a production configuration needs is said first
 )

@@ -104,9 +104,11 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
     else:
         text, blocking, failing = render(review(old, new), acknowledged)
     text = _with_access_moves(text, context, project)
+    from karpenter_stack.gitops import recorded
+
     from . import gitops
 
-    gitops_lines, _stale, moved = gitops.review(Path(outdir), old, project, args.base)
+    gitops_lines, _stale, moved = gitops.review(recorded(Path(outdir)), old, project, args.base)
     if gitops_lines:
         text = text.rstrip("\n") + "\n" + "\n".join(gitops_lines) + "\n"
     blocking += moved

@@ -59,17 +59,18 @@ def deleted_by_the_move(template: dict[str, Any] | None) -> list[str]:
 
 
 def review(
-    outdir: Path, old_templates: dict[str, dict[str, Any]], project: Path, base: str | None
+    recorded: dict[str, dict[str, Any]], old_templates: dict[str, dict[str, Any]], project: Path, base: str | None
 ) -> tuple[list[str], list[str], list[str]]:
     """(lines of the report, folders that are not what the configuration renders, stacks whose move to gitops would
-    delete node objects) for every stack whose node objects a GitOps tool applies. The objects running before: the
+    delete node objects) for every stack whose node objects a GitOps tool applies (``recorded``: what the synth
+    carries, karpenter_stack.gitops.recorded). The objects running before: the
     folder's files (at ``base``, or in the working tree); with none yet, the ones the baseline's stack applied (a
     handover)."""
     lines: list[str] = []
     stale: list[str] = []
     blocked: list[str] = []
-    for stack, recorded in sorted(gitops.recorded(outdir).items()):
-        folder, new = recorded["folder"], recorded["objects"]
+    for stack, written in sorted(recorded.items()):
+        folder, new = written["folder"], written["objects"]
         files = gitops.committed(project, folder, base)
         old = (
             gitops.objects_of(files)

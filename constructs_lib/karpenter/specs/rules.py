@@ -16,6 +16,7 @@ from . import ami, user_data_merged
 from .base import quoted
 from .controller import ControllerSpec, FeatureGate, gate_on
 from .node_class import NodeClassSpec
+from .node_objects import NodeObjects
 from .node_overlay import NodeOverlaySpec
 from .node_pool import NodePoolSpec
 
@@ -267,6 +268,26 @@ def user_data_problems(node_classes: Sequence[NodeClassSpec], node_pools: Sequen
     return problems
 
 
+def delivery_problems(node_classes: Sequence[NodeClassSpec], node_objects: NodeObjects) -> list[str]:
+    """Node objects for a GitOps tool are written with every value known at synth: a class whose node role (Windows)
+    or volume key (volumeKmsKey create) only a deploy names cannot be written (the first such class)."""
+    if node_objects is not NodeObjects.GITOPS:
+        return []
+    for i, node_class in enumerate(node_classes):
+        if node_class.windows:
+            return [
+                f"nodeClasses[{i}] {quoted(node_class.name)} is a Windows class, whose node role CloudFormation names "
+                'at deploy, which files in git cannot name (nodeObjects "gitops"): apply Windows classes with the '
+                'stack (nodeObjects "stack")'
+            ]
+        if node_class.creates_volume_key:
+            return [
+                f'nodeClasses[{i}].volumeKmsKey "create": the key\'s ARN is known only once the stack is deployed, '
+                'which files in git cannot name (nodeObjects "gitops"): give the ARN of a key you keep'
+            ]
+    return []
+
+
 def check_nodes(
     where: str,
     *,
@@ -279,6 +300,7 @@ def check_nodes(
     own_node_roles: Sequence[str] = (),
     controller: ControllerSpec | None = None,
     pod_annotations: Iterable[str] = (),
+    node_objects: NodeObjects = NodeObjects.STACK,
 ) -> None:
     """Every rule of this module, in the order the app's configuration runs them: :class:`NodeSpecsError` with
     the problems of the first rule that finds any (``where``: the construct, as the message names it;
@@ -290,6 +312,7 @@ def check_nodes(
         or pool_problems(node_classes, node_pools, feature_gates, node_overlays)
         or ami_problems(node_classes, kubernetes_version)
         or user_data_problems(node_classes, node_pools)
+        or delivery_problems(node_classes, node_objects)
         or (
             release_problems(node_classes, node_pools, node_overlays, feature_gates, karpenter_version)
             if karpenter_version is not None
