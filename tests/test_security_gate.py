@@ -27,8 +27,21 @@ GATED = {
     "alternative": ALTERNATIVE,
     "nist": NIST,
     "nist-alternative-public": {**ALTERNATIVE, **NIST, **PUBLIC},
-    # the operability switches, alarms without a topic (their NIST alarm-action finding is acknowledged)
-    "nist-operability": {**NIST, "demoWorkload": True, "serviceMonitor": True, "interruptionQueueAlarms": True},
+    # the operability switches, alarms without a topic (their NIST alarm-action finding is acknowledged); customer-
+    # managed keys of node volumes: the app's key and its policy, the controller's grants on a kept key
+    "nist-operability": {
+        **NIST,
+        "demoWorkload": True,
+        "serviceMonitor": True,
+        "interruptionQueueAlarms": True,
+        "nodeClasses": [
+            {"name": "default", "volumeKmsKey": "create"},
+            {
+                "name": "kept",
+                "volumeKmsKey": "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+            },
+        ],
+    },
     # an imported cluster: CDK's kubectl provider for it, in the VPC (private endpoint) and outside it
     "existing-nist": {**EXISTING, **NIST},
     "existing-public-endpoint": {
@@ -39,17 +52,6 @@ GATED = {
     "pod-identity-nist": {**POD_IDENTITY, **NIST},
     # Windows node classes: the cluster role's extra managed policy
     "windows-nist": {**json.loads((ROOT / "examples" / "windows.json").read_text()), **NIST},
-    # customer-managed keys of node volumes: the app's key and its policy, the controller's grants on a kept key
-    "volume-keys-nist": {
-        **NIST,
-        "nodeClasses": [
-            {"name": "default", "volumeKmsKey": "create"},
-            {
-                "name": "kept",
-                "volumeKmsKey": "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
-            },
-        ],
-    },
 }
 
 
