@@ -156,21 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from karpenter_stack import context_sources
     from karpenter_stack.config import ConfigError
-    from tooling.review.synth import synthesize
 
     try:
         context = context_sources.working_context(args.context_file, [a for c in args.context for a in ("-c", c)])
     except context_sources.ContextFileError as err:
         print(err, file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="manifests-") as outdir:
-        try:
-            synthesize(context, outdir)
-        except ConfigError as err:
-            print(f"Configuration error:\n{err}", file=sys.stderr)
-            return 2
-        templates = top_level_templates(Path(outdir))
-        recorded = gitops.recorded(Path(outdir))
+    try:
+        templates, recorded = _synthesized(context)
+    except ConfigError as err:
+        print(f"Configuration error:\n{err}", file=sys.stderr)
+        return 2
     unknown = [s for s in args.stack if s not in templates]
     if unknown:
         print(f"--stack {unknown[0]}: no such stack (the configuration's: {', '.join(templates)})", file=sys.stderr)
@@ -180,6 +176,23 @@ def main(argv: list[str] | None = None) -> int:
         return _write(stacks, recorded, context_sources.project_dir())
     print("\n".join(render(_documents(s, templates[s], recorded), s) for s in stacks), end="")
     return 0
+
+
+# What a configuration synthesizes to, by the configuration: printing and writing one configuration's objects in
+# one process (the README's two commands, under test) synthesizes it once.
+_SYNTHESIZED: dict[str, tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]] = {}
+
+
+def _synthesized(context: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(templates of the stacks, the node objects a GitOps tool applies) of the configuration ``context``."""
+    from tooling.review.synth import synthesize
+
+    key = json.dumps(context, sort_keys=True, default=str)
+    if key not in _SYNTHESIZED:
+        with tempfile.TemporaryDirectory(prefix="manifests-") as outdir:  # (the assembly only while it is read)
+            synthesize(context, outdir)
+            _SYNTHESIZED[key] = top_level_templates(Path(outdir)), gitops.recorded(Path(outdir))
+    return _SYNTHESIZED[key]
 
 
 def _documents(stack: str, template: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> list[tuple[str, Any]]:
