@@ -24,31 +24,11 @@ CONTROLLER_REPLICAS = 2
 OVERRIDABLE = ("replicas", "podDisruptionBudget", "priorityClassName")
 
 
-def controller_values(
-    *,
-    cluster_name: str,
-    interruption_queue: str,
-    service_account: str,
-    role_arn: str | None,
-    dns_policy: str,
-    tolerations: Sequence[dict[str, str]] | None = None,
-    service_monitor: bool = False,
-    controller: ControllerSpec = ControllerSpec(),
-    pod_annotations: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Values for the ``karpenter`` chart: the app's (:func:`app_values`) with ``controller.chart_values`` deep-merged
-    over them (:func:`merge`; what the map may hold is checked before, chart_values.problems)."""
-    values = app_values(
-        cluster_name=cluster_name,
-        interruption_queue=interruption_queue,
-        service_account=service_account,
-        role_arn=role_arn,
-        dns_policy=dns_policy,
-        tolerations=tolerations,
-        service_monitor=service_monitor,
-        controller=controller,
-        pod_annotations=pod_annotations,
-    )
+def controller_values(*, controller: ControllerSpec = ControllerSpec(), **app: Any) -> dict[str, Any]:
+    """Values for the ``karpenter`` chart: the app's (:func:`app_values`, which takes ``app``) with
+    ``controller.chart_values`` deep-merged over them (:func:`merge`; what the map may hold is checked before,
+    chart_values.problems)."""
+    values = app_values(controller=controller, **app)
     return merge(values, controller.chart_values) if controller.chart_values else values
 
 
