@@ -319,6 +319,18 @@ def test_a_change_of_the_files_is_reviewed_as_karpenter_acts_on_it(gitops_mode, 
     assert stale == []  # at a revision: what is committed there is the baseline, not a folder to write
     lines, stale, _ = review_gitops.review(gitops.recorded(Path(gitops_mode.app.outdir)), {}, tmp_path, None)
     assert lines[4:] == ["- nothing changes for Karpenter"] and stale == []
+    # back to the stack: the folder's objects are applied over by the stack, once the tool lets go of them
+    lines, _, blocked = review_gitops.review({}, {}, tmp_path, None, [STACK])
+    assert blocked == []
+    assert lines == [
+        "",
+        "## eks-karpenter: node objects move from your GitOps tool (gitops/eks-karpenter/) to the stack",
+        "",
+        "The stack applies its node objects over the 2 your GitOps tool applied (kubectl apply: nothing is deleted, "
+        "Karpenter sees the changes above) and owns them from then on. Before deploying, take them out of the tool "
+        "without deleting them (Argo CD: remove them from the Application with pruning off; Flux: prune: false), or it "
+        "keeps applying its own; then remove gitops/eks-karpenter/.",
+    ]
 
 
 def test_the_snapshots_of_the_default_configuration_hold_the_node_objects(default):

@@ -108,7 +108,8 @@ def _review(args: argparse.Namespace, context: dict[str, Any], directory: str, o
 
     from . import gitops
 
-    gitops_lines, _stale, moved = gitops.review(recorded(Path(outdir)), old, project, args.base)
+    stacks = [name.removesuffix(".template") for name in new if not name.endswith(".nested.template")]
+    gitops_lines, _stale, moved = gitops.review(recorded(Path(outdir)), old, project, args.base, stacks)
     if gitops_lines:
         text = text.rstrip("\n") + "\n" + "\n".join(gitops_lines) + "\n"
     blocking += moved

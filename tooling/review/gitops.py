@@ -5,6 +5,7 @@ holds what the configuration renders."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +60,18 @@ def deleted_by_the_move(template: dict[str, Any] | None) -> list[str]:
 
 
 def review(
-    recorded: dict[str, dict[str, Any]], old_templates: dict[str, dict[str, Any]], project: Path, base: str | None
+    recorded: dict[str, dict[str, Any]],
+    old_templates: dict[str, dict[str, Any]],
+    project: Path,
+    base: str | None,
+    stacks: Iterable[str] = (),
 ) -> tuple[list[str], list[str], list[str]]:
     """(lines of the report, folders that are not what the configuration renders, stacks whose move to gitops would
     delete node objects) for every stack whose node objects a GitOps tool applies (``recorded``: what the synth
     carries, karpenter_stack.gitops.recorded). The objects running before: the
     folder's files (at ``base``, or in the working tree); with none yet, the ones the baseline's stack applied (a
-    handover)."""
+    handover). ``stacks``: the synth's stacks, of which one with a folder of written files and no objects for a GitOps
+    tool moves them back to the stack."""
     lines: list[str] = []
     stale: list[str] = []
     blocked: list[str] = []
@@ -97,4 +103,27 @@ def review(
                 f"- {folder}/ is not what the configuration renders: make manifests ARGS=--write, then commit it "
                 "(your GitOps tool applies what is committed)"
             )
-    return lines, stale, blocked
+    return lines + _back_to_the_stack(recorded, project, base, stacks), stale, blocked
+
+
+def _back_to_the_stack(
+    recorded: dict[str, dict[str, Any]], project: Path, base: str | None, stacks: Iterable[str]
+) -> list[str]:
+    """gitops -> stack: the stack applies over the objects the GitOps tool applied (Overwrite: kubectl apply), and
+    owns them from then on; the tool must let go of them first, without deleting them."""
+    lines = []
+    for stack in sorted(set(stacks) - set(recorded)):
+        folder = gitops.folder_of(stack)
+        files = gitops.committed(project, folder, base)
+        if not files:
+            continue
+        lines += [
+            "",
+            f"## {stack}: node objects move from your GitOps tool ({folder}/) to the stack",
+            "",
+            f"The stack applies its node objects over the {len(files)} your GitOps tool applied (kubectl apply: nothing "
+            "is deleted, Karpenter sees the changes above) and owns them from then on. Before deploying, take them out "
+            "of the tool without deleting them (Argo CD: remove them from the Application with pruning off; Flux: "
+            f"prune: false), or it keeps applying its own; then remove {folder}/.",
+        ]
+    return lines
