@@ -131,6 +131,33 @@ def test_the_gate_checks_every_environment_of_a_configuration(by_hand):
 
 
 @pytest.mark.cli
+def test_the_gate_of_their_configuration_passes_in_their_copy():
+    """Found by a newcomer trial: a gate test read the product's cdk.json instead of the copy's, and `make test`
+    failed on any cdk.json made one's own. The gate's tests (tests/test_your_configuration.py) in their copy, over
+    their `make synth` (as `make test`'s gate lays it out), with CI=true: all pass."""
+    import subprocess
+
+    result = commands.result(SYNTH)
+    assert result.returncode == 0, result.stderr
+    gate = result.outdir / ".gate"
+    gate.mkdir(exist_ok=True)
+    for name, text in (("synth.status", "0\n"), ("synth.out", result.stdout), ("synth.err", result.stderr)):
+        (gate / name).write_text(text)
+    if not (gate / "cdk.out").exists():
+        (gate / "cdk.out").symlink_to(result.outdir / "cdk.out")
+    env = workspace.clean_env(KARPENTER_GATE_OUT=".gate", CI="true")
+    done = subprocess.run(
+        ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "cli", "tests/test_your_configuration.py"],
+        cwd=result.outdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert done.stdout.splitlines()[-1].split(" in ")[0] == "6 passed"
+
+
+@pytest.mark.cli
 def test_an_invalid_edit_makes_the_test_command_fail_with_the_configuration_error():
     result = commands.result(INVALID)
     assert result.returncode == 2  # make's exit code for a failed recipe

@@ -191,6 +191,8 @@ def test_in_ci_make_accept_keeps_your_gate_green_and_an_unaccepted_change_turns_
 
     result = your_synth()
     assert result.returncode == 0
+    # your project, not the product's (the suite points the app at tooling/product/ for the product's tests)
+    monkeypatch.setattr(context_sources, "project_dir", lambda: ROOT)
     context = context_sources.working_context(str(ROOT / CONTEXT_FILE) if CONTEXT_FILE else None, list(ARGS))
     accept = argparse.Namespace(accept=True, live=False, adopt=None, base=None, acknowledge=[], output=None)
     directory = tmp_path / "baseline"
