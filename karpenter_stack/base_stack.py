@@ -61,8 +61,8 @@ class AppStack(Stack):
         CfnOutput(
             self, "InterruptionQueueName", value=karpenter.queue_name, description="SQS queue of interruption events"
         )
-        if karpenter.props.node_objects is NodeObjects.GITOPS:  # the node objects a GitOps tool applies
-            gitops.record(self, self.stack_name, karpenter.gitops_objects)
+        if karpenter.props.node_objects is not NodeObjects.STACK:  # what a GitOps tool applies, or takes over
+            gitops.record(self, self.stack_name, karpenter.gitops_objects, karpenter.props.node_objects.value)
         if karpenter.volume_key is not None:
             # The key of node classes with volumeKmsKey create: no grant but those AWS services make for a resource,
             # as for the app's other keys (EC2 makes its grants for the volumes so).

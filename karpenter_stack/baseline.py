@@ -215,10 +215,11 @@ def _node_objects_refusals(config: AppConfig, stack_name: str, root: Path | None
     if not held:
         return []
     return [
-        f'nodeObjects "gitops": the deployed stack ({source}) applies {", ".join(held)} and would delete them '
-        "(Karpenter drains every node of a deleted NodePool); hand them over in steps: deploy nodeObjects "
-        '"handover" (the stack keeps them, and leaves them running when they leave it) and make accept, let your '
-        'GitOps tool apply the files of make manifests ARGS=--write, then deploy "gitops"'
+        f'nodeObjects "gitops": the stack your baseline records ({source}) applies {", ".join(held)} and would '
+        "delete them (Karpenter drains every node of a deleted NodePool); hand them over in steps: nodeObjects "
+        '"handover" (the stack keeps them, and leaves them running when they leave it), deploy, make accept, '
+        'make manifests ARGS=--write and let your GitOps tool apply the files, then "gitops" (a stack never '
+        "deployed: remove its templates from baseline/)"
     ]
 
 

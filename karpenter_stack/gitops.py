@@ -40,16 +40,18 @@ def folder_of(stack_name: str) -> str:
     return f"{GITOPS_ROOT}/{stack_name}"
 
 
-def record(stack: Construct, stack_name: str, objects: Sequence[Mapping[str, Any]]) -> None:
-    """Carry ``objects`` (in apply order) in the cloud assembly as the stack's metadata."""
+def record(stack: Construct, stack_name: str, objects: Sequence[Mapping[str, Any]], mode: str) -> None:
+    """Carry ``objects`` (in apply order) in the cloud assembly as the stack's metadata, with the mode (``gitops``:
+    the tool applies them; ``handover``: the stack still does, and the tool takes them over)."""
     stack.node.add_metadata(
-        GITOPS_METADATA, {"stack": stack_name, "folder": folder_of(stack_name), "objects": [dict(o) for o in objects]}
+        GITOPS_METADATA,
+        {"stack": stack_name, "folder": folder_of(stack_name), "mode": mode, "objects": [dict(o) for o in objects]},
     )
 
 
 def recorded(outdir: Path) -> dict[str, dict[str, Any]]:
-    """Stack name -> {"folder", "objects"} of every stack of a cloud assembly (nested assemblies included) whose node
-    objects a GitOps tool applies."""
+    """Stack name -> {"folder", "mode", "objects"} of every stack of a cloud assembly (nested assemblies included)
+    whose node objects a GitOps tool applies or takes over."""
     found: dict[str, dict[str, Any]] = {}
     for manifest in sorted(outdir.rglob("manifest.json")):
         for artifact in json.loads(manifest.read_text()).get("artifacts", {}).values():
@@ -61,7 +63,7 @@ def recorded(outdir: Path) -> dict[str, dict[str, Any]]:
                 for entry in entries:
                     if entry.get("type") == GITOPS_METADATA:
                         data = entry["data"]
-                        found[data["stack"]] = {"folder": data["folder"], "objects": data["objects"]}
+                        found[data["stack"]] = {k: data[k] for k in ("folder", "mode", "objects")}
     return found
 
 

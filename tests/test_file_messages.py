@@ -51,3 +51,15 @@ def test_the_production_profiles_rule_names_the_classs_file():
         f"{CLASS}: EC2NodeClass/default: spec.amiSelectorTerms[0].alias 'al2023@latest': the production profile needs "
         "a pinned AMI (e.g. al2023@v20260801), so node images change only when this setting does (from cdk.json)"
     )
+
+
+def test_a_pool_on_the_built_in_class_the_files_replaced_is_told_why(tmp_path):
+    """Found by a newcomer trial: a file's class replaces the built-in default class, and a typed pool on it was
+    refused as if the class were missing from nodeClasses."""
+    assert _refusal(
+        nodeManifests=["tests/fixtures/file-messages/other-class.yaml"], nodePools=[{"name": "general"}]
+    ) == (
+        "nodePools 'general' uses nodeClass 'default', the built-in class, which is not added because nodeManifests "
+        'defines the node classes (batch) and nodeClasses is not set: add {"name": "default"} to nodeClasses, or give '
+        "the pool one of the files' classes (from cdk.json)"
+    )

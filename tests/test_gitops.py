@@ -80,15 +80,26 @@ def test_the_node_role_name_is_the_templates():
     assert node_role_name("payments") == "KarpenterNodeRole-payments"
 
 
-def test_handover_retains_every_node_object_and_changes_nothing_else(default, handover):
+def test_handover_retains_every_node_object_and_changes_nothing_else(default, handover, gitops_mode):
+    """Each node object's resource is retained, with a property its handler ignores, so that the deploy updates it
+    and CloudFormation stores the policy (a policy change alone has been no change: cloudformation-coverage-roadmap
+    #1543); the objects for the GitOps tool to take over are rendered as gitops mode renders them."""
     assert set(handover.json["Resources"]) == set(default.json["Resources"])
     for logical_id, resource in handover.json["Resources"].items():
         if logical_id in NODE_IDS:
             assert resource["DeletionPolicy"] == resource["UpdateReplacePolicy"] == "Retain"
             assert default.json["Resources"][logical_id]["DeletionPolicy"] == "Delete"
+            assert resource["Properties"].pop("RetainedForHandover") is True
             resource = {**resource, "DeletionPolicy": "Delete", "UpdateReplacePolicy": "Delete"}
         assert resource == default.json["Resources"][logical_id], logical_id
-    assert handover.stack.karpenter.gitops_objects == []
+    assert handover.stack.karpenter.gitops_objects == gitops_mode.stack.karpenter.gitops_objects
+    assert gitops.recorded(Path(handover.app.outdir)) == {
+        STACK: {
+            "folder": "gitops/eks-karpenter",
+            "mode": "handover",
+            "objects": gitops_mode.stack.karpenter.gitops_objects,
+        }
+    }
 
 
 def test_empty_node_lists_are_for_gitops_mode_only():
@@ -128,9 +139,16 @@ def test_a_class_only_a_deploy_can_name_cannot_be_written_for_git():
         'nodeClasses[0].volumeKmsKey "create": the key\'s ARN is known only once the stack is deployed, which files in '
         'git cannot name (nodeObjects "gitops"): give the ARN of a key you keep (from cdk.json)'
     )
-    assert load_config(
-        {"clusterName": "x", "nodeObjects": "handover", "nodeClasses": [windows], "nodePools": [{"nodeClass": "win"}]}
-    )
+    with pytest.raises(ConfigError) as err:  # (the handover writes them for the tool too)
+        load_config(
+            {
+                "clusterName": "x",
+                "nodeObjects": "handover",
+                "nodeClasses": [windows],
+                "nodePools": [{"nodeClass": "win"}],
+            }
+        )
+    assert '(nodeObjects "handover"): apply Windows classes with the stack' in str(err.value)
 
 
 def test_the_folder_is_one_file_per_object_in_apply_order(gitops_mode, tmp_path):
@@ -156,7 +174,11 @@ def test_the_folder_is_one_file_per_object_in_apply_order(gitops_mode, tmp_path)
 def test_the_assembly_carries_the_objects_for_git(gitops_mode, default):
     recorded = gitops.recorded(Path(gitops_mode.app.outdir))
     assert recorded == {
-        STACK: {"folder": "gitops/eks-karpenter", "objects": gitops_mode.stack.karpenter.gitops_objects}
+        STACK: {
+            "folder": "gitops/eks-karpenter",
+            "mode": "gitops",
+            "objects": gitops_mode.stack.karpenter.gitops_objects,
+        }
     }
     assert gitops.recorded(Path(default.app.outdir)) == {}
 
@@ -234,10 +256,11 @@ def test_moving_a_running_cluster_to_gitops_goes_through_handover(default, hando
     config = load_config({"nodeObjects": "gitops"})
     _baseline_of(default, tmp_path)
     assert baseline.refusals(config, STACK, tmp_path) == [
-        'nodeObjects "gitops": the deployed stack (baseline/eks-karpenter.template.json) applies EC2NodeClass/default, '
-        "NodePool/default and would delete them (Karpenter drains every node of a deleted NodePool); hand them over in "
-        'steps: deploy nodeObjects "handover" (the stack keeps them, and leaves them running when they leave it) and '
-        'make accept, let your GitOps tool apply the files of make manifests ARGS=--write, then deploy "gitops"'
+        'nodeObjects "gitops": the stack your baseline records (baseline/eks-karpenter.template.json) applies '
+        "EC2NodeClass/default, NodePool/default and would delete them (Karpenter drains every node of a deleted "
+        'NodePool); hand them over in steps: nodeObjects "handover" (the stack keeps them, and leaves them running '
+        "when they leave it), deploy, make accept, make manifests ARGS=--write and let your GitOps tool apply the "
+        'files, then "gitops" (a stack never deployed: remove its templates from baseline/)'
     ]
     assert baseline.refusals(load_config({"nodeObjects": "handover"}), STACK, tmp_path) == []
     _baseline_of(handover, tmp_path)
@@ -256,7 +279,21 @@ def test_the_review_of_each_step(default, handover, gitops_mode):
         ]
         return {c.logical_id: (c.action, c.why, c.effects) for c in report.changes if c.logical_id in NODE_IDS}
 
-    assert changes(default, handover) == {}  # a DeletionPolicy is no property: nothing is updated
+    # each node object's resource is updated (the property), re-applying the same objects: nothing for Karpenter
+    assert changes(default, handover) == {
+        logical_id: ("updated", "in place (kubectl apply): RetainedForHandover", []) for logical_id in NODE_IDS
+    }
+    handover_lines, _, blocked = review_gitops.review(gitops.recorded(Path(handover.app.outdir)), old, Path("/x"), None)
+    assert blocked == []
+    assert handover_lines[1] == (
+        "## eks-karpenter: node objects your GitOps tool takes over (handover) (gitops/eks-karpenter/)"
+    )
+    assert handover_lines[4:6] == [
+        "- nothing changes for Karpenter",
+        "- the stack keeps applying these objects and retains them from this deploy on (DeletionPolicy Retain; each "
+        "resource is updated, re-applying the same objects, so that CloudFormation stores it): once your GitOps tool "
+        'applies gitops/eks-karpenter/, set nodeObjects "gitops" and deploy: the objects keep running',
+    ]
     assert changes(handover, gitops_mode) == {
         "ClustermanifestEC2NodeClassdefault1FA7291F": (
             "removed",

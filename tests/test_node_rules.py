@@ -225,6 +225,8 @@ APP_OWNED = {
     ("karpenter_stack/cluster_stack.py", "public_subnet_terms"): "an existing VPC's lookup: the construct sees no VPC",
     ("karpenter_stack/config/node_rules.py", "pinned_amis"): "the production profile is the app's",
     ("karpenter_stack/config/node_rules.py", "production_nodes"): "the production profile is the app's",
+    ("karpenter_stack/config/node_rules.py", "default_class_left_out"): "the app's own layering (nodeManifests "
+    "replaces the built-in class): the construct has no built-in class",
     ("karpenter_stack/config/node_rules.py", "node_lists"): "an environment with nothing to launch is the app's "
     "refusal: the construct builds what it is given (no pool: a stack that adds them elsewhere)",
     ("karpenter_stack/config/node_rules.py", "_selector_reach"): "the production profile's refusals and their warnings",

@@ -197,7 +197,7 @@ def _synthesized(context: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], di
 
 def _documents(stack: str, template: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> list[tuple[str, Any]]:
     documents = stack_documents(template)
-    if stack in recorded:
+    if stack in recorded and recorded[stack].get("mode") == "gitops":  # (in a handover the stack still applies them)
         documents += gitops_documents(stack, recorded[stack]["objects"])
     return documents
 

@@ -263,10 +263,9 @@ class Karpenter(Construct):
             "KarpenterNodes",
             cluster=props.cluster,
             cluster_name=props.cluster_name,
+            node_role_name=self.node_role_name,
             # (for a GitOps tool, the name the template gives the role: a literal, known before it exists)
-            node_role_name=self.infra.node_role_literal_name or self.node_role_name
-            if props.node_objects is NodeObjects.GITOPS
-            else self.node_role_name,
+            gitops_node_role_name=self.infra.node_role_literal_name,
             windows_node_role_name=self.windows_node_role.role_name if self.windows_node_role else None,
             node_classes=props.node_classes,
             node_pools=props.node_pools,

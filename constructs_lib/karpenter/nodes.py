@@ -16,6 +16,9 @@ from .specs.node_objects import NodeObjects
 from .specs.node_overlay import NodeOverlaySpec
 from .specs.node_pool import NodePoolSpec
 
+# On each node object's custom resource during the handover (NodeObjects.HANDOVER).
+HANDOVER_PROPERTY = "RetainedForHandover"
+
 
 class KarpenterNodes(Construct):
     """One ``add_manifest`` per object, so each is created, updated and deleted on its own.
@@ -36,8 +39,9 @@ class KarpenterNodes(Construct):
 
     ``delivery`` (:class:`~constructs_lib.karpenter.props.NodeObjects`) says who applies them: the stack (as above),
     the stack retaining every object (``HANDOVER``: each resource's DeletionPolicy is Retain, so an object that
-    leaves the stack keeps running), or a GitOps tool (``GITOPS``: no resource; :attr:`gitops_objects` holds them in
-    the order they are applied, classes, then overlays, then pools, every value known at synth).
+    leaves the stack keeps running), or a GitOps tool (``GITOPS``: no resource). In both, :attr:`gitops_objects` holds
+    them for the tool, in the order they are applied (classes, then overlays, then pools), every value known at synth
+    (the node role by ``gitops_node_role_name``, the name the template gives it).
     """
 
     def __init__(
@@ -59,33 +63,44 @@ class KarpenterNodes(Construct):
         security_group_ids: Sequence[str] = (),
         delivery: NodeObjects = NodeObjects.STACK,
         volume_key_arn: str | None = None,
+        gitops_node_role_name: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.node_classes: dict[str, eks.KubernetesManifest] = {}
         self.node_pools: dict[str, eks.KubernetesManifest] = {}
         self.node_overlays: dict[str, eks.KubernetesManifest] = {}
         self.gitops_objects: list[dict[str, Any]] = []
-        class_objects, pool_objects, overlay_objects = manifests.node_objects(
-            node_classes,
-            node_pools,
-            node_overlays=node_overlays,
-            cluster_name=cluster_name,
-            node_role_name=node_role_name,
-            windows_node_role_name=windows_node_role_name,
-            subnet_ids=subnet_ids,
-            security_group_ids=security_group_ids,
-            volume_key_arn=volume_key_arn,
-        )
-        if delivery is NodeObjects.GITOPS:
-            self.gitops_objects = [*class_objects.values(), *overlay_objects.values(), *pool_objects.values()]
+
+        def render(role: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+            return manifests.node_objects(
+                node_classes,
+                node_pools,
+                node_overlays=node_overlays,
+                cluster_name=cluster_name,
+                node_role_name=role,
+                windows_node_role_name=windows_node_role_name,
+                subnet_ids=subnet_ids,
+                security_group_ids=security_group_ids,
+                volume_key_arn=volume_key_arn,
+            )
+
+        if delivery is not NodeObjects.STACK:  # what a GitOps tool applies, or takes over after the handover
+            classes, pools, overlays = render(gitops_node_role_name or node_role_name)
+            self.gitops_objects = [*classes.values(), *overlays.values(), *pools.values()]
             for obj in self.gitops_objects:
                 _known_at_synth(obj, f"{obj['kind']}/{obj['metadata']['name']}")
+        if delivery is NodeObjects.GITOPS:
             return
-        self._apply(cluster, (class_objects, pool_objects, overlay_objects), node_pools, depends_on, drain_bound)
+        self._apply(cluster, render(node_role_name), node_pools, depends_on, drain_bound)
         if delivery is NodeObjects.HANDOVER:
             for manifest in (*self.node_classes.values(), *self.node_pools.values(), *self.node_overlays.values()):
+                resource = cast(CfnResource, manifest.node.default_child)
                 # The custom resource only: its deletion then leaves the object in the cluster.
-                cast(CfnResource, manifest.node.default_child).apply_removal_policy(RemovalPolicy.RETAIN)
+                resource.apply_removal_policy(RemovalPolicy.RETAIN)
+                # ... and a property the handler ignores, so that the handover's deploy updates the resource:
+                # CloudFormation has treated a change of DeletionPolicy alone as no change and kept the old policy
+                # (cloudformation-coverage-roadmap#1543, aws-cdk#11521); the update re-applies the same objects.
+                resource.add_property_override(HANDOVER_PROPERTY, True)
 
     def _apply(
         self,

@@ -120,6 +120,22 @@ def node_lists(config: AppConfig) -> list[str]:
     ][:1]
 
 
+def default_class_left_out(config: AppConfig) -> list[str]:
+    """A pool on the built-in default class, which is not added once nodeManifests defines classes and nodeClasses
+    is not set: say so, before the construct's rule says only that the class is missing."""
+    sources = config.node_class_sources
+    if not config.node_manifests or not sources or not all(sources):
+        return []
+    names = [c.name for c in config.node_classes]
+    return [
+        f"nodePools {quoted(pool.name)} uses nodeClass 'default', the built-in class, which is not added because "
+        f"nodeManifests defines the node classes ({', '.join(names)}) and nodeClasses is not set: add "
+        '{"name": "default"} to nodeClasses, or give the pool one of the files\' classes'
+        for pool in config.node_pools
+        if pool.node_class == "default" and "default" not in names
+    ][:1]
+
+
 # The node rules are the construct's own (constructs_lib.karpenter.specs.rules, run by Karpenter when it is built): the
 # configuration runs the same functions, so its messages name where each setting came from.
 

@@ -41,6 +41,7 @@ from .file_messages import in_file_terms
 from .merge import Layered
 from .model import AppConfig
 from .node_rules import (
+    default_class_left_out,
     delivery_fits,
     distinct_names,
     existing_node_roles,
@@ -232,6 +233,7 @@ RULES: tuple[Rule, ...] = (
     production_nodes,
     node_lists,
     distinct_names,
+    default_class_left_out,
     pools_fit_classes,
     user_data_fits,
     delivery_fits,

@@ -84,11 +84,19 @@ def review(
             else stack_node_objects(old_templates.get(f"{stack}.template"), _node_role(new, stack))
         )
         source = f"{folder}/" + (f" at {base}" if base else "") if files else "the stack (baseline)"
-        lines += ["", f"## {stack}: node objects your GitOps tool applies ({folder}/)", ""]
+        handover = written.get("mode") == "handover"
+        what = "takes over (handover)" if handover else "applies"
+        lines += ["", f"## {stack}: node objects your GitOps tool {what} ({folder}/)", ""]
         lines.append(f"Before: {len(old)} object(s) from {source}; after: {len(new)} rendered by this configuration.")
         effects = kubernetes_effects(json.dumps(old), json.dumps(new), _as_template(new))
         lines += [f"- {effect}" for effect in effects] or ["- nothing changes for Karpenter"]
-        deleted = deleted_by_the_move(old_templates.get(f"{stack}.template"))
+        if handover:
+            lines.append(
+                "- the stack keeps applying these objects and retains them from this deploy on (DeletionPolicy Retain; "
+                "each resource is updated, re-applying the same objects, so that CloudFormation stores it): once your "
+                f'GitOps tool applies {folder}/, set nodeObjects "gitops" and deploy: the objects keep running'
+            )
+        deleted = [] if handover else deleted_by_the_move(old_templates.get(f"{stack}.template"))
         if deleted:
             blocked.append(stack)
             lines.append(

@@ -8,6 +8,7 @@ configuration calls the same functions and adds where each setting came from."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -269,21 +270,23 @@ def user_data_problems(node_classes: Sequence[NodeClassSpec], node_pools: Sequen
 
 
 def delivery_problems(node_classes: Sequence[NodeClassSpec], node_objects: NodeObjects) -> list[str]:
-    """Node objects for a GitOps tool are written with every value known at synth: a class whose node role (Windows)
-    or volume key (volumeKmsKey create) only a deploy names cannot be written (the first such class)."""
-    if node_objects is not NodeObjects.GITOPS:
+    """Node objects for a GitOps tool (NodeObjects.GITOPS, and HANDOVER, which writes them for the tool to take over)
+    are written with every value known at synth: a class whose node role (Windows) or volume key (volumeKmsKey
+    create) only a deploy names cannot be written (the first such class)."""
+    if node_objects is NodeObjects.STACK:
         return []
+    mode = f"(nodeObjects {json.dumps(node_objects.value)})"
     for i, node_class in enumerate(node_classes):
         if node_class.windows:
             return [
                 f"nodeClasses[{i}] {quoted(node_class.name)} is a Windows class, whose node role CloudFormation names "
-                'at deploy, which files in git cannot name (nodeObjects "gitops"): apply Windows classes with the '
-                'stack (nodeObjects "stack")'
+                f"at deploy, which files in git cannot name {mode}: apply Windows classes with the stack (nodeObjects "
+                '"stack")'
             ]
         if node_class.creates_volume_key:
             return [
                 f'nodeClasses[{i}].volumeKmsKey "create": the key\'s ARN is known only once the stack is deployed, '
-                'which files in git cannot name (nodeObjects "gitops"): give the ARN of a key you keep'
+                f"which files in git cannot name {mode}: give the ARN of a key you keep"
             ]
     return []
 
