@@ -131,11 +131,12 @@ def test_the_gate_checks_every_environment_of_a_configuration(by_hand):
 
 
 @pytest.mark.cli
-def test_the_gate_of_their_configuration_passes_in_their_copy():
+def test_the_gate_of_their_configuration_passes_in_their_copy(tmp_path, monkeypatch):
     """Found by a newcomer trial: a gate test read the product's cdk.json instead of the copy's, and `make test`
-    failed on any cdk.json made one's own. The gate's tests (tests/test_your_configuration.py) in their copy, over
-    their `make synth` (as `make test`'s gate lays it out), with CI=true: all pass."""
-    import subprocess
+    failed on any cdk.json made one's own. Every test of the gate (tests/test_your_configuration.py) with their copy
+    as the project and their `make synth` as the gate's synth (as `make test` lays it out), with CI=true: all pass.
+    (In this process: the module's project and gate folder pointed at their copy.)"""
+    import tests.test_your_configuration as yours
 
     result = commands.result(SYNTH)
     assert result.returncode == 0, result.stderr
@@ -145,16 +146,26 @@ def test_the_gate_of_their_configuration_passes_in_their_copy():
         (gate / name).write_text(text)
     if not (gate / "cdk.out").exists():
         (gate / "cdk.out").symlink_to(result.outdir / "cdk.out")
-    env = workspace.clean_env(KARPENTER_GATE_OUT=".gate", CI="true")
-    done = subprocess.run(
-        ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "cli", "tests/test_your_configuration.py"],
-        cwd=result.outdir,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout[-3000:]
-    assert done.stdout.splitlines()[-1].split(" in ")[0] == "6 passed"
+    monkeypatch.setattr(yours, "ROOT", result.outdir)
+    monkeypatch.setattr(yours, "GATE_OUT", ".gate")
+    monkeypatch.setattr(yours, "CONTEXT_FILE", None)
+    monkeypatch.setattr(yours, "ARGS", [])
+    monkeypatch.setenv("CI", "true")
+    yours.your_environments.cache_clear()
+    try:
+        assert sorted(yours.your_environments()) == ["prod", "staging"]
+        ran = []
+        for name, test in sorted(vars(yours).items()):
+            if name.startswith("test_") and callable(test):
+                wants = test.__code__.co_varnames[: test.__code__.co_argcount]
+                (tmp_path / name).mkdir()
+                with pytest.MonkeyPatch.context() as own:  # each test its own, as pytest gives it
+                    given = {"tmp_path": tmp_path / name, "monkeypatch": own}
+                    test(**{arg: given[arg] for arg in wants})
+                ran.append(name)
+        assert len(ran) == 6
+    finally:
+        yours.your_environments.cache_clear()
 
 
 @pytest.mark.cli
