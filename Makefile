@@ -69,7 +69,7 @@ synth: $(RUNTIME_STAMP) $(NODE_STAMP)
 	rm -rf cdk.out && mv cdk.out.next cdk.out
 	@echo "Synthesized: $$(cd cdk.out && ls *.template.json | tr '\n' ' ')"
 
-## test: set up and run the whole test suite: the product's tests and the gate of your configuration
+## test: set up and run the whole test suite: the product's tests, the gate of your configuration, lint and the scanners
 # Jobs side by side (make schedules them; each one's output is printed whole when it ends): lint, the
 # scanners, the in-process tests, and the tests that run commands as a user types them. The in-process tests are
 # the longest chain (one process): the other jobs (the tests that run commands, the scanners) run niced (NICE), on
@@ -80,7 +80,7 @@ test: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	@times=$$(mktemp); JOB_TIMES=$$times $(MAKE) --no-print-directory -j6 --output-sync=target pytest pytest-cli lint scan; \
 		status=$$?; python -m tooling.timed --report $$times; rm -f $$times; exit $$status
 
-## check: only the gate of your configuration: synth of every environment, cdk-nag, cfn-lint, CRD schema and CEL
+## check: only the gate of your configuration: synth of every environment, cdk-nag, cfn-lint, CRD schema and CEL (no checkov)
 check: $(DEV_STAMP) $(NODE_STAMP)
 	@$(RUN) SET ARGS -- $(CDK) --check-config
 	@$(MAKE) --no-print-directory gate
