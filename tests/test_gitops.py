@@ -294,6 +294,14 @@ def test_the_review_of_each_step(default, handover, gitops_mode):
         "resource is updated, re-applying the same objects, so that CloudFormation stores it): once your GitOps tool "
         'applies gitops/eks-karpenter/, set nodeObjects "gitops" and deploy: the objects keep running',
     ]
+    # once the handover is the baseline, the review says it as it is
+    accepted = {f"{STACK}.template": json.loads((Path(handover.app.outdir) / f"{STACK}.template.json").read_text())}
+    kept, _, _ = review_gitops.review(gitops.recorded(Path(handover.app.outdir)), accepted, Path("/x"), None)
+    assert kept[5] == (
+        "- the stack keeps applying these objects and retains them (DeletionPolicy Retain, as your baseline records): "
+        'once your GitOps tool applies gitops/eks-karpenter/, set nodeObjects "gitops" and deploy: the objects keep '
+        "running"
+    )
     assert changes(handover, gitops_mode) == {
         "ClustermanifestEC2NodeClassdefault1FA7291F": (
             "removed",

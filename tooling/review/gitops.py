@@ -48,6 +48,17 @@ def _node_role(objects: list[dict[str, Any]], stack: str) -> str:
     return next((r for r in roles if r.startswith(NODE_ROLE_NAME_PREFIX)), node_role_name(stack))
 
 
+def _retained(template: dict[str, Any] | None) -> bool:
+    """Whether a template's stack retains every node object it applies (a baseline accepted in handover)."""
+    held = [
+        resource
+        for resource in (template or {}).get("Resources", {}).values()
+        if resource.get("Type") == MANIFEST
+        and any(o.get("kind") in NODE_KINDS for o in _objects(resource.get("Properties", {}).get("Manifest")).values())
+    ]
+    return bool(held) and all(r.get("DeletionPolicy") == "Retain" for r in held)
+
+
 def deleted_by_the_move(template: dict[str, Any] | None) -> list[str]:
     """The node objects a stack applies without retaining them: what a move to gitops would delete."""
     return [
@@ -90,7 +101,13 @@ def review(
         lines.append(f"Before: {len(old)} object(s) from {source}; after: {len(new)} rendered by this configuration.")
         effects = kubernetes_effects(json.dumps(old), json.dumps(new), _as_template(new))
         lines += [f"- {effect}" for effect in effects] or ["- nothing changes for Karpenter"]
-        if handover:
+        if handover and _retained(old_templates.get(f"{stack}.template")):
+            lines.append(
+                "- the stack keeps applying these objects and retains them (DeletionPolicy Retain, as your baseline "
+                f'records): once your GitOps tool applies {folder}/, set nodeObjects "gitops" and deploy: the objects '
+                "keep running"
+            )
+        elif handover:
             lines.append(
                 "- the stack keeps applying these objects and retains them from this deploy on (DeletionPolicy Retain; "
                 "each resource is updated, re-applying the same objects, so that CloudFormation stores it): once your "
