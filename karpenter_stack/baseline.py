@@ -266,7 +266,7 @@ def _release_refusals(config: AppConfig, stack_name: str, root: Path | None) -> 
 def synthesized_cluster_config(config: AppConfig, root: Path | None = None) -> dict[str, Any] | None:
     """The cluster resource's ``Config`` the app synthesizes for ``config`` (the built ``eks.Cluster``'s resolved
     properties: CDK decides them, no list of ours), or None (an existing cluster, a VPC lookup pending)."""
-    key = (config.model_dump_json(), str(root or context_sources.project_dir()))
+    key = _key(config, root)
     if key not in _SYNTHESIZED:
         import aws_cdk as cdk
 
@@ -297,8 +297,13 @@ def remember_built(stack: Any, root: Path | None = None, *, always: bool = False
         inner = resource.node.try_find_child("Resource") if resource is not None else None
         child = inner.node.default_child if inner is not None else None
         found = [child] if isinstance(child, cdk.CfnResource) and child.cfn_resource_type == CLUSTER_TYPE else []
-    key = (config.model_dump_json(), str(root or context_sources.project_dir()))
-    _SYNTHESIZED[key] = stack.resolve(found[0]._cfn_properties)["Config"] if found else None
+    _SYNTHESIZED[_key(config, root)] = stack.resolve(found[0]._cfn_properties)["Config"] if found else None
+
+
+def _key(config: AppConfig, root: Path | None) -> tuple[str, str]:
+    """What a cluster's Config depends on: the configuration, and the lookups the CLI cached in the project's
+    cdk.context.json (an environment's zones), not where the project is."""
+    return config.model_dump_json(), json.dumps(context_sources.cached_lookups(root), sort_keys=True)
 
 
 _SYNTHESIZED: dict[tuple[str, str], dict[str, Any] | None] = {}
