@@ -21,11 +21,11 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from karpenter_stack import gitops
+from tooling.review.lifecycle_model import references
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM = "Custom::AWSCDK-EKS-HelmChart"
@@ -49,20 +49,6 @@ def text(value: Any) -> str:
     return "${" + json.dumps(value, sort_keys=True) + "}"
 
 
-def _references(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        if "Ref" in value and isinstance(value["Ref"], str):
-            yield value["Ref"]
-        elif "Fn::GetAtt" in value and isinstance(value["Fn::GetAtt"], list):
-            yield str(value["Fn::GetAtt"][0])
-        else:
-            for item in value.values():
-                yield from _references(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _references(item)
-
-
 def creation_order(resources: dict[str, Any]) -> list[str]:
     """Logical ids in an order CloudFormation may create them: after everything each depends on or refers to,
     template order among those that are ready together."""
@@ -70,7 +56,7 @@ def creation_order(resources: dict[str, Any]) -> list[str]:
     for logical_id, resource in resources.items():
         depends = resource.get("DependsOn", [])
         depends = [depends] if isinstance(depends, str) else list(depends)
-        refs = set(_references(resource.get("Properties", {})))
+        refs = set(references(resource.get("Properties", {})))
         needs[logical_id] = {d for d in (*depends, *refs) if d in resources and d != logical_id}
     order: list[str] = []
     done: set[str] = set()
