@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -99,6 +100,22 @@ def test_their_configuration_synthesizes_offline_from_their_lookup_cache():
         ]
         # their null survives cdk.json → CLI → jsii → the app: batch has no terminationGracePeriod (found by a trial)
         assert re.findall(r'terminationGracePeriod\\":\\"([0-9a-z]+)', text) == ["24h", "24h"]
+
+
+@pytest.mark.cli
+def test_each_copy_is_a_clone_whose_last_commit_is_their_configuration():
+    """The copies share the first copy's objects (tooling/workspace.py), not its commits: each is the project, then
+    its own cdk.json and cdk.context.json committed, nothing left uncommitted or reachable from another copy."""
+    for cmd, context in ((SYNTH, their_lookups()), (NO_LOOKUPS, {})):
+        project = commands.result(cmd).outdir
+
+        def git(*args: str, project: Path = project) -> str:
+            return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=True).stdout
+
+        assert [line.split(" ", 1)[1] for line in git("log", "--oneline").splitlines()] == ["my cluster", "the project"]
+        assert json.loads(git("show", "HEAD:cdk.json")) == json.loads((project / "cdk.json").read_text())
+        assert json.loads(git("show", "HEAD:cdk.context.json")) == context
+        assert git("status", "--porcelain", "--untracked-files=no") == ""
 
 
 def test_the_gate_checks_every_environment_of_a_configuration(by_hand):
