@@ -33,7 +33,7 @@ def logical_ids_of(templates: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 def logical_ids(overrides: dict[str, Any]) -> dict[str, str]:
     # Path metadata on, as `cdk synth` does: nested templates are found by their construct path.
-    with tempfile.TemporaryDirectory(prefix="release-ids-") as outdir:  # ~60 MB each: never left behind
+    with tempfile.TemporaryDirectory(prefix="release-ids-") as outdir:  # never left behind
         app = new_app(context={**PRODUCT_CONTEXT, "aws:cdk:enable-path-metadata": True, **overrides}, outdir=outdir)
         build(app)
         app.synth()

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except context_sources.ContextFileError as err:
         print(err, file=sys.stderr)
         return 2
-    # The cloud assembly (~60 MB with the kubectl layer) lives only as long as the review.
+    # The cloud assembly (its templates) lives only as long as the review.
     with tempfile.TemporaryDirectory(prefix="review-") as outdir:
         return _review(args, context, BASELINE, outdir)
 

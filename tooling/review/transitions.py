@@ -232,6 +232,7 @@ def _refused_against(deployed: Mapping[str, dict[str, Any]], config: AppConfig) 
 def in_process_synth(context: Mapping[str, Any], outdir_root: Path) -> Synth:
     """Synthesize configurations in this process (cached by their overrides), over ``context`` (feature flags)."""
     from karpenter_stack.application import build, new_app
+    from tooling.review.synth import TEMPLATES_ONLY
 
     cache: dict[str, Mapping[str, dict[str, Any]]] = {}
 
@@ -243,11 +244,7 @@ def in_process_synth(context: Mapping[str, Any], outdir_root: Path) -> Synth:
                 **context,
                 **overrides,
             }  # as cdk.json would hold it (jsii drops the context's nulls; this keeps them)
-            # (assets referenced, not copied: each assembly would hold the 60 MB kubectl layer)
-            app = new_app(
-                outdir=outdir,
-                context={**layer, "aws:cdk:enable-path-metadata": True, "aws:cdk:disable-asset-staging": True},
-            )
+            app = new_app(outdir=outdir, context={**layer, **TEMPLATES_ONLY})
             build(app, file_context=layer)
             app.synth()
             cache[key] = rv.synthesized_templates(Path(outdir))

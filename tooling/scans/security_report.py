@@ -31,6 +31,7 @@ from constructs_lib.karpenter import yaml_load
 from karpenter_stack.application import build_deferred, new_app
 from karpenter_stack.config import ConfigError
 from karpenter_stack.security import acknowledgments, covers, findings
+from tooling.review.synth import TEMPLATES_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,8 +60,8 @@ def nag_section(context: dict[str, Any], outdir: str) -> tuple[str, int, cdk.App
     """The findings table, the number left open, the acknowledged app (synthesized into ``outdir``, for
     linting) and the findings as SARIF results (acknowledged ones suppressed with their reason)."""
     # One build: the findings before acknowledgments, then after them.
-    # Path metadata on, as `cdk synth` writes the templates a deploy uses (cfn-lint reads it, too).
-    app = new_app(context={**context, "aws:cdk:enable-path-metadata": True}, outdir=outdir)
+    # Path metadata on, as `cdk synth` writes the templates a deploy uses (cfn-lint reads it, too); no assets copied.
+    app = new_app(context={**context, **TEMPLATES_ONLY}, outdir=outdir)
     stacks, register = build_deferred(app)
     packs = ["AwsSolutions", *sorted({p for s in stacks for p in s.config.additional_nag_packs})]
     raw = findings(app, packs)
@@ -338,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sarif-dir", type=Path, help="also write cdk-nag.sarif and checkov.sarif there")
     args = parser.parse_args(argv)
     context = _context(args.context)
-    # The cloud assembly (~60 MB with the kubectl layer) lives only as long as the report.
+    # The cloud assembly (its templates) lives only as long as the report.
     with tempfile.TemporaryDirectory(prefix="security-report-") as outdir:
         return _report(args, context, outdir)
 
