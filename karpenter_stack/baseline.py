@@ -8,6 +8,7 @@ UPDATE_ROLLBACK_FAILED. The message names the safe sequence. Without a baseline 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -265,30 +266,34 @@ def _release_refusals(config: AppConfig, stack_name: str, root: Path | None) -> 
 
 def synthesized_cluster_config(config: AppConfig, root: Path | None = None) -> dict[str, Any] | None:
     """The cluster resource's ``Config`` the app synthesizes for ``config`` (the built ``eks.Cluster``'s resolved
-    properties: CDK decides them, no list of ours), or None (an existing cluster, a VPC lookup pending)."""
-    key = _key(config, root)
+    properties: CDK decides them, no list of ours), or None (an existing cluster, a VPC lookup pending): read from the
+    stack this process built for ``config``, or from a stack built up to its cluster."""
+    key = _key(config, context_sources.cached_lookups(root))
     if key not in _SYNTHESIZED:
-        import aws_cdk as cdk
-
-        from .cluster_stack import KarpenterClusterStack
-        from .config.resolve import resolve_environment
-
-        app = cdk.App(context=context_sources.cached_lookups(root))
-        environment = resolve_environment("", config)
-        stack = KarpenterClusterStack(app, environment.stack_name, environment=environment, cluster_only=True)
-        remember_built(stack, root, always=True)
+        cluster_only_config(config, root)
     return _SYNTHESIZED[key]
 
 
-def remember_built(stack: Any, root: Path | None = None, *, always: bool = False) -> None:
+def cluster_only_config(config: AppConfig, root: Path | None = None) -> dict[str, Any] | None:
+    """The cluster's ``Config`` of ``config``'s stack built only up to its cluster (nothing built after the cluster
+    changes its resource's Config; tests/test_transitions.py holds the two to each other)."""
+    import aws_cdk as cdk
+
+    from .cluster_stack import KarpenterClusterStack
+    from .config.resolve import resolve_environment
+
+    app = cdk.App(context=context_sources.cached_lookups(root))
+    environment = resolve_environment("", config)
+    stack = KarpenterClusterStack(app, environment.stack_name, environment=environment, cluster_only=True)
+    return remember_built(stack)
+
+
+def remember_built(stack: Any) -> dict[str, Any] | None:
     """Keep the cluster Config of a stack the app has built for its configuration (``stack.config``): the synth's
-    guard then reads it instead of building the stack again. Only where a baseline of the stack exists (the guard
-    reads nothing else), unless ``always``."""
+    guard and the review read it instead of building the stack again (resolving it costs about 2 ms a stack)."""
     import aws_cdk as cdk
 
     config: AppConfig = stack.config
-    if not always and _baseline(stack_name_for(config.cluster_name), root) is None:
-        return
     # aws-cdk's eks.Cluster (the stack's ``cluster``) holds its custom resource at Resource/Resource/Default
     cluster = getattr(stack, "cluster", None)
     found = []
@@ -297,14 +302,20 @@ def remember_built(stack: Any, root: Path | None = None, *, always: bool = False
         inner = resource.node.try_find_child("Resource") if resource is not None else None
         child = inner.node.default_child if inner is not None else None
         found = [child] if isinstance(child, cdk.CfnResource) and child.cfn_resource_type == CLUSTER_TYPE else []
-    _SYNTHESIZED[_key(config, root)] = stack.resolve(found[0]._cfn_properties)["Config"] if found else None
+    key = _key(config, stack.node.get_all_context())
+    _SYNTHESIZED[key] = stack.resolve(found[0]._cfn_properties)["Config"] if found else None
+    return _SYNTHESIZED[key]
 
 
-def _key(config: AppConfig, root: Path | None) -> tuple[str, str]:
-    """What a cluster's Config depends on: the configuration, and the lookups the CLI cached in the project's
-    cdk.context.json (an environment's zones), not where the project is."""
-    return config.model_dump_json(), json.dumps(context_sources.cached_lookups(root), sort_keys=True)
+def _key(config: AppConfig, context: dict[str, Any]) -> tuple[str, str]:
+    """What a cluster's Config depends on: the configuration, and the lookups (an environment's zones) in the context
+    it is built with (the CLI hands the app the project's cdk.context.json), not where the project is."""
+    lookups = {k: v for k, v in context.items() if _LOOKUP.match(k)}
+    return config.model_dump_json(), json.dumps(lookups, sort_keys=True)
 
+
+# A lookup's context key, as aws-cdk names it: <provider>:account=<id>:... (availability-zones, vpc-provider, ssm, ...)
+_LOOKUP = re.compile(r"[a-z-]+:account=")
 
 _SYNTHESIZED: dict[tuple[str, str], dict[str, Any] | None] = {}
 

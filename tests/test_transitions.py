@@ -835,7 +835,8 @@ def test_the_guards_cluster_only_build_gives_the_synthesized_cluster_config(
             for r in synthesized.template.to_json()["Resources"].values()
             if r["Type"] == "Custom::AWSCDK-EKS-Cluster"
         ]
-        assert baseline.synthesized_cluster_config(synthesized.config) == config
+        assert baseline.cluster_only_config(synthesized.config) == config
+        assert baseline.synthesized_cluster_config(synthesized.config) == config  # (the whole build's, kept)
 
 
 def test_a_node_pool_moves_verdict_is_checked_against_karpenters_disruption_model():
