@@ -5,6 +5,7 @@ EKS add-on versions follow each Kubernetes minor. (The delivery pipeline's tool 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Callable
@@ -101,6 +102,7 @@ class KubectlLayer:
         return cast(type, getattr(module, self.class_name))
 
 
+@functools.cache  # (a jsii call each time otherwise: every configuration the process loads asks)
 def eks_kubernetes_version(kubernetes_version: str) -> eks.KubernetesVersion:
     minor = minor_of(kubernetes_version)
     constant = getattr(eks.KubernetesVersion, f"V1_{minor}", None)

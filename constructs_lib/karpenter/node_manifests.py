@@ -28,6 +28,8 @@ used twice (across files and the typed specs given) and a pool whose class is in
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -326,7 +328,14 @@ def manifest_files(
 
 def parse_yaml(text: str) -> list[Any]:
     """The documents of a YAML file (``---``-separated; empty ones left out), read as kubectl reads them and bounded
-    (``yaml_load.user_documents``); ValueError with the line."""
+    (``yaml_load.user_documents``); ValueError with the line. Each call gets documents of its own."""
+    return copy.deepcopy(_parsed(text))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> list[Any]:
+    """A file's documents, read once per text: a configuration is loaded more than once in a run (the synth's check,
+    its build, the review), and the pure-Python loader kubectl's reading needs is slow."""
     return [d for d in yaml_load.user_documents(text) if d is not None]
 
 

@@ -16,6 +16,7 @@ resource>/<logical id>``)."""
 
 from __future__ import annotations
 
+import heapq
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -105,6 +106,7 @@ def changes(old: Lifecycle, new: Lifecycle) -> tuple[set[str], set[str], set[str
     common = sorted(set(new.nodes) & set(old.nodes))
     replaced: set[str] = set()
     updated: set[str] = set()
+    referred: dict[str, set[str]] = {}  # key -> what its new properties refer to (read once)
     grew = True
     while grew:
         grew = False
@@ -115,7 +117,9 @@ def changes(old: Lifecycle, new: Lifecycle) -> tuple[set[str], set[str], set[str
             if node.type == NESTED_STACK:
                 continue
             a, b = _props(old, key), _props(new, key)
-            moved = bool({_local(key, r) for r in references(b)} & replaced)
+            if replaced and key not in referred:
+                referred[key] = {_local(key, r) for r in references(b)}
+            moved = bool(replaced) and bool(referred[key] & replaced)
             if a == b and not moved:
                 continue
             is_replaced = node.type in REPLACED_ON_ANY_CHANGE or any(
@@ -141,18 +145,26 @@ def _waits(lifecycle: Lifecycle, key: str) -> bool:
 
 def _order(lifecycle: Lifecycle, reverse: bool = False) -> list[str]:
     """A topological order of every resource (dependencies first; ``reverse``: dependents first), among what may
-    run side by side: a waiting Helm release last, then in key order."""
+    run side by side: a waiting Helm release last, then in key order (a cycle: the first key still pending)."""
     waits_for = lifecycle.dependents if reverse else lifecycle.deps
     pending = set(lifecycle.nodes)
     blocked = {k: {d for d in waits_for[k] if d != k} for k in pending}
+    unblocks: dict[str, list[str]] = {}
+    for k, ds in blocked.items():
+        for d in ds:
+            unblocks.setdefault(d, []).append(k)
+    ready = [(_waits(lifecycle, k), k) for k in pending if not blocked[k]]
+    heapq.heapify(ready)
     order: list[str] = []
     while pending:
-        ready = [k for k in pending if not blocked[k]] or [min(pending)]
-        pick = min(ready, key=lambda k: (_waits(lifecycle, k), k))
+        pick = heapq.heappop(ready)[1] if ready else min(pending)
         order.append(pick)
         pending.discard(pick)
-        for k in pending:
-            blocked[k].discard(pick)
+        for k in unblocks.get(pick, ()):
+            if k in pending and pick in blocked[k]:
+                blocked[k].discard(pick)
+                if not blocked[k]:
+                    heapq.heappush(ready, (_waits(lifecycle, k), k))
     return order
 
 
