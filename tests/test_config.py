@@ -114,6 +114,15 @@ def test_errors_name_the_layer_each_setting_came_from():
         "clusterName = \"my shop-prod\": must start with a letter or digit and contain only letters, digits, '-' "
         "and '_' (from cdk.json + suffix -prod; environment prod)"
     ]
+    # a value written outside the environments that fails in several: one line naming them all, after and before
+    # the environments' own problems, in order
+    two = {**ok, "environments": {"dev": {"maxAzs": 8}, "prod": {"vpcCidr": "10.0.0.0/8"}}, "natGateways": 7}
+    assert error({}, two) == [
+        "environments.dev.maxAzs = 8: Input should be less than or equal to 6 (from environments.dev)",
+        "natGateways = 7: Input should be less than or equal to 6 (from cdk.json; environments dev, prod)",
+        'environments.prod.vpcCidr = "10.0.0.0/8": must be an IPv4 CIDR with a prefix length from /16 to /24 '
+        "(from environments.prod)",
+    ]
     assert error({}, {"clusterName": "-c"}) == [
         "clusterName = \"-c\": must start with a letter or digit and contain only letters, digits, '-' and '_' "
         "(from cdk.json)"

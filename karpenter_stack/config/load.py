@@ -1,11 +1,13 @@
 """The steps in order, for every environment: parse the context (``parse``), merge the layers (``merge``),
 validate (``validate``); ``resolve`` then turns each configuration into what the stacks build from.
 
-Each environment is merged and validated in turn, so the first problem a configuration has is the one reported
-(with every other problem of the same step and setting: one line each, naming the layer it came from)."""
+Each environment is merged and validated in turn, so the first problem an environment has is the one reported
+(with every other problem of the same step and setting: one line each, naming the layer it came from), for every
+environment that has one; a value written outside the environments that fails in several is named once."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import date
 from typing import Any
@@ -57,13 +59,38 @@ def load_environments(
     if not environments:
         return {"": validate(merge.top_level(shared, origins, deployed), today)}
     configs: dict[str, AppConfig] = {}
+    failed: dict[str, list[str]] = {}
     for name, overrides in environments.items():
         layer = f"environments.{name}"
-        parse.check_environment(name, overrides)
-        parsed = {k: parse.parse_value(k, v, layer) for k, v in overrides.items()}
-        configs[name] = validate(merge.environment(name, parsed, shared, origins, flags, deployed), today)
+        try:
+            parse.check_environment(name, overrides)
+            parsed = {k: parse.parse_value(k, v, layer) for k, v in overrides.items()}
+            configs[name] = validate(merge.environment(name, parsed, shared, origins, flags, deployed), today)
+        except ConfigError as err:
+            failed[name] = str(err).split("\n")
+    if failed:
+        raise ConfigError(_in_every_environment(failed))
     distinct_cluster_names(configs)
     return configs
+
+
+# The end of a line about a value written outside an environment: "(from <layer>; environment <name>)"
+_FAILED_IN = re.compile(r"; environment ([^;()]+)\)$")
+
+
+def _in_every_environment(failed: Mapping[str, list[str]]) -> str:
+    """Every environment's problems, in order, one line each: a value written outside the environments that fails
+    in several is one line naming them all (``(from cdk.json; environments dev, prod)``)."""
+    lines: dict[str, list[str]] = {}  # a line without its environment -> the environments it fails in
+    for name, problems in failed.items():
+        for line in problems:
+            found = _FAILED_IN.search(line)
+            names = lines.setdefault(line[: found.start()] + ")" if found else line, [])
+            names += [name] if found else []
+    return "\n".join(
+        f"{line[:-1]}; environment{'s' if len(names) > 1 else ''} {', '.join(names)})" if names else line
+        for line, names in lines.items()
+    )
 
 
 def load_pipeline(
