@@ -523,10 +523,18 @@ def test_lowering_expire_after_drifts_every_node_and_says_expiry_is_not_budgeted
 def test_lowering_limits_removes_nothing(pool_case):
     effects, interrupts = _pool_effects(pool_case, _nothing, lambda spec: spec.update(limits={"cpu": "10"}))
     assert effects == [
-        "NodePool `default` (limits cpu 1000 → 10, memory 1000Gi → none): Karpenter launches nothing beyond the "
-        "limits; no running node is removed for them"
+        "NodePool `default` (limits cpu 1000 → 10): Karpenter launches nothing beyond the new limits; no running node "
+        "is removed for them",
+        # a limit left out is no limit (found by a newcomer trial: this read as a tightening)
+        "NodePool `default` (limits memory 1000Gi → none): the pool may grow beyond the old limits (memory: no limit "
+        "at all now); no running node is affected",
     ]
     assert not interrupts
+    effects, _ = _pool_effects(pool_case, _nothing, lambda spec: spec.update(limits={"cpu": "2k", "memory": "1Ti"}))
+    assert effects == [
+        "NodePool `default` (limits cpu 1000 → 2k, memory 1000Gi → 1Ti): the pool may grow beyond the old limits; no "
+        "running node is affected"
+    ]
 
 
 def test_renaming_a_pool_deletes_the_old_one_and_drains_all_its_nodes_at_once(pool_case):
@@ -650,7 +658,7 @@ def test_adopting_a_fleet_says_which_fields_drift_every_node(running_install, tm
         "- NodePool `default`: template.spec.terminationGracePeriod change: all its nodes will be replaced by drift, "
         "starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for "
         "Drifted); NodePool `default` (limits cpu none → 1000, memory none → 1000Gi): Karpenter launches nothing "
-        "beyond the limits; no running node is removed for them",
+        "beyond the new limits; no running node is removed for them",
         "- NodePool `legacy`: not in the app; it stays as it is, and the stack does not manage it",
     ]
 

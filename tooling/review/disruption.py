@@ -27,6 +27,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from constructs_lib.karpenter.quantities import parse_quantity
+
 REASONS = ("Drifted", "Underutilized", "Empty")
 # The CRD's defaults of what this model reads (Karpenter 1.14.1 karpenter.sh_nodepools.yaml; the tests hold them to
 # the vendored CRD mirror).
@@ -138,18 +140,38 @@ def pool_effects(pool: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> l
             f"drains when it is {b['expireAfter']} old, whatever the budgets (expiry is forceful; nodes launched "
             "together expire together); running nodes keep their own expireAfter until they are replaced"
         )
-    old_limits, new_limits = a["limits"], b["limits"]
-    moved = sorted(k for k in old_limits.keys() | new_limits.keys() if old_limits.get(k) != new_limits.get(k))
-    if moved:
-        limits = ", ".join(f"{k} {old_limits.get(k, 'none')} → {new_limits.get(k, 'none')}" for k in moved)
-        effects.append(
-            f"NodePool `{pool}` (limits {limits}): Karpenter launches nothing beyond the limits; no running node is "
-            "removed for them"
-        )
+    effects += _limits(pool, a["limits"], b["limits"])
     if a["weight"] != b["weight"]:
         effects.append(
             f"NodePool `{pool}` (weight {a['weight'] or 0} → {b['weight'] or 0}): new nodes come from pools in "
             "weight order; no running node is removed for it"
+        )
+    return effects
+
+
+def _limits(pool: str, old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    """A pool's limits bound what Karpenter launches for it, never what runs, and a resource without a limit is not
+    bounded (karpenter core 1.14.1 pkg/apis/v1/nodepool.go, Limits.ExceededBy checks only the resources listed): a
+    limit lowered or added holds new nodes back, one raised or removed lets the pool grow."""
+    moved = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    grows = [k for k in moved if k not in new or (k in old and parse_quantity(new[k]) > parse_quantity(old[k]))]
+    held = [k for k in moved if k not in grows]
+
+    def changes(keys: list[str]) -> str:
+        return ", ".join(f"{k} {old.get(k, 'none')} → {new.get(k, 'none')}" for k in keys)
+
+    effects = []
+    if held:
+        effects.append(
+            f"NodePool `{pool}` (limits {changes(held)}): Karpenter launches nothing beyond the new limits; no running "
+            "node is removed for them"
+        )
+    if grows:
+        unbounded = [k for k in grows if k not in new]
+        effects.append(
+            f"NodePool `{pool}` (limits {changes(grows)}): the pool may grow beyond the old limits"
+            + (f" ({', '.join(unbounded)}: no limit at all now)" if unbounded else "")
+            + "; no running node is affected"
         )
     return effects
 

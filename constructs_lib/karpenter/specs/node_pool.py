@@ -180,7 +180,9 @@ class NodePoolSpec(NodeObjectSpec):
     )
     limits: dict[str, IntOrString] = Field(
         default_factory=lambda: {"cpu": "1000", "memory": "1000Gi"},
-        description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities).",
+        description="Upper bound on the resources of all nodes in the pool (Kubernetes quantities). The object you "
+        "write replaces the default whole: a resource you leave out (e.g. memory, when you write only cpu) has no "
+        "limit.",
         json_schema_extra=change(
             Change.BEHAVIORAL,
             "spec.limits",
