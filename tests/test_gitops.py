@@ -358,8 +358,8 @@ def test_a_change_of_the_files_is_reviewed_as_karpenter_acts_on_it(gitops_mode, 
         lines[3] == "Before: 2 object(s) from gitops/eks-karpenter/ at HEAD; after: 2 rendered by this configuration."
     )
     assert lines[4].startswith(
-        "- NodePool `default` (template.spec.requirements): nodes of pool `default` that no longer meet its "
-        "requirements will be replaced by drift"
+        "- NodePool `default` (template.spec.requirements): nodes of pool `default` labelled kubernetes.io/arch=amd64 "
+        "will be replaced by drift"
     )
     assert stale == []  # at a revision: what is committed there is the baseline, not a folder to write
     lines, stale, _ = review_gitops.review(gitops.recorded(Path(gitops_mode.app.outdir)), {}, tmp_path, None)

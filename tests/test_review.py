@@ -228,10 +228,43 @@ def test_pool_changes_say_which_nodes_drift(default):
     with_startup = json.loads(json.dumps(pool))
     with_startup["spec"]["template"]["spec"]["startupTaints"] = startup
     assert rv.kubernetes_effects(json.dumps([with_startup]), old_manifest, base) == drifted
-    assert effects(lambda s: s["template"]["spec"]["requirements"].pop()) == [
-        "NodePool `default` (template.spec.requirements): nodes of pool `default` that no longer meet its "
-        "requirements will be replaced by drift, starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its disruption budgets for Drifted)"
+    # requirements: the nodes whose labels the new ones refuse drift (found by a newcomer trial: "nodes that no longer
+    # meet its requirements" did not say that spot -> on-demand drifts every spot node), none when they only widen
+    widened = [
+        "NodePool `default` (template.spec.requirements): the requirements only widen, so no running node drifts "
+        "(Karpenter drifts a node whose labels its pool's requirements no longer allow)"
     ]
+    assert effects(lambda s: s["template"]["spec"]["requirements"].pop()) == widened
+
+    def requirement(key: str, **fields: object):
+        def edit(spec):
+            (found,) = [r for r in spec["template"]["spec"]["requirements"] if r["key"] == key]
+            found.update(fields)
+
+        return edit
+
+    capacity, arch = "karpenter.sh/capacity-type", "kubernetes.io/arch"
+    assert effects(requirement(capacity, values=["on-demand"])) == [
+        f"NodePool `default` (template.spec.requirements): nodes of pool `default` labelled {capacity}=spot will be "
+        "replaced by drift, starting right after the deploy, at most 10% of its nodes (rounded up) at a time (its "
+        "disruption budgets for Drifted)"
+    ]
+    assert effects(requirement(arch, operator="NotIn", values=["arm64", "amd64"])) == [
+        "NodePool `default` (template.spec.requirements): nodes of pool `default` that no longer meet its requirements "
+        "will be replaced by drift, starting right after the deploy, at most 10% of its nodes (rounded up) at a time "
+        "(its disruption budgets for Drifted)"
+    ]  # (another operator: told by the nodes' labels)
+    assert effects(requirement(arch, values=["amd64", "arm64", "s390x"])) == widened
+    assert not rv.Change("Pool", rv.MANIFEST, "updated", effects=widened).interrupts
+
+    def new_key(spec):
+        spec["template"]["spec"]["requirements"].append(
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+        )
+
+    assert effects(new_key)[0].startswith(
+        "NodePool `default` (template.spec.requirements): nodes of pool `default` that no longer meet its requirements "
+    )
 
 
 def test_a_kubernetes_downgrade_would_fail_at_the_cluster_and_names_the_add_ons_that_roll():

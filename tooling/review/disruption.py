@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 from constructs_lib.karpenter.quantities import parse_quantity
@@ -154,7 +155,7 @@ def _limits(pool: str, old: Mapping[str, str], new: Mapping[str, str]) -> list[s
     bounded (karpenter core 1.14.1 pkg/apis/v1/nodepool.go, Limits.ExceededBy checks only the resources listed): a
     limit lowered or added holds new nodes back, one raised or removed lets the pool grow."""
     moved = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
-    grows = [k for k in moved if k not in new or (k in old and parse_quantity(new[k]) > parse_quantity(old[k]))]
+    grows = [k for k in moved if k not in new or (k in old and _quantity(new[k]) > _quantity(old[k]))]
     held = [k for k in moved if k not in grows]
 
     def changes(keys: list[str]) -> str:
@@ -174,6 +175,15 @@ def _limits(pool: str, old: Mapping[str, str], new: Mapping[str, str]) -> list[s
             + "; no running node is affected"
         )
     return effects
+
+
+def _quantity(value: Any) -> Decimal:
+    """A limit's value (a quantity string, or a number as YAML and JSON give it); one that is no quantity counts as
+    none larger (the CRD refuses it before Karpenter reads it)."""
+    try:
+        return parse_quantity(str(value))
+    except ValueError:
+        return Decimal("-Infinity")
 
 
 def _consolidates(settings: Mapping[str, Any], reason: str = "Underutilized") -> int:
@@ -235,6 +245,31 @@ def _budgets(pool: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]
                 f"{rate(b['budgets'], reason)}"
             )
     return effects
+
+
+def refused_labels(old: dict[str, Any], new: dict[str, Any]) -> list[str] | None:
+    """The node labels (``key=value``) the new requirements refuse and the old ones allowed, where every change of the
+    requirements removes values from an ``In`` or adds values to a ``NotIn`` of a key both name, with the same
+    operator and minValues, or drops a requirement: a node carrying such a label drifts, and no other (karpenter core
+    1.14.1 pkg/controllers/nodeclaim/disruption/drift.go, areRequirementsDrifted: the NodeClaim's labels must stay
+    compatible with the pool's requirements). ``[]``: the requirements only widen (values added to an ``In``, removed
+    from a ``NotIn``, a requirement dropped); None: any other change, whose nodes are told by their labels."""
+    before = {r.get("key"): r for r in old.get("requirements", [])}
+    after = {r.get("key"): r for r in new.get("requirements", [])}
+    if not after.keys() <= before.keys():  # a requirement on a new key: which nodes it refuses is their labels'
+        return None
+    refused = []
+    for key, b in after.items():
+        a = before[key]
+        if {k: v for k, v in a.items() if k != "values"} != {k: v for k, v in b.items() if k != "values"}:
+            return None
+        if b.get("operator") == "In":
+            refused += [f"{key}={v}" for v in a.get("values", []) if v not in b.get("values", [])]
+        elif b.get("operator") == "NotIn":
+            refused += [f"{key}={v}" for v in b.get("values", []) if v not in a.get("values", [])]
+        elif a != b:
+            return None
+    return refused
 
 
 def disrupts(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, drifts: bool) -> bool:

@@ -164,10 +164,25 @@ def _node_pool_effects(name: str, a: dict[str, Any], b: dict[str, Any]) -> list[
             f"NodePool `{name}` ({', '.join(tmpl_fields)}): " + disruption.drift_effect(name, settings, which)
         )
     elif tmpl_fields:
-        which = f"nodes of pool `{name}` that no longer meet its requirements"
-        effects.append(
-            f"NodePool `{name}` ({', '.join(tmpl_fields)}): " + disruption.drift_effect(name, settings, which)
+        refused = (
+            disruption.refused_labels(template_a.get("spec", {}), template_b.get("spec", {}))
+            if tmpl_fields == ["template.spec.requirements"]
+            else None
         )
+        if refused == []:
+            effects.append(
+                f"NodePool `{name}` (template.spec.requirements): the requirements only widen, so no running node "
+                "drifts (Karpenter drifts a node whose labels its pool's requirements no longer allow)"
+            )
+        else:
+            which = (
+                f"nodes of pool `{name}` labelled {' or '.join(refused)}"
+                if refused
+                else f"nodes of pool `{name}` that no longer meet its requirements"
+            )
+            effects.append(
+                f"NodePool `{name}` ({', '.join(tmpl_fields)}): " + disruption.drift_effect(name, settings, which)
+            )
     effects += disruption.pool_effects(name, a, b)
     behavioral = sorted(k for k in POOL_BEHAVIORAL if spec_a.get(k) != spec_b.get(k))
     if behavioral and not effects:

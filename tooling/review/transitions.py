@@ -163,7 +163,7 @@ def disruption_problems(outcome: Outcome) -> list[str]:
     (tooling/review/disruption.py: drift within budgets, consolidation, budgets released) predicts from the pool as
     each configuration writes it, not what the field declares."""
     from tooling.kubernetes_schemas import config_objects
-    from tooling.review.disruption import disrupts
+    from tooling.review.disruption import disrupts, refused_labels
 
     def pools(which: str) -> dict[str, dict[str, Any]]:
         objects = config_objects(load_config(outcome.transition.overrides(which)))
@@ -173,14 +173,22 @@ def disruption_problems(outcome: Outcome) -> list[str]:
         before, after = pools("old"), pools("new")
     except ConfigError:
         return []
-    expected = any(
-        disrupts(
-            before.get(name),
-            after.get(name),
-            name in before and name in after and before[name]["spec"]["template"] != after[name]["spec"]["template"],
-        )
-        for name in before.keys() | after.keys()
-    )
+
+    def drifts(name: str) -> bool:
+        """The pool's template changed in a field every node is hashed with, or its requirements refuse labels nodes
+        launched under the old ones may carry (Karpenter's static and dynamic drift)."""
+        if name not in before or name not in after:
+            return False
+        a, b = before[name]["spec"]["template"], after[name]["spec"]["template"]
+        if a == b:
+            return False
+        spec_a, spec_b = a.get("spec", {}), b.get("spec", {})
+        others = {k: v for k, v in spec_a.items() if k != "requirements"}
+        if a.get("metadata") != b.get("metadata") or others != {k: v for k, v in spec_b.items() if k != "requirements"}:
+            return True
+        return refused_labels(spec_a, spec_b) != []
+
+    expected = any(disrupts(before.get(name), after.get(name), drifts(name)) for name in before.keys() | after.keys())
     if expected == outcome.interrupts:
         return []
     return [
