@@ -19,8 +19,10 @@ SECURITY_GROUP_ID = "sg-0123456789abcdef0"
 
 def bare_stack() -> cdk.Stack:
     # CDK's built-in CloudFormation validation off, as in the app (cfn-lint checks templates instead);
-    # on, it costs ~1.8 s on the first synth of a session.
-    return cdk.Stack(cdk.App(builtin_cloud_formation_validation=False), "Bare")
+    # on, it costs ~1.8 s on the first synth of a session. Assets referenced where they are, as in every in-process
+    # synth of the suite (tooling/configurations.py): each synth copied the 60 MB kubectl layer into its assembly.
+    app = cdk.App(builtin_cloud_formation_validation=False, context={"aws:cdk:disable-asset-staging": True})
+    return cdk.Stack(app, "Bare")
 
 
 def imported_cluster(stack: cdk.Stack, kubernetes_version: str = "1.35") -> eks.ICluster:
