@@ -282,7 +282,8 @@ def cluster_only_config(config: AppConfig, root: Path | None = None) -> dict[str
     from .cluster_stack import KarpenterClusterStack
     from .config.resolve import resolve_environment
 
-    app = cdk.App(context=context_sources.cached_lookups(root))
+    # (its assets referenced where they are: nothing of this app is deployed or written)
+    app = cdk.App(context={**context_sources.cached_lookups(root), "aws:cdk:disable-asset-staging": True})
     environment = resolve_environment("", config)
     stack = KarpenterClusterStack(app, environment.stack_name, environment=environment, cluster_only=True)
     return remember_built(stack)
