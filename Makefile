@@ -236,10 +236,13 @@ newcomer: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 security-report: $(DEV_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	$(RUN) SET ARGS -- python -m tooling.scans.security_report
 
+# (tooling/python_floor.py: an older Python than the pinned packages need is told so in one line)
 $(VENV)/bin/python:
+	@$(PYTHON) tooling/python_floor.py
 	$(PYTHON) -m venv $(VENV)
 
 $(CHECKOV_STAMP): requirements-checkov.txt
+	@$(PYTHON) tooling/python_floor.py
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/python -m pip install -qq --disable-pip-version-check -r requirements-checkov.txt
 	touch $@

@@ -40,3 +40,27 @@ def test_ci_runs_the_readme_test_command():
     ]
     assert ci == ["make test"]
     assert "make test" in (ROOT / "README.md").read_text()
+
+
+def test_a_python_older_than_the_pinned_packages_need_is_told_so_before_any_venv_is_made():
+    """Found by a fresh-machine run with Debian 12's python3 (3.11.2): checkov's pins need 3.11.5 (soupsieve 4.1), and
+    pip failed with a page of versions. Both venvs' recipes ask tooling/python_floor.py first, with make's PYTHON."""
+    from tooling import python_floor
+
+    assert python_floor.FLOOR == (3, 11, 5)
+    assert python_floor.problem((3, 11, 2), "/usr/bin/python3") == (
+        "make: /usr/bin/python3 is Python 3.11.2; this project needs Python 3.11.5 or newer: install one and name it "
+        "with PYTHON (e.g. make test PYTHON=python3.12), or put it first on PATH as python3"
+    )
+    assert python_floor.problem((3, 11, 5), "python3") is None and python_floor.problem((3, 13, 0), "python3") is None
+    makefile = (ROOT / "Makefile").read_text()
+    for target, venv in (("$(VENV)/bin/python", "$(VENV)"), ("$(CHECKOV_STAMP)", "$(CHECKOV_VENV)")):
+        recipe = re.search(rf"^{re.escape(target)}:.*\n((?:\t.*\n)+)", makefile, re.M)
+        assert recipe, target
+        assert recipe.group(1).splitlines()[:2] == [
+            "\t@$(PYTHON) tooling/python_floor.py",
+            f"\t$(PYTHON) -m venv {venv}",
+        ]
+    project = (ROOT / "pyproject.toml").read_text()
+    assert 'requires-python = ">=3.11.5"' in project
+    assert "`python3` (3.11.5 or newer" in (ROOT / "README.md").read_text()
