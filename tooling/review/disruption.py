@@ -252,7 +252,8 @@ def refused_labels(old: dict[str, Any], new: dict[str, Any]) -> list[str] | None
     requirements removes values from an ``In`` or adds values to a ``NotIn`` of a key both name, with the same
     operator and minValues, or drops a requirement: a node carrying such a label drifts, and no other (karpenter core
     1.14.1 pkg/controllers/nodeclaim/disruption/drift.go, areRequirementsDrifted: the NodeClaim's labels must stay
-    compatible with the pool's requirements). ``[]``: the requirements only widen (values added to an ``In``, removed
+    compatible with the pool's requirements; the 1.14 disruption docs' example: In [m5.large] → In [m5.large,
+    m5.2xlarge] drifts no m5.large node). ``[]``: the requirements only widen (values added to an ``In``, removed
     from a ``NotIn``, a requirement dropped); None: any other change, whose nodes are told by their labels."""
     before = {r.get("key"): r for r in old.get("requirements", [])}
     after = {r.get("key"): r for r in new.get("requirements", [])}
